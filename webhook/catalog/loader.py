@@ -1,0 +1,191 @@
+"""Load templates and policies, validate them against the schemas and against each other.
+
+Every problem is collected (file, line, field path, message); a catalog with any problem is
+not built, so a typo never reaches the admission path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from webhook.catalog.build import BuildError, build_policy, build_template
+from webhook.catalog.overlap import policy_overlaps, template_ties
+from webhook.catalog.schema import SCHEMAS, schema_errors
+from webhook.core.model import Catalog, Policy, Template
+from webhook.yamlio import Document, YamlError, iter_yaml_files, load_file
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    source: str
+    line: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line else self.source
+        return f"{where}: {self.path or '(document)'}: {self.message}"
+
+
+class CatalogError(ValueError):
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def load_catalog(paths: Iterable[str | Path]) -> Catalog:
+    """Build the Catalog from files or directories; raise CatalogError listing every problem."""
+    catalog, problems = _load(paths)
+    if problems or catalog is None:
+        raise CatalogError(problems)
+    return catalog
+
+
+def lint_paths(paths: Iterable[str | Path]) -> list[Problem]:
+    return _load(paths)[1]
+
+
+def _load(paths: Iterable[str | Path]) -> tuple[Catalog | None, list[Problem]]:
+    problems: list[Problem] = []
+    templates: list[tuple[Template, Document]] = []
+    policies: list[tuple[Policy, Document]] = []
+    for document in _documents(paths, problems):
+        _read(document, templates, policies, problems)
+    problems.extend(_cross_checks(templates, policies))
+    if problems:
+        return None, sorted(set(problems))
+    return _assemble(templates, policies), []
+
+
+def _assemble(templates: list[tuple[Template, Document]], policies: list[tuple[Policy, Document]]) -> Catalog:
+    by_name = {t.name: t for t, _ in templates}
+    ranked = sorted(
+        (t for t in by_name.values() if not t.match.is_empty), key=lambda t: (-t.priority, t.name)
+    )
+    return Catalog(templates=by_name, policies=tuple(p for p, _ in policies), ranked=tuple(ranked))
+
+
+def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Document]:
+    documents: list[Document] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            problems.append(Problem(str(path), None, "", "no such file or directory"))
+            continue
+        files = list(iter_yaml_files(path)) if path.is_dir() else [path]
+        for file in files:
+            try:
+                documents.extend(load_file(file))
+            except YamlError as exc:
+                problems.append(Problem(str(file), None, "", str(exc).split(": ", 1)[-1]))
+    return documents
+
+
+def _read(
+    document: Document,
+    templates: list[tuple[Template, Document]],
+    policies: list[tuple[Policy, Document]],
+    problems: list[Problem],
+) -> None:
+    data = document.data
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind not in SCHEMAS:
+        line = document.line_of(["kind"])
+        problems.append(
+            Problem(document.source, line, "kind", f"expected one of {sorted(SCHEMAS)}, got {kind!r}")
+        )
+        return
+    errors = schema_errors(kind, data)
+    for path, message in errors:
+        problems.append(Problem(document.source, document.line_of(path), _dotted(path), message))
+    if errors:
+        return
+    try:
+        if kind == "WorkloadTemplate":
+            templates.append((build_template(data, document.source), document))
+        else:
+            policies.append((build_policy(data, document.source), document))
+    except BuildError as exc:
+        problems.append(Problem(document.source, document.line_of(exc.path), _dotted(exc.path), exc.message))
+
+
+def _cross_checks(
+    templates: list[tuple[Template, Document]], policies: list[tuple[Policy, Document]]
+) -> list[Problem]:
+    problems = _duplicates([(t.name, d) for t, d in templates], "template")
+    problems += _duplicates([(p.name, d) for p, d in policies], "policy")
+    names = {t.name for t, _ in templates}
+    for policy, document in policies:
+        problems += _policy_references(policy, document, names)
+    located = {t.name: d for t, d in templates}
+    for tied, other, reason in template_ties([t for t, _ in templates]):
+        document = located[other.name]
+        message = f"could tie with template {tied.name} ({tied.source}): {reason}"
+        problems.append(Problem(document.source, document.line_of(["spec", "match"]), "spec.match", message))
+    policy_docs = {p.name: d for p, d in policies}
+    for first, second, pattern in policy_overlaps([p for p, _ in policies]):
+        document = policy_docs[second.name]
+        message = f"namespace {pattern!r} is also claimed by policy {first.name} ({first.source})"
+        problems.append(
+            Problem(document.source, document.line_of(["spec", "namespaces"]), "spec.namespaces", message)
+        )
+    return problems
+
+
+def _duplicates(named: list[tuple[str, Document]], what: str) -> list[Problem]:
+    seen: dict[str, Document] = {}
+    problems = []
+    for name, document in named:
+        if name in seen:
+            first = seen[name]
+            where = f"{first.source}:{first.line_of(['metadata', 'name'])}"
+            message = f"{what} {name!r} is defined twice (first in {where})"
+            problems.append(
+                Problem(document.source, document.line_of(["metadata", "name"]), "metadata.name", message)
+            )
+        seen.setdefault(name, document)
+    return problems
+
+
+def _policy_references(policy: Policy, document: Document, names: set[str]) -> list[Problem]:
+    problems = []
+    for name in sorted(policy.allowed_templates or ()):
+        if name not in names:
+            path: list[str | int] = ["spec", "templates", "allowed"]
+            problems.append(
+                Problem(document.source, document.line_of(path), _dotted(path), f"no template {name!r}")
+            )
+    default = policy.default_template
+    if default is not None:
+        path = ["spec", "templates", "default"]
+        if default not in names:
+            problems.append(
+                Problem(document.source, document.line_of(path), _dotted(path), f"no template {default!r}")
+            )
+        elif policy.allowed_templates is not None and default not in policy.allowed_templates:
+            message = f"default template {default!r} is not in templates.allowed"
+            problems.append(Problem(document.source, document.line_of(path), _dotted(path), message))
+    return problems
+
+
+def _dotted(path: Sequence[str | int]) -> str:
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text
+
+
+def build_from_data(items: Iterable[dict[str, Any]], source: str = "<memory>") -> Catalog:
+    """A catalog from already-parsed documents (tests and benchmarks build catalogs in memory)."""
+    problems: list[Problem] = []
+    templates: list[tuple[Template, Document]] = []
+    policies: list[tuple[Policy, Document]] = []
+    for index, data in enumerate(items):
+        _read(Document(source, index, data, None), templates, policies, problems)
+    problems.extend(_cross_checks(templates, policies))
+    if problems:
+        raise CatalogError(problems)
+    return _assemble(templates, policies)

@@ -1,0 +1,104 @@
+"""Find templates that could tie and policies that claim the same namespace, at load time.
+
+Two templates tie when they have the same priority and some pod could match both. This is
+decided conservatively from the match conditions: namespaces that can coincide, label
+selectors that do not contradict, and image patterns whose fixed prefixes and suffixes agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from fnmatch import fnmatchcase
+from itertools import combinations
+from typing import Any
+
+from webhook.core.model import Policy, Template, TemplateMatch
+
+_WILDCARDS = "*?["
+
+
+def template_ties(templates: Sequence[Template]) -> Iterator[tuple[Template, Template, str]]:
+    ranked = sorted((t for t in templates if not t.match.is_empty), key=lambda t: (t.priority, t.name))
+    for first, second in combinations(ranked, 2):
+        if first.priority == second.priority and _could_overlap(first.match, second.match):
+            yield first, second, f"same priority {first.priority} and a pod could match both"
+
+
+def policy_overlaps(policies: Sequence[Policy]) -> Iterator[tuple[Policy, Policy, str]]:
+    claimed: dict[str, Policy] = {}
+    for policy in policies:
+        for pattern in policy.namespaces:
+            if pattern in claimed and claimed[pattern].name != policy.name:
+                yield claimed[pattern], policy, pattern
+            claimed.setdefault(pattern, policy)
+
+
+def _could_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:
+    return (
+        _namespaces_overlap(a.namespaces, b.namespaces)
+        and _labels_compatible(a, b)
+        and _images_overlap(a.images, b.images)
+    )
+
+
+def _namespaces_overlap(a: frozenset[str], b: frozenset[str]) -> bool:
+    if not a or not b:
+        return True
+    return any(_patterns_overlap(p, q) for p in a for q in b)
+
+
+def _images_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    if not a or not b:
+        return True
+    return any(_patterns_overlap(p, q) for p in a for q in b)
+
+
+def _patterns_overlap(p: str, q: str) -> bool:
+    if not any(c in p for c in _WILDCARDS):
+        return fnmatchcase(p, q) if any(c in q for c in _WILDCARDS) else p == q
+    if not any(c in q for c in _WILDCARDS):
+        return fnmatchcase(q, p)
+    prefix_p, prefix_q = _fixed_prefix(p), _fixed_prefix(q)
+    suffix_p, suffix_q = _fixed_suffix(p), _fixed_suffix(q)
+    prefixes = prefix_p.startswith(prefix_q) or prefix_q.startswith(prefix_p)
+    suffixes = suffix_p.endswith(suffix_q) or suffix_q.endswith(suffix_p)
+    return prefixes and suffixes
+
+
+def _fixed_prefix(pattern: str) -> str:
+    for index, char in enumerate(pattern):
+        if char in _WILDCARDS:
+            return pattern[:index]
+    return pattern
+
+
+def _fixed_suffix(pattern: str) -> str:
+    for index in range(len(pattern) - 1, -1, -1):
+        if pattern[index] in _WILDCARDS or pattern[index] == "]":
+            return pattern[index + 1 :]
+    return pattern
+
+
+def _labels_compatible(a: TemplateMatch, b: TemplateMatch) -> bool:
+    for key, value in a.match_labels.items():
+        if key in b.match_labels and b.match_labels[key] != value:
+            return False
+    required_a = _required(a)
+    required_b = _required(b)
+    return not (_absent(a) & set(required_b) or _absent(b) & set(required_a))
+
+
+def _required(match: TemplateMatch) -> dict[str, Any]:
+    keys: dict[str, Any] = dict(match.match_labels)
+    for expression in match.match_expressions:
+        if expression["operator"] in ("In", "Exists"):
+            keys.setdefault(expression["key"], None)
+    return keys
+
+
+def _absent(match: TemplateMatch) -> set[str]:
+    return {e["key"] for e in match.match_expressions if _operator(e) == "DoesNotExist"}
+
+
+def _operator(expression: Mapping[str, Any]) -> str:
+    return str(expression["operator"])

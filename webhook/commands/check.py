@@ -1,0 +1,116 @@
+"""`gpu-webhook check FILE|-`: show what the cluster would do to each pod, offline.
+
+Exit 0 when every pod is allowed, 1 when any is denied, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+from typing import Any
+
+import yaml
+
+from webhook.commands.common import (
+    EXIT_BAD_INPUT,
+    EXIT_DENIED,
+    EXIT_OK,
+    UsageError,
+    catalog_from,
+    error,
+    inventory_from,
+)
+from webhook.core.decide import decide
+from webhook.core.model import Context, Decision
+from webhook.manifests import Manifest, read_manifests
+from webhook.yamlio import YamlError
+
+FORMATS = ("text", "yaml", "json", "patch")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser("check", help="print the webhook's decision for pod manifests, offline")
+    parser.add_argument(
+        "inputs", nargs="+", metavar="FILE|-", help="manifests (files, folders, or - for stdin)"
+    )
+    parser.add_argument("-R", "--recursive", action="store_true", help="read folders recursively")
+    parser.add_argument(
+        "--inventory",
+        help="node list (kubectl get nodes -o yaml); without it slice choice and node checks are skipped",
+    )
+    parser.add_argument(
+        "--namespace", "-n", help="namespace for pods that do not name one (default: default)"
+    )
+    parser.add_argument("--templates", default="templates", help="templates folder (default: templates)")
+    parser.add_argument("--policies", default="policies", help="policies folder (default: policies)")
+    parser.add_argument("-o", "--output", choices=FORMATS, default="text")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        catalog = catalog_from(args.templates, args.policies)
+        inventory = inventory_from(args.inventory)
+        manifests = list(read_manifests(args.inputs, args.recursive))
+    except (UsageError, YamlError) as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
+    results = []
+    for manifest in manifests:
+        if manifest.kind != "Pod":
+            continue
+        namespace = args.namespace or (manifest.obj.get("metadata") or {}).get("namespace") or "default"
+        context = Context(catalog=catalog, inventory=inventory, namespace=str(namespace))
+        results.append((manifest, decide(manifest.obj, context)))
+    skipped = [m for m in manifests if m.kind != "Pod"]
+    _print(args.output, results, skipped, inventory.known)
+    return EXIT_DENIED if any(not d.allowed for _, d in results) else EXIT_OK
+
+
+def _print(
+    output: str, results: list[tuple[Manifest, Decision]], skipped: list[Manifest], known: bool
+) -> None:
+    if output == "json":
+        print(json.dumps([_record(m, d) for m, d in results], indent=2))
+    elif output == "yaml":
+        print(yaml.safe_dump_all([_record(m, d) for m, d in results], sort_keys=False), end="")
+    elif output == "patch":
+        print(json.dumps({m.source: list(d.patch) for m, d in results}, indent=2))
+    else:
+        for manifest, decision in results:
+            print(_text(manifest, decision))
+        for manifest in skipped:
+            print(f"skipped {manifest.source}: {manifest.kind or 'no kind'} {manifest.name} is not a Pod")
+        if not known:
+            print("note: no --inventory given; slice choice and node checks were skipped")
+
+
+def _record(manifest: Manifest, decision: Decision) -> dict[str, Any]:
+    return {
+        "source": manifest.source,
+        "name": manifest.name,
+        **decision.summary(),
+        "mutated": decision.mutated,
+    }
+
+
+def _text(manifest: Manifest, decision: Decision) -> str:
+    verdict = "ALLOWED" if decision.allowed else "DENIED"
+    lines = [
+        f"{verdict}  pod {manifest.name}  ({manifest.source})",
+        f"  template: {decision.template or '-'}   policy: {decision.policy} ({decision.mode})",
+    ]
+    for violation in decision.violations:
+        lines.append(f"  {violation.outcome.upper():5} {violation.code}  {violation.path}")
+        lines.append(f"        {violation.message}")
+    if decision.mutated is not None:
+        lines.append("  mutation:")
+        lines.extend("    " + line for line in _diff(manifest.obj, decision.mutated))
+    return "\n".join(lines)
+
+
+def _diff(original: dict[str, Any], mutated: dict[str, Any]) -> list[str]:
+    before = yaml.safe_dump(original, sort_keys=False).splitlines()
+    after = yaml.safe_dump(mutated, sort_keys=False).splitlines()
+    return list(difflib.unified_diff(before, after, "original", "mutated", lineterm="", n=2))

@@ -1,0 +1,39 @@
+"""What several commands share: loading the catalog and inventory with errors a person can act on."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from webhook.catalog import CatalogError, load_catalog
+from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
+from webhook.inventory.files import InventoryError, load_inventory
+
+EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input to a command: printed without a traceback, exit code 2."""
+
+
+def catalog_from(templates: str, policies: str) -> Catalog:
+    missing = [p for p in (templates, policies) if not Path(p).exists()]
+    if missing:
+        raise UsageError(f"no such directory: {', '.join(missing)} (set --templates/--policies)")
+    try:
+        return load_catalog([templates, policies])
+    except CatalogError as exc:
+        raise UsageError(f"the templates and policies do not load:\n{exc}") from exc
+
+
+def inventory_from(path: str | None) -> Inventory:
+    if path is None:
+        return UNKNOWN_INVENTORY
+    try:
+        return load_inventory(path)
+    except InventoryError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def error(message: str) -> None:
+    print(f"gpu-webhook: {message}", file=sys.stderr)

@@ -1,0 +1,38 @@
+"""One module per check. A check reads the Env and returns Findings; it never mutates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from webhook.core.checks import (
+    gpu_counts,
+    largest_node,
+    mig_slices,
+    mixed_kinds,
+    quantities,
+    request_limit,
+    resource_names,
+    template_fit,
+)
+from webhook.core.env import Env
+from webhook.core.model import Finding
+
+Check = Callable[[Env], list[Finding]]
+
+CHECKS: tuple[Check, ...] = (
+    resource_names.check,
+    quantities.check,
+    request_limit.check,
+    mixed_kinds.check,
+    mig_slices.check,
+    gpu_counts.check,
+    largest_node.check,
+    template_fit.check,
+)
+
+
+def run_checks(env: Env) -> list[Finding]:
+    findings: list[Finding] = []
+    for check in CHECKS:
+        findings.extend(check(env))
+    return findings

@@ -1,0 +1,50 @@
+"""MIG slices the pod names: offered by some node, allowed by policy, wanted by the template."""
+
+from __future__ import annotations
+
+from webhook.core.env import Env
+from webhook.core.model import Finding
+from webhook.core.profiles import profile_from_resource
+from webhook.core.resources import Kind, mig_profile_known
+
+
+def check(env: Env) -> list[Finding]:
+    findings = []
+    for container in env.view.containers:
+        for accel in container.accel:
+            if accel.kind is not Kind.MIG or not (accel.count is None or accel.count > 0):
+                continue
+            path = container.resource_path(
+                "limits" if accel.limit is not None else "requests", accel.resource
+            )
+            findings.extend(_slice_findings(env, container.name, accel.resource, path))
+    return findings
+
+
+def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[Finding]:
+    findings = []
+    profile = profile_from_resource(resource) or resource
+    template = env.template
+    if template is not None and template.accelerator.mig == "forbidden":
+        message = (
+            f"container {container}: template {template.name} needs whole GPUs; "
+            f"ask for nvidia.com/gpu instead of {resource}"
+        )
+        findings.append(Finding("MigForbiddenByTemplate", path, message))
+    allowed = env.policy.allowed_profiles
+    if allowed is not None and not ({profile, profile.replace(".", "+", 1)} & allowed):
+        message = (
+            f"container {container}: slice {profile} is not allowed in this namespace; "
+            f"allowed: {', '.join(sorted(allowed)) or 'none'}"
+        )
+        findings.append(Finding("MigProfileNotAllowed", path, message))
+    inventory = env.inventory
+    known = mig_profile_known(resource, inventory.advertised)
+    if inventory.known and known and resource not in inventory.largest:
+        offered = sorted({o.resource for o in inventory.offers if o.strategy == "mixed"})
+        message = (
+            f"container {container}: no node offers {resource}; "
+            f"offered: {', '.join(offered) or 'no MIG slices'}"
+        )
+        findings.append(Finding("MigProfileUnavailable", path, message))
+    return findings

@@ -1,0 +1,40 @@
+"""The pod's accelerator use agrees with its template: none on CPU-only, some on GPU templates."""
+
+from __future__ import annotations
+
+from webhook.core.env import Env
+from webhook.core.model import TEMPLATE_LABEL, Finding
+from webhook.core.resources import Kind
+
+_ACCELERATORS = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
+
+
+def check(env: Env) -> list[Finding]:
+    template = env.template
+    if template is None:
+        return []
+    findings = []
+    requirement = template.accelerator.gpu
+    for container in env.view.containers:
+        used = [a for a in container.accel if a.kind in _ACCELERATORS and (a.count or 0) > 0]
+        if used and requirement == "forbidden":
+            path = container.resource_path(
+                "limits" if used[0].limit is not None else "requests", used[0].resource
+            )
+            message = (
+                f"container {container.name} asks for {used[0].resource} but template "
+                f"{template.name} is CPU-only; remove it or set label {TEMPLATE_LABEL}"
+            )
+            findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
+    has_gpu = any(
+        a.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) and (a.count or 0) > 0
+        for c in env.view.containers
+        for a in c.accel
+    )
+    if requirement == "required" and not has_gpu:
+        message = (
+            f"template {template.name} runs on GPUs but no container asks for one; "
+            'add limits: {"nvidia.com/gpu": 1}'
+        )
+        findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
+    return findings

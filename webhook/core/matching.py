@@ -1,0 +1,111 @@
+"""Which policy governs a namespace and which template a pod gets.
+
+Templates resolve deterministically: the explicit label `gpu.aethervirt.io/template` beats the
+namespace policy's default template, which beats selector/image matches; among those, higher
+`priority` wins and the catalog refuses to load two templates that could tie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from typing import Any
+
+from webhook.core.model import (
+    DEFAULT_POLICY,
+    TEMPLATE_LABEL,
+    Catalog,
+    Finding,
+    Policy,
+    Template,
+    TemplateMatch,
+)
+from webhook.core.podview import PodView
+
+LABEL_PATH = f'metadata.labels["{TEMPLATE_LABEL}"]'
+
+
+def policy_for(catalog: Catalog, namespace: str) -> Policy:
+    """The most specific policy naming this namespace: exact name, then the longest pattern."""
+    best: tuple[int, int, Policy] | None = None
+    for policy in catalog.policies:
+        for pattern in policy.namespaces:
+            rank = _namespace_rank(pattern, namespace)
+            if rank is not None and (best is None or rank > best[:2]):
+                best = (*rank, policy)
+    return best[2] if best else DEFAULT_POLICY
+
+
+def _namespace_rank(pattern: str, namespace: str) -> tuple[int, int] | None:
+    if pattern == namespace:
+        return (1, len(pattern))
+    if any(c in pattern for c in "*?[") and fnmatchcase(namespace, pattern):
+        return (0, len(pattern.replace("*", "")))
+    return None
+
+
+def is_excluded(policy: Policy, namespace: str) -> bool:
+    return any(fnmatchcase(namespace, pattern) for pattern in policy.excluded_namespaces)
+
+
+def template_allowed(policy: Policy, name: str) -> bool:
+    return policy.allowed_templates is None or name in policy.allowed_templates
+
+
+def resolve_template(
+    view: PodView, namespace: str, catalog: Catalog, policy: Policy
+) -> tuple[Template | None, list[Finding]]:
+    explicit = view.labels.get(TEMPLATE_LABEL)
+    if explicit is not None:
+        return _explicit(explicit, catalog, policy)
+    if policy.default_template and policy.default_template in catalog.templates:
+        return catalog.templates[policy.default_template], []
+    for template in catalog.ranked:
+        if template_allowed(policy, template.name) and matches(template.match, view, namespace):
+            return template, []
+    if policy.require_template:
+        allowed = ", ".join(sorted(policy.allowed_templates or catalog.templates)) or "none"
+        message = (
+            f"pod matches no template and namespace {namespace} requires one; "
+            f"label it {TEMPLATE_LABEL}=<name> (allowed: {allowed})"
+        )
+        return None, [Finding("NoMatchingTemplate", "metadata.labels", message)]
+    return None, []
+
+
+def _explicit(name: str, catalog: Catalog, policy: Policy) -> tuple[Template | None, list[Finding]]:
+    template = catalog.templates.get(name)
+    if template is None:
+        known = ", ".join(sorted(catalog.templates)) or "none"
+        return None, [Finding("UnknownTemplate", LABEL_PATH, f"no template {name!r}; known: {known}")]
+    if not template_allowed(policy, name):
+        allowed = ", ".join(sorted(policy.allowed_templates or ())) or "none"
+        message = f"template {name!r} is not allowed by policy {policy.name}; allowed: {allowed}"
+        return None, [Finding("TemplateNotAllowed", LABEL_PATH, message)]
+    return template, []
+
+
+def matches(match: TemplateMatch, view: PodView, namespace: str) -> bool:
+    if match.is_empty:
+        return False
+    if match.namespaces and not any(fnmatchcase(namespace, n) for n in match.namespaces):
+        return False
+    if any(view.labels.get(k) != v for k, v in match.match_labels.items()):
+        return False
+    if not all(_expression(e, view.labels) for e in match.match_expressions):
+        return False
+    if match.image_regex is not None:
+        return any(match.image_regex.match(c.image) for c in view.containers)
+    return True
+
+
+def _expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = expression["key"], expression["operator"]
+    values = expression.get("values") or ()
+    if operator == "In":
+        return labels.get(key) in values
+    if operator == "NotIn":
+        return labels.get(key) not in values
+    if operator == "Exists":
+        return key in labels
+    return key not in labels  # DoesNotExist

@@ -1,0 +1,244 @@
+"""Immutable values the decision core works on: catalog, inventory, context and decision."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["enforce", "warn", "audit"]
+MigPreference = Literal["preferred", "allowed", "forbidden"]
+GpuRequirement = Literal["required", "optional", "forbidden"]
+NoFitAction = Literal["larger", "whole", "deny"]
+Strategy = Literal["none", "mixed", "single", "gke"]
+Outcome = Literal["deny", "warn", "audit", "info"]
+
+Pod = dict[str, Any]
+JsonObject = Mapping[str, Any]
+
+TEMPLATE_LABEL = "gpu.aethervirt.io/template"
+ANNOTATION_PREFIX = "gpu.aethervirt.io/"
+MEMORY_ANNOTATION = "gpu.aethervirt.io/gpu-memory"
+COMPUTE_ANNOTATION = "gpu.aethervirt.io/gpu-compute"
+ORIGINAL_REQUEST_ANNOTATION = "gpu.aethervirt.io/original-request"
+PROFILE_ANNOTATION = "gpu.aethervirt.io/mig-profile"
+APPLIED_TEMPLATE_ANNOTATION = "gpu.aethervirt.io/applied-template"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a check or a mutation found, before the policy mode gives it an outcome."""
+
+    code: str
+    path: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    code: str
+    path: str
+    message: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Inclusive bounds on a pod's own statement of its need; None means unbounded."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def contains(self, value: float) -> bool:
+        low = self.minimum is None or value >= self.minimum
+        return low and (self.maximum is None or value <= self.maximum)
+
+
+@dataclass(frozen=True, slots=True)
+class Accelerator:
+    gpu: GpuRequirement = "optional"
+    gpu_memory_bytes: int | None = None
+    compute_share: float | None = None
+    min_devices: int = 0
+    max_devices: int | None = None
+    mig: MigPreference = "allowed"
+    memory_bounds: Bounds | None = None
+    compute_bounds: Bounds | None = None
+    """None: pods may not state their own need for this template."""
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    per_gpu_requests: Mapping[str, str] = field(default_factory=dict)
+    per_gpu_limits: Mapping[str, str] = field(default_factory=dict)
+    requests: Mapping[str, str] = field(default_factory=dict)
+    limits: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    node_affinity: tuple[Mapping[str, Any], ...] = ()
+    shm_size: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    priority_class_name: str | None = None
+    runtime_class_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateMatch:
+    namespaces: frozenset[str] = frozenset()
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Mapping[str, Any], ...] = ()
+    images: tuple[str, ...] = ()
+    image_regex: re.Pattern[str] | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.namespaces or self.match_labels or self.match_expressions or self.images)
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    name: str
+    description: str
+    kind: str
+    priority: int
+    match: TemplateMatch
+    accelerator: Accelerator
+    inject: Injection
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    namespaces: tuple[str, ...] = ("*",)
+    excluded_namespaces: tuple[str, ...] = ()
+    mode: Mode = "enforce"
+    allowed_templates: frozenset[str] | None = None
+    default_template: str | None = None
+    require_template: bool = False
+    max_gpus_per_pod: int | None = None
+    allowed_profiles: frozenset[str] | None = None
+    when_no_slice_fits: NoFitAction = "larger"
+    prices: Mapping[str, float] = field(default_factory=dict)
+    source: str = ""
+
+
+DEFAULT_POLICY = Policy(name="built-in-default", source="<built-in>")
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class SliceOffer:
+    """One MIG profile as the cluster offers it, aggregated over the nodes that offer it."""
+
+    profile: str
+    strategy: Strategy
+    resource: str
+    memory_mib: int
+    compute_share: float
+    max_per_node: int
+    products: tuple[str, ...]
+    node_count: int
+    taints: tuple[Taint, ...] = ()
+    gke_accelerators: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GpuNode:
+    name: str
+    product: str
+    strategy: Strategy
+    allocatable: Mapping[str, int]
+    gpu_memory_mib: int | None
+    slices: Mapping[str, int]
+    slice_memory_mib: Mapping[str, int]
+    taints: tuple[Mapping[str, Any], ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    gke_accelerator: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """The cluster's GPU nodes and what the decision needs of them, computed once."""
+
+    nodes: tuple[GpuNode, ...]
+    known: bool
+    offers: tuple[SliceOffer, ...]
+    largest: Mapping[str, tuple[int, str]]
+    advertised: frozenset[str]
+    has_single_nodes: bool
+    has_gke_partitions: bool
+    whole_gpu_taints: tuple[Taint, ...]
+    profiles_by_product: Mapping[str, frozenset[str]]
+
+
+UNKNOWN_INVENTORY = Inventory(
+    nodes=(),
+    known=False,
+    offers=(),
+    largest={},
+    advertised=frozenset(),
+    has_single_nodes=False,
+    has_gke_partitions=False,
+    whole_gpu_taints=(),
+    profiles_by_product={},
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    templates: Mapping[str, Template]
+    policies: tuple[Policy, ...]
+    ranked: tuple[Template, ...]
+    """Templates that match by namespace, selector or image, best first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    catalog: Catalog
+    inventory: Inventory
+    namespace: str = ""
+    operation: str = "CREATE"
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    template: str | None
+    policy: str
+    mode: Mode
+    violations: tuple[Violation, ...]
+    warnings: tuple[str, ...]
+    mutated: Pod | None
+    patch: tuple[dict[str, Any], ...]
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(v.code for v in self.violations)
+
+    @property
+    def denials(self) -> tuple[Violation, ...]:
+        return tuple(v for v in self.violations if v.outcome == "deny")
+
+    def summary(self) -> dict[str, Any]:
+        """The decision as plain data (JSON/YAML output, golden files, audit)."""
+        return {
+            "allowed": self.allowed,
+            "template": self.template,
+            "policy": self.policy,
+            "mode": self.mode,
+            "violations": [
+                {"code": v.code, "path": v.path, "outcome": v.outcome, "message": v.message}
+                for v in self.violations
+            ],
+            "warnings": list(self.warnings),
+            "patch": list(self.patch),
+        }

@@ -1,0 +1,35 @@
+"""Require nodes of the chosen GPU model and slice (single strategy and GKE need it to land right)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.core.env import Env
+from webhook.core.model import Finding, Pod, SliceOffer
+from webhook.core.mutators._pod import require_node_expressions
+
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+
+
+def expressions_for(offer: SliceOffer) -> list[dict[str, Any]]:
+    if offer.strategy == "gke":
+        found = [{"key": GKE_PARTITION_LABEL, "operator": "In", "values": [offer.profile]}]
+        if offer.gke_accelerators:
+            found.append(
+                {"key": GKE_ACCELERATOR_LABEL, "operator": "In", "values": list(offer.gke_accelerators)}
+            )
+        return found
+    return [{"key": PRODUCT_LABEL, "operator": "In", "values": list(offer.products)}]
+
+
+def mutate(pod: Pod, env: Env) -> list[Finding]:
+    offer = env.plan.offer
+    if offer is None:
+        return []
+    if not require_node_expressions(pod, expressions_for(offer)):
+        return []
+    where = ", ".join(offer.gke_accelerators or offer.products)
+    message = f"requires nodes with {offer.profile} slices ({where})"
+    return [Finding("SteeredToMigNodes", f"{env.view.base}.affinity.nodeAffinity", message)]

@@ -1,0 +1,49 @@
+"""Rewrite whole-GPU requests to the chosen MIG slice and record what the pod asked for.
+
+Mixed strategy: the resource name changes in limits and requests. Single strategy and GKE:
+MIG devices are `nvidia.com/gpu` already; the pod is steered by node affinity instead.
+"""
+
+from __future__ import annotations
+
+import json
+
+from webhook.core.env import Env
+from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod
+from webhook.core.mutators._pod import child, containers, name_of
+from webhook.core.profiles import GPU
+from webhook.core.selection import describe_need
+
+
+def mutate(pod: Pod, env: Env) -> list[Finding]:
+    plan = env.plan
+    offer = plan.offer
+    annotations = child(child(pod, "metadata"), "annotations")
+    if not plan.rewrite or offer is None or PROFILE_ANNOTATION in annotations:
+        return []
+    original: dict[str, str] = {}
+    first_path = ""
+    for group, container in containers(pod):
+        resources = container.get("resources") or {}
+        limit = (resources.get("limits") or {}).get(GPU)
+        if limit is None:
+            continue
+        original[name_of(container)] = str(limit)
+        first_path = (
+            first_path or f'{env.view.base}.{group}[name={name_of(container)}].resources.limits["{GPU}"]'
+        )
+        if offer.resource != GPU:
+            _rename(resources, offer.resource)
+    annotations[ORIGINAL_REQUEST_ANNOTATION] = json.dumps({GPU: original}, sort_keys=True)
+    annotations[PROFILE_ANNOTATION] = offer.profile
+    via = offer.resource if offer.resource != GPU else f"{GPU} on {offer.strategy} MIG nodes"
+    message = f"{GPU} -> {offer.profile} slice ({via}): fits {describe_need(env.need)}"
+    return [Finding("RewrittenToMig", first_path, message)]
+
+
+def _rename(resources: dict[str, dict[str, object]], resource: str) -> None:
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if isinstance(values, dict) and GPU in values:
+            # Rebuild the dict so the new key takes the old one's place.
+            resources[section] = {(resource if k == GPU else k): v for k, v in values.items()}

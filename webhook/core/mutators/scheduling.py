@@ -1,0 +1,31 @@
+"""priorityClassName and runtimeClassName from the template, when the pod sets none.
+
+The API server's Priority plugin resolved `spec.priority` from the class name before webhooks
+ran; a pod that gets a class name here must not keep the defaulted priority, or validation
+rejects the mismatch, so the defaulted value is dropped and the class decides.
+"""
+
+from __future__ import annotations
+
+from webhook.core.env import Env
+from webhook.core.model import Finding, Pod
+from webhook.core.mutators._pod import spec
+
+
+def mutate(pod: Pod, env: Env) -> list[Finding]:
+    template = env.template
+    if template is None:
+        return []
+    pod_spec = spec(pod)
+    changed = []
+    inject = template.inject
+    if inject.priority_class_name and not pod_spec.get("priorityClassName"):
+        pod_spec["priorityClassName"] = inject.priority_class_name
+        pod_spec.pop("priority", None)
+        changed.append(f"priorityClassName={inject.priority_class_name}")
+    if inject.runtime_class_name and not pod_spec.get("runtimeClassName"):
+        pod_spec["runtimeClassName"] = inject.runtime_class_name
+        changed.append(f"runtimeClassName={inject.runtime_class_name}")
+    if not changed:
+        return []
+    return [Finding("InjectedScheduling", env.view.base, f"set {', '.join(changed)}")]

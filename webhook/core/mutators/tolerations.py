@@ -1,0 +1,77 @@
+"""Tolerate what the GPU nodes need: the device resources (as ExtendedResourceToleration would,
+but it runs before webhooks and never sees a renamed resource), the GPU taints of the nodes the
+pod can land on, and the template's own tolerations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.core.env import Env
+from webhook.core.model import Finding, Pod, Taint
+from webhook.core.mutators._pod import child_list, containers, spec
+
+
+def mutate(pod: Pod, env: Env) -> list[Finding]:
+    if env.template is None:
+        return []
+    wanted = _wanted(pod, env)
+    existing = spec(pod).get("tolerations")
+    have = existing if isinstance(existing, list) else []
+    added = [t for t in wanted if not any(_tolerates(h, t) for h in have)]
+    if not added:
+        return []
+    child_list(spec(pod), "tolerations").extend(added)
+    keys = ", ".join(dict.fromkeys(str(t["key"]) for t in added))
+    return [Finding("InjectedTolerations", f"{env.view.base}.tolerations", f"tolerates {keys}")]
+
+
+def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
+    assert env.template is not None
+    wanted: list[dict[str, Any]] = []
+    requested = _device_resources(pod)
+    for resource in requested:
+        wanted.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})
+    if requested:
+        offer = env.plan.offer
+        taints = offer.taints if offer is not None else env.inventory.whole_gpu_taints
+        wanted.extend(_for_taint(t) for t in taints)
+    wanted.extend(dict(t) for t in env.template.inject.tolerations)
+    unique: list[dict[str, Any]] = []
+    for toleration in wanted:
+        if toleration not in unique:
+            unique.append(toleration)
+    return unique
+
+
+def _device_resources(pod: Pod) -> list[str]:
+    names: dict[str, None] = {}
+    for _, container in containers(pod):
+        limits = (container.get("resources") or {}).get("limits") or {}
+        for name in limits:
+            if name.startswith("nvidia.com/"):
+                names[name] = None
+    return sorted(names)
+
+
+def _for_taint(taint: Taint) -> dict[str, Any]:
+    toleration: dict[str, Any] = {"key": taint.key, "operator": "Exists"}
+    if taint.effect:
+        toleration["effect"] = taint.effect
+    return toleration
+
+
+def _tolerates(have: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
+    """Whether toleration `have` already covers what `want` covers (Kubernetes semantics)."""
+    if not isinstance(have, Mapping):
+        return False
+    operator = have.get("operator") or "Equal"
+    if operator == "Exists" and not have.get("key"):
+        return not have.get("effect") or have.get("effect") == want.get("effect")
+    if have.get("key") != want.get("key"):
+        return False
+    if have.get("effect") and have.get("effect") != want.get("effect"):
+        return False
+    if operator == "Exists":
+        return True
+    return want.get("operator") != "Exists" and have.get("value") == want.get("value")

@@ -1,0 +1,43 @@
+"""Keep whole-GPU pods off nodes that advertise MIG slices as plain `nvidia.com/gpu`.
+
+On single-strategy and GKE-partitioned nodes a pod asking for `nvidia.com/gpu: 1` gets a
+slice, not a GPU; a pod that wants a whole GPU must avoid them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.core.env import Env
+from webhook.core.model import Finding, Pod
+from webhook.core.mutators._pod import containers, require_node_expressions
+from webhook.core.profiles import GPU
+
+STRATEGY_LABEL = "nvidia.com/mig.strategy"
+GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
+
+
+def mutate(pod: Pod, env: Env) -> list[Finding]:
+    inventory = env.inventory
+    offer = env.plan.offer
+    if offer is not None and offer.resource == GPU:
+        return []  # steered onto MIG nodes on purpose
+    if not (inventory.has_single_nodes or inventory.has_gke_partitions) or not _asks_whole(pod):
+        return []
+    expressions: list[dict[str, Any]] = []
+    if inventory.has_single_nodes:
+        expressions.append({"key": STRATEGY_LABEL, "operator": "NotIn", "values": ["single"]})
+    if inventory.has_gke_partitions:
+        expressions.append({"key": GKE_PARTITION_LABEL, "operator": "DoesNotExist"})
+    if not require_node_expressions(pod, expressions):
+        return []
+    message = "keeps this whole-GPU pod off nodes whose nvidia.com/gpu are MIG slices"
+    return [Finding("SteeredOffMigNodes", f"{env.view.base}.affinity.nodeAffinity", message)]
+
+
+def _asks_whole(pod: Pod) -> bool:
+    for _, container in containers(pod):
+        limits = (container.get("resources") or {}).get("limits") or {}
+        if GPU in limits and str(limits[GPU]) not in ("0", ""):
+            return True
+    return False

@@ -1,0 +1,165 @@
+"""A read-only view of a pod spec's containers and accelerator requests, computed once per decision.
+
+Paths name containers, not indexes: `spec.containers[name=trainer].resources.limits["nvidia.com/gpu"]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from webhook.core.quantity import is_whole, parse_quantity
+from webhook.core.resources import Kind, classify
+
+CONTAINER_GROUPS = ("initContainers", "containers")
+
+
+@dataclass(frozen=True, slots=True)
+class AccelRequest:
+    resource: str
+    kind: Kind
+    request: Any
+    limit: Any
+    count: int | None
+    """The whole-number amount the container gets (the limit, or the request where no limit);
+    None when the quantity is not a non-negative integer."""
+    consistent: bool
+    """False when both a request and a limit are set and they differ."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerView:
+    group: str
+    index: int
+    name: str
+    path: str
+    image: str
+    sidecar: bool
+    accel: tuple[AccelRequest, ...]
+
+    def resource_path(self, section: str, resource: str) -> str:
+        return f'{self.path}.resources.{section}["{resource}"]'
+
+    @property
+    def gpu_requests(self) -> tuple[AccelRequest, ...]:
+        return tuple(a for a in self.accel if a.kind in (Kind.WHOLE, Kind.MIG))
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    base: str
+    containers: tuple[ContainerView, ...]
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    has_resource_claims: bool
+
+    @property
+    def regular(self) -> tuple[ContainerView, ...]:
+        return tuple(c for c in self.containers if c.group == "containers")
+
+    def effective(self, resource: str) -> int:
+        """The pod's request of one resource the way the scheduler counts it."""
+        running = 0
+        peak = 0
+        for container in self.containers:
+            amount = _amount(container, resource)
+            if container.group == "initContainers" and not container.sidecar:
+                peak = max(peak, running + amount)
+            else:
+                running += amount
+        return max(peak, running)
+
+    def requested_resources(self) -> frozenset[str]:
+        return frozenset(a.resource for c in self.containers for a in c.accel)
+
+
+def _amount(container: ContainerView, resource: str) -> int:
+    return sum(a.count or 0 for a in container.accel if a.resource == resource)
+
+
+def build_view(
+    spec: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    advertised: frozenset[str],
+    inventory_known: bool,
+    base: str = "spec",
+) -> PodView:
+    containers = []
+    for group in CONTAINER_GROUPS:
+        items = spec.get(group)
+        if not isinstance(items, list):
+            continue
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping):
+                containers.append(_container(base, group, index, item, advertised, inventory_known))
+    return PodView(
+        base=base,
+        containers=tuple(containers),
+        labels=_str_map(metadata.get("labels")),
+        annotations=_str_map(metadata.get("annotations")),
+        has_resource_claims=bool(spec.get("resourceClaims")),
+    )
+
+
+def _container(
+    base: str,
+    group: str,
+    index: int,
+    item: Mapping[str, Any],
+    advertised: frozenset[str],
+    inventory_known: bool,
+) -> ContainerView:
+    name = item.get("name")
+    selector = f"name={name}" if isinstance(name, str) and name else str(index)
+    resources = _mapping(item.get("resources"))
+    requests, limits = _mapping(resources.get("requests")), _mapping(resources.get("limits"))
+    accel = []
+    for resource in dict.fromkeys([*limits, *requests]):
+        kind = classify(str(resource), advertised, inventory_known)
+        if kind is not Kind.NONE:
+            request, limit = requests.get(resource), limits.get(resource)
+            count = _count(limit if resource in limits else request)
+            consistent = (
+                resource not in requests
+                or resource not in limits
+                or (parse_count(request) == parse_count(limit))
+            )
+            accel.append(AccelRequest(str(resource), kind, request, limit, count, consistent))
+    return ContainerView(
+        group=group,
+        index=index,
+        name=name if isinstance(name, str) else "",
+        path=f"{base}.{group}[{selector}]",
+        image=str(item.get("image") or ""),
+        sidecar=group == "initContainers" and item.get("restartPolicy") == "Always",
+        accel=tuple(accel),
+    )
+
+
+def _count(value: object) -> int | None:
+    try:
+        quantity = parse_quantity(value)
+    except ValueError:
+        return None
+    if quantity < 0 or not is_whole(quantity):
+        return None
+    return int(quantity)
+
+
+def parse_count(value: object) -> Decimal | None:
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        return None
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _str_map(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}

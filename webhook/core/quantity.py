@@ -1,0 +1,68 @@
+"""Kubernetes resource quantities, parsed exactly with Decimal.
+
+The core may not import the kubernetes client, so this mirrors
+`kubernetes.utils.parse_quantity` (a test compares the two on many inputs).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+_QUANTITY = re.compile(
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+)
+_MAX_LEN = 64
+
+
+def parse_quantity(value: object) -> Decimal:
+    """Return the quantity as a Decimal; raise ValueError when it is not a quantity."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"not a quantity: {value!r}")
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if not isinstance(value, str) or len(value) > _MAX_LEN:
+        raise ValueError(f"not a quantity: {value!r}")
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        raise ValueError(f"not a quantity: {value!r}")
+    try:
+        number = Decimal(match["num"])
+    except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
+        raise ValueError(f"not a quantity: {value!r}") from exc
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    return number * (Decimal(10) ** int(suffix[1:]))
+
+
+def is_whole(value: Decimal) -> bool:
+    return value == value.to_integral_value()
+
+
+_SCALABLE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<suffix>[A-Za-z]*)$")
+
+
+def scale_quantity(value: str, factor: int) -> str:
+    """Multiply a quantity by a device count, keeping its unit ("16Gi" x 2 -> "32Gi")."""
+    match = _SCALABLE.match(value)
+    if match is None:
+        raise ValueError(f"cannot scale quantity {value!r}")
+    scaled = Decimal(match["num"]) * factor
+    text = format(scaled.normalize(), "f") if scaled != scaled.to_integral_value() else str(int(scaled))
+    return f"{text}{match['suffix']}"

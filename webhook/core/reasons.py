@@ -1,0 +1,71 @@
+"""The one table of reason codes: stable CamelCase codes, their class and a summary.
+
+A code's class says what it can become: a `deny` code denies in `enforce` mode, warns in
+`warn` mode and is only recorded in `audit` mode; a `warn` code never denies; an `info`
+code (mutations and skips) is recorded in the audit annotations only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+CodeClass = Literal["deny", "warn", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    code: str
+    cls: CodeClass
+    summary: str
+
+
+_TABLE = (
+    # Accelerator resource names and quantities.
+    Reason("UnknownAcceleratorResource", "deny", "An accelerator resource name no node or device plugin uses (typo, wrong case, no domain)."),
+    Reason("UnknownMigProfile", "deny", "A MIG resource whose profile is not a MIG profile of any known GPU or node."),
+    Reason("FractionalGpu", "deny", "A GPU quantity that is not a whole number; extended resources are integers."),
+    Reason("InvalidGpuQuantity", "deny", "A GPU quantity that is not a quantity at all, or is negative."),
+    Reason("GpuRequestWithoutLimit", "deny", "A GPU in requests but not in limits; the API server requires the limit."),
+    Reason("GpuRequestLimitMismatch", "deny", "A GPU request that differs from its limit; they must be equal."),
+    Reason("MixedAcceleratorKinds", "deny", "Whole GPUs and MIG slices, or two different slices, in one container."),
+    # Counts.
+    Reason("ExceedsTemplateMaxGpus", "deny", "More GPUs per pod than the template allows."),
+    Reason("BelowTemplateMinGpus", "deny", "Fewer GPUs per pod than the template needs."),
+    Reason("ExceedsPolicyMaxGpus", "deny", "More GPUs per pod than the namespace policy allows."),
+    Reason("ExceedsLargestNode", "deny", "More GPUs or slices than the largest node in the inventory has."),
+    # MIG.
+    Reason("MigProfileUnavailable", "deny", "A MIG slice that no node in the inventory offers."),
+    Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow."),
+    Reason("MigForbiddenByTemplate", "deny", "A MIG slice on a template that needs whole GPUs."),
+    Reason("NoSliceFits", "deny", "No offered slice meets the need and the policy says to deny."),
+    # Templates.
+    Reason("GpuOnCpuOnlyTemplate", "deny", "An accelerator request on a CPU-only template."),
+    Reason("NoGpuOnGpuTemplate", "deny", "No GPU request on a template that requires one."),
+    Reason("NoMatchingTemplate", "deny", "The pod matches no template and the namespace policy requires one."),
+    Reason("UnknownTemplate", "deny", "The template label names a template that does not exist."),
+    Reason("TemplateNotAllowed", "deny", "The template is not allowed in this namespace."),
+    Reason("InvalidGpuAnnotation", "deny", "A gpu.aethervirt.io annotation that cannot be parsed."),
+    Reason("GpuAnnotationOutOfBounds", "deny", "A stated GPU need outside the bounds the template sets."),
+    # Warnings.
+    Reason("KeptWholeGpu", "warn", "The template prefers MIG but no fitting slice is offered; the whole GPU is kept."),
+    Reason("MutationSkipped", "warn", "The webhook could not mutate this pod safely and left it unchanged."),
+    # Information (mutations and skips).
+    Reason("DraClaimsPresent", "info", "The pod uses DRA resourceClaims; it is left alone."),
+    Reason("NamespaceExcluded", "info", "The namespace is excluded by policy; the pod is left alone."),
+    Reason("RewrittenToMig", "info", "Whole-GPU requests were rewritten to the smallest fitting MIG slice."),
+    Reason("SteeredToMigNodes", "info", "Node affinity was added for the chosen GPU model and slice."),
+    Reason("SteeredOffMigNodes", "info", "Node affinity keeps a whole-GPU pod off nodes that advertise MIG slices as nvidia.com/gpu."),
+    Reason("InjectedTolerations", "info", "Tolerations for the GPU nodes' taints were added."),
+    Reason("InjectedNodeAffinity", "info", "The template's node affinity was added."),
+    Reason("InjectedResources", "info", "CPU/memory requests or limits were filled from the template."),
+    Reason("InjectedSharedMemory", "info", "A memory-backed /dev/shm volume was added."),
+    Reason("InjectedMetadata", "info", "Labels or annotations were added from the template."),
+    Reason("InjectedScheduling", "info", "priorityClassName or runtimeClassName was set from the template."),
+)  # fmt: skip
+
+REASONS: dict[str, Reason] = {reason.code: reason for reason in _TABLE}
+
+
+def reason(code: str) -> Reason:
+    return REASONS[code]

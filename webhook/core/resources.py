@@ -1,0 +1,96 @@
+"""Classify the resource names a container asks for: whole GPU, MIG slice, shared, other, suspect."""
+
+from __future__ import annotations
+
+from enum import Enum
+from functools import lru_cache
+
+from webhook.core.profiles import (
+    GPU,
+    MIG_PREFIX,
+    SHARED_SUFFIX,
+    is_known_profile_spelling,
+    is_profile_syntax,
+)
+
+
+class Kind(Enum):
+    WHOLE = "whole"
+    MIG = "mig"
+    SHARED = "shared"
+    OTHER = "other"
+    SUSPECT = "suspect"
+    NONE = "none"
+
+
+# Accelerator resources of other vendors and of GPU-sharing schedulers (HAMi, GPUShare) that
+# are real names even where this cluster does not advertise them.
+KNOWN_OTHER_PREFIXES = (
+    "amd.com/",
+    "gpu.intel.com/",
+    "habana.ai/",
+    "aws.amazon.com/neuron",
+    "google.com/tpu",
+    "aliyun.com/gpu",
+    "nvidia.com/gpumem",
+    "nvidia.com/gpucores",
+    "nvidia.com/priority",
+    "nvidia.com/vgpu",
+)
+SHARING_PREFIXES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "aliyun.com/gpu")
+_NATIVE = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
+_GPU_WORDS = ("gpu", "gpus", "mig")
+
+
+def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Kind:
+    """Say what a resource name is; advertised names (from the nodes) are always valid."""
+    if name == GPU:
+        return Kind.WHOLE
+    if name.endswith(SHARED_SUFFIX) and name.startswith("nvidia.com/"):
+        return Kind.SHARED
+    if name.startswith(MIG_PREFIX) and is_profile_syntax(name[len(MIG_PREFIX) :]):
+        return Kind.MIG
+    if name in advertised or name.startswith(KNOWN_OTHER_PREFIXES):
+        return Kind.OTHER
+    if _looks_like_gpu(name) or (inventory_known and name.startswith("nvidia.com/")):
+        return Kind.SUSPECT
+    return Kind.NONE
+
+
+def is_sharing(name: str) -> bool:
+    return name.endswith(SHARED_SUFFIX) or name.startswith(SHARING_PREFIXES)
+
+
+def mig_profile_known(name: str, advertised: frozenset[str]) -> bool:
+    spelled = name[len(MIG_PREFIX) :]
+    return name in advertised or is_known_profile_spelling(spelled)
+
+
+@lru_cache(maxsize=512)
+def _looks_like_gpu(name: str) -> bool:
+    lower = name.lower()
+    if lower in _NATIVE or lower.startswith("hugepages-"):
+        return False
+    if lower != name and classify(lower, frozenset(), False) in (Kind.WHOLE, Kind.MIG):
+        return True
+    domain, _, word = lower.rpartition("/")
+    if word in _GPU_WORDS or word.startswith("mig"):
+        return "nvidia" in domain or domain in ("", "gpu")
+    return _edit_distance(lower, GPU) <= 2 or lower.startswith("nvidia.com/mig")
+
+
+def suggestion(name: str) -> str:
+    lower = name.lower()
+    if "mig" in lower:
+        return "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"
+    return GPU
+
+
+def _edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]

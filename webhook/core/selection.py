@@ -1,0 +1,139 @@
+"""Choose the MIG slice a whole-GPU pod is rewritten to.
+
+A slice fits when its memory (from the nodes' GFD `.memory` labels, else the reference table)
+and its compute share meet the per-device need, and one node offers as many as the pod needs.
+The *right-sized* slice for a GPU model is the smallest profile of that model that fits.
+When the cluster offers a right-sized slice, the pod gets the smallest one. Otherwise the
+policy's `whenNoSliceFits` decides: `larger` takes the smallest fitting slice on offer,
+`whole` keeps the whole GPU, `deny` rejects the pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from webhook.core.model import (
+    PROFILE_ANNOTATION,
+    Finding,
+    Inventory,
+    Policy,
+    SliceOffer,
+    Template,
+)
+from webhook.core.need import Need
+from webhook.core.podview import PodView
+from webhook.core.profiles import (
+    GPU,
+    model_for_gke_accelerator,
+    model_for_product,
+    profile_compute_slices,
+    profile_nominal_gb,
+)
+from webhook.core.resources import Kind, is_sharing
+
+MIB = 2**20
+_EPSILON = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    offer: SliceOffer | None = None
+    rewrite: bool = False
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+
+NO_PLAN = Plan()
+
+
+def plan_slice(
+    view: PodView, template: Template | None, need: Need, policy: Policy, inventory: Inventory
+) -> Plan:
+    if template is None or template.accelerator.mig != "preferred" or not inventory.known:
+        return NO_PLAN
+    applied = view.annotations.get(PROFILE_ANNOTATION)
+    if applied is not None:
+        return _already_applied(view, applied, inventory)
+    devices = _rewritable_devices(view)
+    if devices == 0 or not need.known:
+        return NO_PLAN
+    fitting = [o for o in inventory.offers if _fits(o, need, devices, policy)]
+    right_sized = [o for o in fitting if _right_sized(o, need, policy)]
+    if right_sized:
+        return Plan(offer=right_sized[0], rewrite=True)
+    if fitting and policy.when_no_slice_fits == "larger":
+        return Plan(offer=fitting[0], rewrite=True)
+    return Plan(findings=(_no_fit(view, need, policy, fitting),))
+
+
+def _already_applied(view: PodView, profile: str, inventory: Inventory) -> Plan:
+    """A pod this webhook rewrote before: find its slice again so steering stays idempotent."""
+    requested = view.requested_resources()
+    for offer in inventory.offers:
+        if offer.profile == profile and offer.resource in requested:
+            return Plan(offer=offer)
+    return NO_PLAN
+
+
+def _rewritable_devices(view: PodView) -> int:
+    """Whole GPUs the pod asks for, or 0 when it asks for something we must not rewrite."""
+    accel = [a for c in view.containers for a in c.accel]
+    if any(a.kind is Kind.MIG or is_sharing(a.resource) for a in accel):
+        return 0
+    whole = [a for a in accel if a.kind is Kind.WHOLE]
+    if not whole or any(a.count is None or a.limit is None or not a.consistent for a in whole):
+        return 0
+    if any((a.count or 0) > 1 for a in whole):
+        return 0  # a CUDA process sees one MIG device: multi-GPU containers keep whole GPUs
+    return view.effective(GPU)
+
+
+def _fits(offer: SliceOffer, need: Need, devices: int, policy: Policy) -> bool:
+    if policy.allowed_profiles is not None and offer.profile not in policy.allowed_profiles:
+        return False
+    if need.memory_bytes is not None and offer.memory_mib * MIB < need.memory_bytes:
+        return False
+    if need.compute_share is not None and offer.compute_share + _EPSILON < need.compute_share:
+        return False
+    return offer.max_per_node >= devices
+
+
+def _right_sized(offer: SliceOffer, need: Need, policy: Policy) -> bool:
+    """True when no profile of the offer's GPU model that fits is smaller than the offer."""
+    model = model_for_product(offer.products[0]) if offer.products else None
+    if model is None and offer.gke_accelerators:
+        model = model_for_gke_accelerator(offer.gke_accelerators[0])
+    if model is None:
+        return True
+    size = (profile_nominal_gb(offer.profile) or 0, profile_compute_slices(offer.profile) or 0)
+    for profile, (g, memory_mib) in model.profiles.items():
+        if profile == offer.profile or "+" in profile or "-me" in profile:
+            continue
+        if policy.allowed_profiles is not None and profile not in policy.allowed_profiles:
+            continue
+        share = g / model.compute_slices
+        memory_fits = need.memory_bytes is None or memory_mib * MIB >= need.memory_bytes
+        compute_fits = need.compute_share is None or share + _EPSILON >= need.compute_share
+        smaller = (profile_nominal_gb(profile) or 0, g) < size
+        if memory_fits and compute_fits and smaller:
+            return False
+    return True
+
+
+def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer]) -> Finding:
+    container = next(c for c in view.containers if any(a.kind is Kind.WHOLE for a in c.accel))
+    path = container.resource_path("limits", GPU)
+    wanted = describe_need(need)
+    if policy.when_no_slice_fits == "deny":
+        offered = ", ".join(sorted({o.profile for o in fitting})) or "none that fits"
+        message = f"no right-sized MIG slice for {wanted} is offered (larger: {offered}); ask an admin"
+        return Finding("NoSliceFits", path, message)
+    return Finding("KeptWholeGpu", path, f"no offered MIG slice fits {wanted}; kept the whole GPU")
+
+
+def describe_need(need: Need) -> str:
+    parts = []
+    if need.memory_bytes is not None:
+        parts.append(f"{need.memory_bytes / 2**30:g}Gi")
+    if need.compute_share is not None:
+        parts.append(f"{need.compute_share:.0%} compute")
+    return " and ".join(parts) or "the template's need"

@@ -1,0 +1,1 @@
+"""Node objects -> GPU inventory (pure parsing), plus loading node lists from files."""

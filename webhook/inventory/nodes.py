@@ -1,0 +1,263 @@
+"""Build the immutable GPU inventory from Node objects as `kubectl get nodes -o yaml` prints them.
+
+Conventions follow shared/reference/MIG.md: the mixed strategy advertises
+`nvidia.com/mig-<profile>` (with `+` written as `.`) and labels each profile with
+`nvidia.com/mig-<profile>.count/.memory`; the single strategy advertises MIG devices as plain
+`nvidia.com/gpu` on nodes whose product label ends in `-MIG-<profile>`; GKE advertises
+partitions as `nvidia.com/gpu` on nodes labelled `cloud.google.com/gke-gpu-partition-size`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from webhook.core.model import GpuNode, Inventory, SliceOffer, Strategy, Taint
+from webhook.core.profiles import (
+    GPU,
+    MIG_PREFIX,
+    SHARED_SUFFIX,
+    ModelInfo,
+    model_for_gke_accelerator,
+    model_for_product,
+    nominal_memory_mib,
+    profile_compute_slices,
+    resource_for_profile,
+)
+from webhook.core.quantity import parse_quantity
+
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+MEMORY_LABEL = "nvidia.com/gpu.memory"
+STRATEGY_LABEL = "nvidia.com/mig.strategy"
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
+KARPENTER_GPU_LABEL = "karpenter.k8s.aws/instance-gpu-name"
+EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
+_ACCELERATOR_LABEL_PREFIXES = ("nvidia.com/", "cloud.google.com/gke-", "karpenter.k8s.aws/instance-gpu")
+_ACCELERATOR_LABELS = (EKS_ACCELERATOR_LABEL, AKS_ACCELERATOR_LABEL, "node.kubernetes.io/instance-type")
+
+
+def build_inventory(nodes: Iterable[Mapping[str, Any]]) -> Inventory:
+    """Parse every Node; non-GPU nodes only contribute the extended resources they advertise."""
+    gpu_nodes: list[GpuNode] = []
+    advertised: set[str] = set()
+    for node in nodes:
+        allocatable = _allocatable(node)
+        advertised.update(name for name in allocatable if "/" in name)
+        parsed = parse_node(node, allocatable)
+        if parsed is not None:
+            gpu_nodes.append(parsed)
+    return _aggregate(tuple(gpu_nodes), frozenset(advertised))
+
+
+def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNode | None:
+    labels = _mapping(_mapping(node.get("metadata")).get("labels"))
+    if not any(name.startswith("nvidia.com/") and count > 0 for name, count in allocatable.items()):
+        return None
+    strategy = _strategy(labels, allocatable)
+    product = labels.get(PRODUCT_LABEL) or labels.get(GKE_ACCELERATOR_LABEL) or _other_product(labels)
+    slices, memory = _slices(strategy, labels, allocatable, product)
+    spec = _mapping(node.get("spec"))
+    taints = tuple(t for t in spec.get("taints") or () if isinstance(t, Mapping))
+    return GpuNode(
+        name=str(_mapping(node.get("metadata")).get("name", "")),
+        product=str(product),
+        strategy=strategy,
+        allocatable=allocatable,
+        gpu_memory_mib=_int_label(labels, MEMORY_LABEL),
+        slices=slices,
+        slice_memory_mib=memory,
+        taints=taints,
+        labels={k: str(v) for k, v in labels.items() if _is_accelerator_label(k)},
+        gke_accelerator=labels.get(GKE_ACCELERATOR_LABEL),
+    )
+
+
+def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    status = _mapping(node.get("status"))
+    source = _mapping(status.get("allocatable")) or _mapping(status.get("capacity"))
+    counts: dict[str, int] = {}
+    for name, value in source.items():
+        try:
+            quantity = parse_quantity(value)
+        except ValueError:
+            continue
+        counts[str(name)] = int(quantity) if quantity >= 0 else 0
+    return counts
+
+
+def _strategy(labels: Mapping[str, str], allocatable: Mapping[str, int]) -> Strategy:
+    if labels.get(GKE_PARTITION_LABEL):
+        return "gke"
+    declared = labels.get(STRATEGY_LABEL)
+    if declared == "single" or "-MIG-" in labels.get(PRODUCT_LABEL, ""):
+        return "single"
+    if declared == "mixed" or any(name.startswith(MIG_PREFIX) for name in allocatable):
+        return "mixed"
+    return "none"
+
+
+def _other_product(labels: Mapping[str, str]) -> str:
+    for key in (KARPENTER_GPU_LABEL, EKS_ACCELERATOR_LABEL, AKS_ACCELERATOR_LABEL):
+        if labels.get(key):
+            return labels[key]
+    return "unknown"
+
+
+def _slices(
+    strategy: Strategy, labels: Mapping[str, str], allocatable: Mapping[str, int], product: str
+) -> tuple[dict[str, int], dict[str, int]]:
+    model = _model(labels, product)
+    if strategy == "mixed":
+        return _mixed_slices(labels, allocatable, model)
+    if strategy == "single":
+        profile = product.split("-MIG-", 1)[1] if "-MIG-" in product else ""
+        return _single_slice(profile, allocatable, _int_label(labels, MEMORY_LABEL), model)
+    if strategy == "gke":
+        return _single_slice(labels.get(GKE_PARTITION_LABEL, ""), allocatable, None, model)
+    return {}, {}
+
+
+def _mixed_slices(
+    labels: Mapping[str, str], allocatable: Mapping[str, int], model: ModelInfo | None
+) -> tuple[dict[str, int], dict[str, int]]:
+    slices: dict[str, int] = {}
+    memory: dict[str, int] = {}
+    for name, count in allocatable.items():
+        if not name.startswith(MIG_PREFIX) or name.endswith(SHARED_SUFFIX) or count <= 0:
+            continue
+        spelled = name[len(MIG_PREFIX) :]
+        profile = _canonical(spelled, model)
+        slices[profile] = count
+        label_memory = _int_label(labels, f"{MIG_PREFIX}{spelled}.memory")
+        memory[profile] = label_memory or _reference_memory(profile, model)
+    return slices, memory
+
+
+def _single_slice(
+    profile: str, allocatable: Mapping[str, int], label_memory: int | None, model: ModelInfo | None
+) -> tuple[dict[str, int], dict[str, int]]:
+    count = allocatable.get(GPU, 0)
+    if not profile or count <= 0 or profile_compute_slices(profile) is None:
+        return {}, {}
+    return {profile: count}, {profile: label_memory or _reference_memory(profile, model)}
+
+
+def _canonical(spelled: str, model: ModelInfo | None) -> str:
+    """The profile's own name (`1g.10gb+me`) for its resource spelling (`1g.10gb.me`)."""
+    if model is not None:
+        for name in model.profiles:
+            if name.replace("+", ".") == spelled:
+                return name
+    return spelled
+
+
+def _reference_memory(profile: str, model: ModelInfo | None) -> int:
+    if model is not None and profile in model.profiles:
+        return model.profiles[profile][1]
+    return nominal_memory_mib(profile)
+
+
+def _model(labels: Mapping[str, str], product: str) -> ModelInfo | None:
+    model = model_for_product(product)
+    if model is None and labels.get(GKE_ACCELERATOR_LABEL):
+        model = model_for_gke_accelerator(labels[GKE_ACCELERATOR_LABEL])
+    return model
+
+
+def _aggregate(nodes: tuple[GpuNode, ...], advertised: frozenset[str]) -> Inventory:
+    largest: dict[str, tuple[int, str]] = {}
+    for node in nodes:
+        for resource, count in _schedulable_counts(node).items():
+            if count > largest.get(resource, (0, ""))[0]:
+                largest[resource] = (count, node.name)
+    by_product: dict[str, set[str]] = defaultdict(set)
+    for node in nodes:
+        by_product[node.product].update(node.slices)
+    whole = [n for n in nodes if n.strategy in ("none", "mixed") and n.allocatable.get(GPU, 0) > 0]
+    return Inventory(
+        nodes=nodes,
+        known=True,
+        offers=_offers(nodes),
+        largest=largest,
+        advertised=advertised,
+        has_single_nodes=any(n.strategy == "single" for n in nodes),
+        has_gke_partitions=any(n.strategy == "gke" for n in nodes),
+        whole_gpu_taints=gpu_taints(whole),
+        profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
+    )
+
+
+def _schedulable_counts(node: GpuNode) -> dict[str, int]:
+    """What one pod could get on this node, by resource; MIG devices posing as GPUs excluded."""
+    counts = {k: v for k, v in node.allocatable.items() if k.startswith("nvidia.com/")}
+    if node.strategy in ("single", "gke"):
+        counts.pop(GPU, None)
+    return counts
+
+
+def _offers(nodes: tuple[GpuNode, ...]) -> tuple[SliceOffer, ...]:
+    groups: dict[tuple[str, str, str], list[GpuNode]] = defaultdict(list)
+    for node in nodes:
+        model = _model(node.labels, node.product)
+        model_key = model.key if model else node.product.split("-MIG-", 1)[0]
+        for profile in node.slices:
+            groups[(node.strategy, profile, model_key)].append(node)
+    offers = [_offer(strategy, profile, members) for (strategy, profile, _), members in groups.items()]
+    offers.sort(key=lambda o: (o.memory_mib, o.compute_share, o.strategy != "mixed", o.profile))
+    return tuple(offers)
+
+
+def _offer(strategy: str, profile: str, members: list[GpuNode]) -> SliceOffer:
+    first = members[0]
+    model = _model(first.labels, first.product)
+    compute_slices = model.compute_slices if model else 7
+    g = profile_compute_slices(profile) or compute_slices
+    return SliceOffer(
+        profile=profile,
+        strategy=strategy,  # type: ignore[arg-type]
+        resource=resource_for_profile(profile) if strategy == "mixed" else GPU,
+        memory_mib=min(n.slice_memory_mib[profile] for n in members),
+        compute_share=min(1.0, g / compute_slices),
+        max_per_node=max(n.slices[profile] for n in members),
+        products=tuple(sorted({n.product for n in members})),
+        node_count=len(members),
+        taints=gpu_taints(members),
+        gke_accelerators=tuple(sorted({n.gke_accelerator for n in members if n.gke_accelerator})),
+    )
+
+
+def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:
+    """The GPU-related taints of these nodes (never the node-lifecycle ones a pod must not tolerate)."""
+    found = set()
+    for node in nodes:
+        for taint in node.taints:
+            key, value = str(taint.get("key") or ""), str(taint.get("value") or "")
+            if key and _is_gpu_taint(key, value):
+                found.add(Taint(key, value, str(taint.get("effect") or "")))
+    return tuple(sorted(found, key=lambda t: (t.key, t.value, t.effect)))
+
+
+def _is_gpu_taint(key: str, value: str) -> bool:
+    if key.startswith(("node.kubernetes.io/", "node-role.kubernetes.io/", "node.cloudprovider")):
+        return False
+    text = f"{key}={value}".lower()
+    return key.startswith("nvidia.com/") or "gpu" in text or "accelerator" in text
+
+
+def _is_accelerator_label(key: str) -> bool:
+    return key.startswith(_ACCELERATOR_LABEL_PREFIXES) or key in _ACCELERATOR_LABELS
+
+
+def _int_label(labels: Mapping[str, str], key: str) -> int | None:
+    try:
+        return int(Decimal(str(labels[key])))
+    except (KeyError, ArithmeticError, ValueError):
+        return None
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

@@ -1,0 +1,69 @@
+"""Read Kubernetes manifests for the offline commands: files, folders, stdin; List and multi-document."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from webhook.yamlio import YamlError, load_documents
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    source: str
+    """Where it came from: file#document (and [item] inside a List)."""
+    obj: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind") or "")
+
+    @property
+    def name(self) -> str:
+        metadata = self.obj.get("metadata") or {}
+        return str(metadata.get("name") or metadata.get("generateName") or "<unnamed>")
+
+
+def read_manifests(inputs: list[str], recursive: bool = False) -> Iterator[Manifest]:
+    """Yield every object; raise YamlError naming the file for unreadable input."""
+    for raw in inputs:
+        if raw == "-":
+            yield from _objects(sys.stdin.read(), "<stdin>")
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            pattern = "**/*" if recursive else "*"
+            for file in sorted(path.glob(pattern)):
+                if file.is_file() and file.suffix in MANIFEST_SUFFIXES:
+                    yield from _file(file)
+        elif path.exists():
+            yield from _file(path)
+        else:
+            raise YamlError(f"{raw}: no such file or directory")
+
+
+def _file(path: Path) -> Iterator[Manifest]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise YamlError(f"{path}: cannot read: {exc}") from exc
+    yield from _objects(text, str(path))
+
+
+def _objects(text: str, source: str) -> Iterator[Manifest]:
+    for document in load_documents(text, source):
+        where = f"{source}#{document.index + 1}"
+        data = document.data
+        if not isinstance(data, Mapping):
+            raise YamlError(f"{where}: a manifest must be a mapping, got {type(data).__name__}")
+        if str(data.get("kind", "")).endswith("List") and isinstance(data.get("items"), list):
+            for position, item in enumerate(data["items"]):
+                if isinstance(item, Mapping):
+                    yield Manifest(f"{where}[{position}]", dict(item))
+        else:
+            yield Manifest(where, dict(data))

@@ -1,0 +1,97 @@
+"""Where the server gets its catalog and inventory: interfaces and the static (file) sources.
+
+A source hands out an immutable snapshot; a live source (a cluster watch, a directory
+reload) swaps in a new snapshot atomically, so a request always sees one whole snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from webhook.catalog import load_catalog
+from webhook.core.model import Catalog, Inventory
+from webhook.inventory.files import load_inventory
+
+
+class InventorySource(Protocol):
+    def current(self) -> Inventory: ...
+
+    def ready(self) -> bool:
+        """True once the first full node list is in (the inventory has synced)."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """What /readyz reports about this source (what is missing, last error)."""
+        ...
+
+    def start(self) -> None:
+        """Begin syncing (called in each gunicorn worker after fork)."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+class CatalogSource(Protocol):
+    def current(self) -> Catalog: ...
+
+    def ready(self) -> bool: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class FileInventorySource:
+    """An inventory read once from a node-list file (`--inventory`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = Path(path)
+        self._inventory: Inventory | None = None
+
+    def start(self) -> None:
+        self._inventory = load_inventory(self._path)
+
+    def stop(self) -> None:
+        return None
+
+    def current(self) -> Inventory:
+        if self._inventory is None:
+            raise RuntimeError("inventory not loaded yet")
+        return self._inventory
+
+    def ready(self) -> bool:
+        return self._inventory is not None
+
+    def status(self) -> dict[str, Any]:
+        nodes = len(self._inventory.nodes) if self._inventory else 0
+        return {"source": str(self._path), "synced": self.ready(), "gpuNodes": nodes}
+
+
+class StaticCatalogSource:
+    """Templates and policies loaded once from folders."""
+
+    def __init__(self, paths: Sequence[str | Path]) -> None:
+        self._paths = [Path(p) for p in paths]
+        self._catalog: Catalog | None = None
+
+    def start(self) -> None:
+        self._catalog = load_catalog(self._paths)
+
+    def stop(self) -> None:
+        return None
+
+    def current(self) -> Catalog:
+        if self._catalog is None:
+            raise RuntimeError("catalog not loaded yet")
+        return self._catalog
+
+    def ready(self) -> bool:
+        return self._catalog is not None
+
+    def status(self) -> dict[str, Any]:
+        templates = len(self._catalog.templates) if self._catalog else 0
+        return {"paths": [str(p) for p in self._paths], "loaded": self.ready(), "templates": templates}

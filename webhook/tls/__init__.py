@@ -1,0 +1,1 @@
+"""Certificates: generation for bootstrap and tests, files, and reload without dropping requests."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,22 +29,36 @@ class Manifest:
         return str(metadata.get("name") or metadata.get("generateName") or "<unnamed>")
 
 
-def read_manifests(inputs: list[str], recursive: bool = False) -> Iterator[Manifest]:
-    """Yield every object; raise YamlError naming the file for unreadable input."""
+def read_manifests(inputs: list[str], recursive: bool = False) -> tuple[list[Manifest], list[str]]:
+    """Every object from every input, and one error per input that could not be read.
+
+    A bad file does not stop the others: a CI run over a folder reports every broken file.
+    """
+    manifests: list[Manifest] = []
+    errors: list[str] = []
+    for source in _sources(inputs, recursive, errors):
+        try:
+            manifests.extend(source())
+        except YamlError as exc:
+            errors.append(str(exc))
+    return manifests, errors
+
+
+def _sources(inputs: list[str], recursive: bool, errors: list[str]) -> Iterator[Callable[[], list[Manifest]]]:
     for raw in inputs:
         if raw == "-":
-            yield from _objects(sys.stdin.read(), "<stdin>")
+            yield lambda: list(_objects(sys.stdin.read(), "<stdin>"))
             continue
         path = Path(raw)
         if path.is_dir():
             pattern = "**/*" if recursive else "*"
             for file in sorted(path.glob(pattern)):
                 if file.is_file() and file.suffix in MANIFEST_SUFFIXES:
-                    yield from _file(file)
+                    yield lambda file=file: list(_file(file))  # type: ignore[misc]
         elif path.exists():
-            yield from _file(path)
+            yield lambda path=path: list(_file(path))  # type: ignore[misc]
         else:
-            raise YamlError(f"{raw}: no such file or directory")
+            errors.append(f"{raw}: no such file or directory")
 
 
 def _file(path: Path) -> Iterator[Manifest]:

@@ -1,4 +1,4 @@
-"""`gpu-webhook check FILE|-`: show what the cluster would do to each pod, offline.
+"""`gpu-webhook check FILE|-`: show what the cluster would do to each pod and workload, offline.
 
 Exit 0 when every pod is allowed, 1 when any is denied, 2 on bad input.
 """
@@ -21,16 +21,15 @@ from webhook.commands.common import (
     error,
     inventory_from,
 )
-from webhook.core.decide import decide
 from webhook.core.model import Context, Decision
+from webhook.core.workloads import SUPPORTED_KINDS, decide_object
 from webhook.manifests import Manifest, read_manifests
-from webhook.yamlio import YamlError
 
 FORMATS = ("text", "yaml", "json", "patch")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = commands.add_parser("check", help="print the webhook's decision for pod manifests, offline")
+    parser = commands.add_parser("check", help="print the webhook's decision for pods and workloads, offline")
     parser.add_argument(
         "inputs", nargs="+", metavar="FILE|-", help="manifests (files, folders, or - for stdin)"
     )
@@ -52,20 +51,27 @@ def run(args: argparse.Namespace) -> int:
     try:
         catalog = catalog_from(args.templates, args.policies)
         inventory = inventory_from(args.inventory)
-        manifests = list(read_manifests(args.inputs, args.recursive))
-    except (UsageError, YamlError) as exc:
+    except UsageError as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
+    manifests, input_errors = read_manifests(args.inputs, args.recursive)
     results = []
-    for manifest in manifests:
-        if manifest.kind != "Pod":
-            continue
+    checked = [m for m in manifests if _checkable(m)]
+    for manifest in checked:
         namespace = args.namespace or (manifest.obj.get("metadata") or {}).get("namespace") or "default"
         context = Context(catalog=catalog, inventory=inventory, namespace=str(namespace))
-        results.append((manifest, decide(manifest.obj, context)))
-    skipped = [m for m in manifests if m.kind != "Pod"]
+        results.append((manifest, decide_object(manifest.obj, context)))
+    skipped = [m for m in manifests if not _checkable(m)]
     _print(args.output, results, skipped, inventory.known)
+    for message in input_errors:
+        error(message)
+    if input_errors:
+        return EXIT_BAD_INPUT
     return EXIT_DENIED if any(not d.allowed for _, d in results) else EXIT_OK
+
+
+def _checkable(manifest: Manifest) -> bool:
+    return manifest.kind == "Pod" or manifest.kind in SUPPORTED_KINDS
 
 
 def _print(
@@ -81,7 +87,8 @@ def _print(
         for manifest, decision in results:
             print(_text(manifest, decision))
         for manifest in skipped:
-            print(f"skipped {manifest.source}: {manifest.kind or 'no kind'} {manifest.name} is not a Pod")
+            kind = manifest.kind or "no kind"
+            print(f"skipped {manifest.source}: {kind} {manifest.name} holds no pod template")
         if not known:
             print("note: no --inventory given; slice choice and node checks were skipped")
 
@@ -98,7 +105,7 @@ def _record(manifest: Manifest, decision: Decision) -> dict[str, Any]:
 def _text(manifest: Manifest, decision: Decision) -> str:
     verdict = "ALLOWED" if decision.allowed else "DENIED"
     lines = [
-        f"{verdict}  pod {manifest.name}  ({manifest.source})",
+        f"{verdict}  {manifest.kind} {manifest.name}  ({manifest.source})",
         f"  template: {decision.template or '-'}   policy: {decision.policy} ({decision.mode})",
     ]
     for violation in decision.violations:

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any
 
-from webhook.core.checks import run_checks
-from webhook.core.env import Env
-from webhook.core.matching import is_excluded, policy_for, resolve_template
+from webhook.core.evaluate import evaluate, mutated_copy
+from webhook.core.matching import is_excluded, policy_for
 from webhook.core.model import Context, Decision, Finding, Mode, Outcome, Pod, Policy, Violation
-from webhook.core.mutators import MutationDidNotSettle, mutate
-from webhook.core.need import resolve_need
 from webhook.core.patches import PatchDoesNotApply, make_patch
-from webhook.core.podview import build_view
 from webhook.core.reasons import REASONS
-from webhook.core.selection import plan_slice
 
 MAX_WARNING = 120
-_SHARED_FIELDS = frozenset({"managedFields"})
 
 
 def decide(pod: Pod, context: Context) -> Decision:
@@ -26,59 +19,36 @@ def decide(pod: Pod, context: Context) -> Decision:
     namespace = context.namespace or str(metadata.get("namespace") or "default")
     policy = policy_for(context.catalog, namespace)
     if is_excluded(policy, namespace):
-        note = Finding(
-            "NamespaceExcluded",
-            "metadata.namespace",
-            f"namespace {namespace} is excluded by policy {policy.name}",
-        )
-        return _finish(policy, None, [note], None, [])
+        return finish(policy, None, [excluded_note(namespace, policy)], None, [])
     if context.operation != "CREATE":
-        return _finish(policy, None, [], None, [])
-    inventory = context.inventory
-    view = build_view(_mapping(pod.get("spec")), metadata, inventory.advertised, inventory.known)
-    if view.has_resource_claims:
-        note = Finding(
-            "DraClaimsPresent", "spec.resourceClaims", "the pod uses DRA resourceClaims; left alone"
-        )
-        return _finish(policy, None, [note], None, [])
-    template, findings = resolve_template(view, namespace, context.catalog, policy)
-    need, need_findings = resolve_need(template, view)
-    plan = plan_slice(view, template, need, policy, inventory)
-    env = Env(pod, view, namespace, policy, template, inventory, need, plan)
-    findings = [*findings, *need_findings, *plan.findings, *run_checks(env)]
-    if template is None or _denies(findings, policy.mode):
-        return _finish(policy, template.name if template else None, findings, None, [])
-    mutated, patch, changes = _mutate(pod, env)
-    return _finish(policy, template.name, [*findings, *changes], mutated, patch)
+        return finish(policy, None, [], None, [])
+    evaluation = evaluate(pod, context, namespace, policy, "spec", "metadata")
+    template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
+    name = template.name if template else None
+    if template is None or env is None or denies(findings, policy.mode):
+        return finish(policy, name, findings, None, [])
+    mutated, changes = mutated_copy(pod, env)
+    patch, problems = patch_for(pod, mutated, env.view.base) if mutated is not pod else ([], [])
+    return finish(policy, name, [*findings, *changes, *problems], mutated if patch else None, patch)
 
 
-def _mutate(pod: Pod, env: Env) -> tuple[Pod | None, list[dict[str, Any]], list[Finding]]:
-    mutated = _copy_pod(pod)
+def patch_for(original: Pod, mutated: Pod, where: str) -> tuple[list[dict[str, Any]], list[Finding]]:
     try:
-        changes = mutate(mutated, env)
-        patch = make_patch(pod, mutated) if changes else []
-    except (MutationDidNotSettle, PatchDoesNotApply, ValueError, TypeError, KeyError) as exc:
-        skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
-        return None, [], [skipped]
-    return (mutated if patch else None), patch, changes
+        return make_patch(original, mutated), []
+    except PatchDoesNotApply as exc:
+        return [], [Finding("MutationSkipped", where, f"left unchanged: the patch did not verify: {exc}")]
 
 
-def _copy_pod(pod: Pod) -> Pod:
-    """Deep-copy what mutators may touch, in the original key order; share managedFields."""
-    copied: Pod = {}
-    for key, value in pod.items():
-        if key == "metadata" and isinstance(value, dict):
-            copied[key] = {k: v if k in _SHARED_FIELDS else copy.deepcopy(v) for k, v in value.items()}
-        else:
-            copied[key] = copy.deepcopy(value)
-    return copied
+def excluded_note(namespace: str, policy: Policy) -> Finding:
+    message = f"namespace {namespace} is excluded by policy {policy.name}"
+    return Finding("NamespaceExcluded", "metadata.namespace", message)
 
 
-def _denies(findings: Iterable[Finding], mode: Mode) -> bool:
-    return any(_outcome(f.code, mode) == "deny" for f in findings)
+def denies(findings: Iterable[Finding], mode: Mode) -> bool:
+    return any(outcome(f.code, mode) == "deny" for f in findings)
 
 
-def _outcome(code: str, mode: Mode) -> Outcome:
+def outcome(code: str, mode: Mode) -> Outcome:
     cls = REASONS[code].cls
     if cls == "info":
         return "info"
@@ -89,20 +59,27 @@ def _outcome(code: str, mode: Mode) -> Outcome:
     return "warn"
 
 
-def _finish(
+def finish(
     policy: Policy,
     template: str | None,
     findings: list[Finding],
     mutated: Pod | None,
     patch: list[dict[str, Any]],
+    grandfathered: frozenset[tuple[str, str]] = frozenset(),
 ) -> Decision:
-    violations = tuple(Violation(f.code, f.path, f.message, _outcome(f.code, policy.mode)) for f in findings)
+    """Give each finding its outcome under the policy mode; problems an UPDATE inherited only warn."""
+    violations = []
+    for finding in findings:
+        result = outcome(finding.code, policy.mode)
+        if result == "deny" and (finding.code, finding.path) in grandfathered:
+            result = "warn"
+        violations.append(Violation(finding.code, finding.path, finding.message, result))
     return Decision(
         allowed=not any(v.outcome == "deny" for v in violations),
         template=template,
         policy=policy.name,
         mode=policy.mode,
-        violations=violations,
+        violations=tuple(violations),
         warnings=tuple(_warning(v) for v in violations if _is_warning(v)),
         mutated=mutated,
         patch=tuple(patch),

@@ -22,8 +22,6 @@ from webhook.core.model import (
 )
 from webhook.core.podview import PodView
 
-LABEL_PATH = f'metadata.labels["{TEMPLATE_LABEL}"]'
-
 
 def policy_for(catalog: Catalog, namespace: str) -> Policy:
     """The most specific policy naming this namespace: exact name, then the longest pattern."""
@@ -57,7 +55,7 @@ def resolve_template(
 ) -> tuple[Template | None, list[Finding]]:
     explicit = view.labels.get(TEMPLATE_LABEL)
     if explicit is not None:
-        return _explicit(explicit, catalog, policy)
+        return _explicit(explicit, catalog, policy, f'{view.meta}.labels["{TEMPLATE_LABEL}"]')
     if policy.default_template and policy.default_template in catalog.templates:
         return catalog.templates[policy.default_template], []
     for template in catalog.ranked:
@@ -69,19 +67,21 @@ def resolve_template(
             f"pod matches no template and namespace {namespace} requires one; "
             f"label it {TEMPLATE_LABEL}=<name> (allowed: {allowed})"
         )
-        return None, [Finding("NoMatchingTemplate", "metadata.labels", message)]
+        return None, [Finding("NoMatchingTemplate", f"{view.meta}.labels", message)]
     return None, []
 
 
-def _explicit(name: str, catalog: Catalog, policy: Policy) -> tuple[Template | None, list[Finding]]:
+def _explicit(
+    name: str, catalog: Catalog, policy: Policy, label_path: str
+) -> tuple[Template | None, list[Finding]]:
     template = catalog.templates.get(name)
     if template is None:
         known = ", ".join(sorted(catalog.templates)) or "none"
-        return None, [Finding("UnknownTemplate", LABEL_PATH, f"no template {name!r}; known: {known}")]
+        return None, [Finding("UnknownTemplate", label_path, f"no template {name!r}; known: {known}")]
     if not template_allowed(policy, name):
         allowed = ", ".join(sorted(policy.allowed_templates or ())) or "none"
         message = f"template {name!r} is not allowed by policy {policy.name}; allowed: {allowed}"
-        return None, [Finding("TemplateNotAllowed", LABEL_PATH, message)]
+        return None, [Finding("TemplateNotAllowed", label_path, message)]
     return template, []
 
 

@@ -120,6 +120,8 @@ class Policy:
     max_gpus_per_pod: int | None = None
     allowed_profiles: frozenset[str] | None = None
     when_no_slice_fits: NoFitAction = "larger"
+    mutate_templates: bool = False
+    """Mutate workload pod templates too (`mutate: templates`), not only the pods they create."""
     prices: Mapping[str, float] = field(default_factory=dict)
     source: str = ""
 
@@ -207,6 +209,8 @@ class Context:
     namespace: str = ""
     operation: str = "CREATE"
     dry_run: bool = False
+    old_object: Pod | None = None
+    """The object before an UPDATE: problems it already had are not new and do not deny."""
 
 
 @dataclass(frozen=True)

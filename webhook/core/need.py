@@ -42,7 +42,7 @@ def _stated(
     raw = view.annotations.get(key)
     if raw is None:
         return None
-    path = f'metadata.annotations["{key}"]'
+    path = f'{view.meta}.annotations["{key}"]'
     try:
         value: float = parse(raw)
     except ValueError as exc:

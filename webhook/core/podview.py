@@ -50,6 +50,9 @@ class ContainerView:
 @dataclass(frozen=True, slots=True)
 class PodView:
     base: str
+    """Path of the pod spec: `spec` for a Pod, `spec.template.spec` for a Deployment..."""
+    meta: str
+    """Path of the pod metadata: `metadata`, `spec.template.metadata`..."""
     containers: tuple[ContainerView, ...]
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
@@ -85,6 +88,7 @@ def build_view(
     advertised: frozenset[str],
     inventory_known: bool,
     base: str = "spec",
+    meta: str = "metadata",
 ) -> PodView:
     containers = []
     for group in CONTAINER_GROUPS:
@@ -96,6 +100,7 @@ def build_view(
                 containers.append(_container(base, group, index, item, advertised, inventory_known))
     return PodView(
         base=base,
+        meta=meta,
         containers=tuple(containers),
         labels=_str_map(metadata.get("labels")),
         annotations=_str_map(metadata.get("annotations")),

@@ -7,6 +7,8 @@ from webhook.core.model import TEMPLATE_LABEL, Finding
 from webhook.core.resources import Kind
 
 _ACCELERATORS = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
+# GPU requests made by scheduler annotations instead of resources (NVIDIA KAI scheduler).
+ANNOTATION_REQUESTS = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices")
 
 
 def check(env: Env) -> list[Finding]:
@@ -30,7 +32,7 @@ def check(env: Env) -> list[Finding]:
         a.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) and (a.count or 0) > 0
         for c in env.view.containers
         for a in c.accel
-    )
+    ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
     if requirement == "required" and not has_gpu:
         message = (
             f"template {template.name} runs on GPUs but no container asks for one; "

@@ -24,5 +24,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     if not visible:
         return []
     return [
-        Finding("InjectedMetadata", "metadata", f"added {', '.join(visible)} from template {template.name}")
+        Finding(
+            "InjectedMetadata", env.view.meta, f"added {', '.join(visible)} from template {template.name}"
+        )
     ]

@@ -1,0 +1,70 @@
+"""Evaluate one pod spec (a Pod's, or a pod template inside a workload) against the catalog.
+
+Shared by `decide` (Pods) and `decide_workload` (Deployments, Jobs, AI job kinds): the same
+matching, need, slice plan, checks and mutators, with paths rooted where the spec lives.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.core.checks import run_checks
+from webhook.core.env import Env
+from webhook.core.matching import resolve_template
+from webhook.core.model import Context, Finding, Pod, Policy, Template
+from webhook.core.mutators import MutationDidNotSettle, mutate
+from webhook.core.need import resolve_need
+from webhook.core.podview import build_view
+from webhook.core.selection import plan_slice
+
+_SHARED_FIELDS = frozenset({"managedFields"})
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    template: Template | None
+    findings: tuple[Finding, ...]
+    env: Env | None
+    """None when the spec is left alone (DRA claims)."""
+
+
+def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str) -> Evaluation:
+    """Checks only: what template applies and every problem found, with paths under `base`."""
+    inventory = context.inventory
+    spec, metadata = _mapping(pod.get("spec")), _mapping(pod.get("metadata"))
+    view = build_view(spec, metadata, inventory.advertised, inventory.known, base, meta)
+    if view.has_resource_claims:
+        note = Finding("DraClaimsPresent", f"{base}.resourceClaims", "uses DRA resourceClaims; left alone")
+        return Evaluation(None, (note,), None)
+    template, findings = resolve_template(view, namespace, context.catalog, policy)
+    need, need_findings = resolve_need(template, view)
+    plan = plan_slice(view, template, need, policy, inventory)
+    env = Env(pod, view, namespace, policy, template, inventory, need, plan)
+    return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
+
+
+def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
+    """A mutated copy of the pod and what changed; MutationSkipped and the original on a bug."""
+    mutated = copy_pod(pod)
+    try:
+        return mutated, mutate(mutated, env)
+    except (MutationDidNotSettle, ValueError, TypeError, KeyError, AttributeError) as exc:
+        skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
+        return pod, [skipped]
+
+
+def copy_pod(pod: Pod) -> Pod:
+    """Deep-copy what mutators may touch, in the original key order; share managedFields."""
+    copied: Pod = {}
+    for key, value in pod.items():
+        if key == "metadata" and isinstance(value, dict):
+            copied[key] = {k: v if k in _SHARED_FIELDS else copy.deepcopy(v) for k, v in value.items()}
+        else:
+            copied[key] = copy.deepcopy(value)
+    return copied
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -211,6 +211,8 @@ class Context:
     dry_run: bool = False
     old_object: Pod | None = None
     """The object before an UPDATE: problems it already had are not new and do not deny."""
+    mutate_templates: bool | None = None
+    """Override the policy's `mutate` switch for workload templates (the KRM function's config)."""
 
 
 @dataclass(frozen=True)

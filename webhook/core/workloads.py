@@ -108,9 +108,10 @@ def decide_workload(obj: Pod, context: Context) -> Decision:
         return finish(policy, None, [], None, [])
     findings: list[Finding] = []
     templates: list[str] = []
-    mutated = copy_pod(obj) if policy.mutate_templates else None
+    mutate = policy.mutate_templates if context.mutate_templates is None else context.mutate_templates
+    mutated = copy_pod(obj) if mutate else None
     for site in pod_sites(obj):
-        site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy)
+        site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy, mutate)
         findings.extend(site_findings)
         if template and template not in templates:
             templates.append(template)
@@ -126,7 +127,7 @@ def decide_workload(obj: Pod, context: Context) -> Decision:
 
 
 def _evaluate_site(
-    site: Site, context: Context, namespace: str, policy: Policy
+    site: Site, context: Context, namespace: str, policy: Policy, mutate: bool
 ) -> tuple[list[Finding], str | None, Pod | None]:
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
@@ -136,7 +137,7 @@ def _evaluate_site(
         findings = [f for f in findings if f.code != "NoGpuOnGpuTemplate"]
     template = evaluation.template.name if evaluation.template else None
     env = evaluation.env
-    if not (site.writable and policy.mutate_templates and env and template) or denies(findings, policy.mode):
+    if not (site.writable and mutate and env and template) or denies(findings, policy.mode):
         return findings, template, None
     mutated, changes = mutated_copy(site.pod, env)
     return [*findings, *changes], template, mutated
@@ -149,7 +150,7 @@ def _inherited(context: Context, namespace: str, policy: Policy) -> frozenset[tu
         return frozenset()
     found: set[tuple[str, str]] = set()
     for site in pod_sites(old):
-        findings, _, _ = _evaluate_site(site, context, namespace, policy)
+        findings, _, _ = _evaluate_site(site, context, namespace, policy, mutate=False)
         found.update((f.code, f.path) for f in findings)
     return frozenset(found)
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from tests.conftest import ROOT
 from webhook.catalog import lint_paths
 from webhook.core.model import Catalog
-
-from tests.conftest import ROOT
 
 EXPECTED_TEMPLATES = {
     "llm-serving-vllm",

@@ -17,6 +17,22 @@ import yaml
 class YamlError(ValueError):
     """Input that is not valid YAML; the message says file and line."""
 
+    def __init__(self, message: str, source: str = "", line: int | None = None, problem: str = "") -> None:
+        super().__init__(message)
+        self.source = source
+        self.line = line
+        self.problem = problem or message
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    key: str
+    line: int
+    first_line: int
+
+    def __str__(self) -> str:
+        return f"duplicate key {self.key!r} (first at line {self.first_line}); the last one would win"
+
 
 @dataclass(frozen=True)
 class Document:
@@ -24,6 +40,7 @@ class Document:
     index: int
     data: Any
     node: yaml.Node | None
+    duplicates: tuple[Duplicate, ...] = ()
 
     def line_of(self, path: Sequence[str | int]) -> int | None:
         """The 1-based line of the value at a JSON path, or of its nearest existing parent."""
@@ -37,50 +54,69 @@ class Document:
         return line
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _DuplicateNotingLoader(yaml.SafeLoader):
+    """Notes every duplicate mapping key (PyYAML keeps the last one without a word)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[Duplicate] = []
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
-            if isinstance(key, str | int | float | bool) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first at line {seen[key]})",
-                    key_node.start_mark,
-                )
-            if isinstance(key, str | int | float | bool):
-                seen[key] = key_node.start_mark.line + 1
+            if not isinstance(key, str | int | float | bool):
+                continue
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                self.duplicates.append(Duplicate(str(key), line, seen[key]))
+            else:
+                seen[key] = line
         return super().construct_mapping(node, deep)
 
 
-def load_documents(text: str, source: str, strict: bool = True) -> list[Document]:
-    """Every non-empty document of a YAML stream, with its node tree for line lookups."""
-    loader_class = _StrictLoader if strict else yaml.SafeLoader
+def load_documents(
+    text: str, source: str, strict: bool = True, report_duplicates: bool = False
+) -> list[Document]:
+    """Every non-empty document of a YAML stream, with its node tree for line lookups.
+
+    Duplicate keys raise YamlError when `strict`, are listed on each Document when
+    `report_duplicates` (so a linter can report them with every other problem), or are ignored.
+    """
     documents: list[Document] = []
     try:
-        loader = loader_class(text)
+        loader = _DuplicateNotingLoader(text)
         try:
             index = 0
             while loader.check_node():
                 node = loader.get_node()
+                before = len(loader.duplicates)
                 data = loader.construct_document(node)
+                found = tuple(loader.duplicates[before:])
+                if found and strict and not report_duplicates:
+                    first = found[0]
+                    where = f"{source}:{first.line}"
+                    raise YamlError(
+                        f"{where}: invalid YAML: {first}", source, first.line, f"invalid YAML: {first}"
+                    )
                 if data is not None:
-                    documents.append(Document(source, index, data, node))
+                    documents.append(Document(source, index, data, node, found if report_duplicates else ()))
                 index += 1
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
-        raise YamlError(_describe(source, exc)) from exc
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise YamlError(_describe(source, exc), source, line, _problem(exc)) from exc
     return documents
 
 
-def load_file(path: Path, strict: bool = True) -> list[Document]:
+def load_file(path: Path, strict: bool = True, report_duplicates: bool = False) -> list[Document]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise YamlError(f"{path}: cannot read: {exc}") from exc
-    return load_documents(text, str(path), strict)
+        raise YamlError(f"{path}: cannot read: {exc}", str(path)) from exc
+    return load_documents(text, str(path), strict, report_duplicates)
 
 
 def iter_yaml_files(directory: Path) -> Iterator[Path]:
@@ -91,6 +127,24 @@ def iter_yaml_files(directory: Path) -> Iterator[Path]:
             and "tests" not in path.relative_to(directory).parts
         ):
             yield path
+
+
+def key_path(node: yaml.Node | None, key: str, line: int) -> list[str | int] | None:
+    """The JSON path of the mapping key `key` written on `line`, searching the node tree."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            name = getattr(key_node, "value", None)
+            if name == key and key_node.start_mark.line + 1 == line:
+                return [key]
+            found = key_path(value_node, key, line)
+            if found is not None:
+                return [str(name), *found]
+    if isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found = key_path(item, key, line)
+            if found is not None:
+                return [index, *found]
+    return None
 
 
 def _child(node: yaml.Node | None, step: str | int) -> yaml.Node | None:
@@ -108,6 +162,10 @@ def _child(node: yaml.Node | None, step: str | int) -> yaml.Node | None:
 def _describe(source: str, exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+    return f"{where}: {_problem(exc)}"
+
+
+def _problem(exc: yaml.YAMLError) -> str:
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
-    return f"{where}: invalid YAML: {problem}" + (f" ({context})" if context else "")
+    return f"invalid YAML: {problem}" + (f" ({context})" if context else "")

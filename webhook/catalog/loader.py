@@ -15,7 +15,7 @@ from webhook.catalog.build import BuildError, build_policy, build_template
 from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors
 from webhook.core.model import Catalog, Policy, Template
-from webhook.yamlio import Document, YamlError, iter_yaml_files, load_file
+from webhook.yamlio import Document, YamlError, iter_yaml_files, key_path, load_file
 
 
 @dataclass(frozen=True, order=True)
@@ -78,9 +78,9 @@ def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Doc
         files = list(iter_yaml_files(path)) if path.is_dir() else [path]
         for file in files:
             try:
-                documents.extend(load_file(file))
+                documents.extend(load_file(file, report_duplicates=True))
             except YamlError as exc:
-                problems.append(Problem(str(file), None, "", str(exc).split(": ", 1)[-1]))
+                problems.append(Problem(str(file), exc.line, "", exc.problem))
     return documents
 
 
@@ -90,6 +90,9 @@ def _read(
     policies: list[tuple[Policy, Document]],
     problems: list[Problem],
 ) -> None:
+    for duplicate in document.duplicates:
+        path = key_path(document.node, duplicate.key, duplicate.line) or [duplicate.key]
+        problems.append(Problem(document.source, duplicate.line, _dotted(path), str(duplicate)))
     data = document.data
     kind = data.get("kind") if isinstance(data, dict) else None
     if kind not in SCHEMAS:

@@ -35,4 +35,6 @@ def schema_errors(kind: str, data: Any) -> list[tuple[list[str | int], str]]:
 def _message(error: Any) -> str:
     if error.validator == "additionalProperties":
         return str(error.message).replace("Additional properties are not allowed", "unknown field")
+    if error.validator == "pattern" and isinstance(error.schema, dict) and error.schema.get("description"):
+        return f"{error.instance!r} is not valid here: {error.schema['description']}"
     return str(error.message)

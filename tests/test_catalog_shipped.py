@@ -7,7 +7,7 @@ from webhook.catalog import lint_paths
 from webhook.core.model import Catalog
 
 EXPECTED_TEMPLATES = {
-    "llm-serving-vllm",
+    "llm-serving",
     "llm-serving-tgi",
     "llm-serving-triton",
     "small-inference",

@@ -18,7 +18,7 @@ def check(env: Env) -> list[Finding]:
     findings = []
     requirement = template.accelerator.gpu
     for container in env.view.containers:
-        used = [a for a in container.accel if a.kind in _ACCELERATORS and (a.count or 0) > 0]
+        used = [a for a in container.accel if a.kind in _ACCELERATORS and _asked(a.count)]
         if used and requirement == "forbidden":
             path = container.resource_path(
                 "limits" if used[0].limit is not None else "requests", used[0].resource
@@ -29,7 +29,7 @@ def check(env: Env) -> list[Finding]:
             )
             findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
     has_gpu = any(
-        a.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) and (a.count or 0) > 0
+        a.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) and _asked(a.count)
         for c in env.view.containers
         for a in c.accel
     ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
@@ -40,3 +40,8 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
     return findings
+
+
+def _asked(count: int | None) -> bool:
+    """A request that is there: any amount but zero (an invalid amount is reported elsewhere)."""
+    return count is None or count > 0

@@ -1,0 +1,197 @@
+"""Workloads: every pod template inside controllers and AI job kinds is found and checked with full paths."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from tests.conftest import SHARED
+from webhook.core.model import Catalog, Context, Inventory, Policy
+from webhook.core.workloads import SUPPORTED_KINDS, UnsupportedKind, decide_object, pod_sites
+
+CORPUS = SHARED / "corpus" / "manifests"
+ADMISSION = SHARED / "reference" / "admission"
+
+# file, kind, the pod templates a user expects to be checked
+CORPUS_SITES = [
+    ("kubeflow-training-operator__pytorch_job_mnist_nccl.yaml", "PyTorchJob",
+     ["spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"]),
+    ("kubeflow-training-operator__multi_worker_tfjob.yaml", "TFJob", ["spec.tfReplicaSpecs.Worker.template"]),
+    ("kubeflow-training-operator__paddle-simple-gpu.yaml", "PaddleJob", ["spec.paddleReplicaSpecs.Worker.template"]),
+    ("kubeflow-mpi-operator__tensorflow-benchmarks.yaml", "MPIJob",
+     ["spec.mpiReplicaSpecs.Launcher.template", "spec.mpiReplicaSpecs.Worker.template"]),
+    ("kubeflow-trainer__lammps-train-gpus.yaml", "TrainJob", ["spec.trainer"]),
+    ("jobset__wap-dra-jobset.yaml", "JobSet", ["spec.replicatedJobs[name=workers].template.spec.template"]),
+    ("lws__vllm-gpu-lws.yaml", "LeaderWorkerSet",
+     ["spec.leaderWorkerTemplate.leaderTemplate", "spec.leaderWorkerTemplate.workerTemplate"]),
+    ("kuberay__ray-cluster.verl.yaml", "RayCluster", ["spec.headGroupSpec.template"]),
+    ("kuberay__ray-job.batch-inference.yaml", "RayJob", ["spec.rayClusterSpec.headGroupSpec.template"]),
+    ("kuberay__ray-service.llm-serve.yaml", "RayService",
+     ["spec.rayClusterConfig.headGroupSpec.template",
+      "spec.rayClusterConfig.workerGroupSpecs[groupName=gpu-group].template"]),
+    ("kserve__accelerators-tensorflow-gpu.yaml", "InferenceService", ["spec.predictor"]),
+    ("ibm-autopilot__pcie-cronjob.yaml", "CronJob", ["spec.jobTemplate.spec.template"]),
+    ("gke-samples__vit-training-spec-gcs-statefulset.yaml", "StatefulSet", ["spec.template"]),
+    ("nvidia-k8s-device-plugin__static-nvidia-device-plugin.yaml", "DaemonSet", ["spec.template"]),
+]  # fmt: skip
+
+
+def _first(path: Path, kind: str) -> dict[str, Any]:
+    for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        if isinstance(document, dict) and document.get("kind") == kind:
+            return document
+    raise AssertionError(f"no {kind} in {path.name}")
+
+
+def _review_object(name: str, key: str = "object") -> dict[str, Any]:
+    request = json.loads((ADMISSION / name).read_text(encoding="utf-8"))["request"]
+    found: dict[str, Any] = request[key]
+    return found
+
+
+def _context(catalog: Catalog, inventory: Inventory, **kwargs: Any) -> Context:
+    return Context(catalog=catalog, inventory=inventory, namespace=kwargs.pop("namespace", "ml"), **kwargs)
+
+
+@pytest.mark.parametrize(("name", "kind", "paths"), CORPUS_SITES, ids=[c[0] for c in CORPUS_SITES])
+def test_every_pod_template_of_a_corpus_workload_is_found(name: str, kind: str, paths: list[str]) -> None:
+    assert kind in SUPPORTED_KINDS
+    assert [site.path for site in pod_sites(_first(CORPUS / name, kind))] == paths
+
+
+def test_lws_worker_request_without_limit_is_denied_with_the_full_path(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    lws = _first(CORPUS / "kueue__sample-leaderworkerset-tas.yaml", "LeaderWorkerSet")
+    decision = decide_object(lws, _context(catalog, inventories["mixed-cluster"]))
+    assert not decision.allowed
+    path = 'spec.leaderWorkerTemplate.workerTemplate.spec.containers[name=nginx-worker].resources.requests["nvidia.com/gpu"]'
+    assert ("GpuRequestWithoutLimit", path) in {(v.code, v.path) for v in decision.denials}
+
+
+def test_kserve_framework_block_paths_name_the_framework(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    isvc = _first(CORPUS / "kserve__accelerators-tensorflow-gpu.yaml", "InferenceService")
+    isvc = copy.deepcopy(isvc)
+    isvc["spec"]["predictor"]["tensorflow"]["resources"]["limits"] = {"nvidia.com/gpus": 1}
+    decision = decide_object(isvc, _context(catalog, inventories["mixed-cluster"]))
+    assert (
+        "UnknownAcceleratorResource",
+        'spec.predictor.tensorflow.resources.limits["nvidia.com/gpus"]',
+    ) in {(v.code, v.path) for v in decision.denials}
+
+
+def test_trainjob_resources_per_node_are_checked(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
+    train = copy.deepcopy(_first(CORPUS / "kubeflow-trainer__lammps-train-gpus.yaml", "TrainJob"))
+    train["spec"]["trainer"]["resourcesPerNode"] = {"limits": {"nvidia.com/gpu": "0.5"}}
+    decision = decide_object(train, _context(catalog, inventories["mixed-cluster"]))
+    assert ("FractionalGpu", 'spec.trainer.resourcesPerNode.limits["nvidia.com/gpu"]') in {
+        (v.code, v.path) for v in decision.denials
+    }
+
+
+def test_mpi_launcher_without_gpu_passes_under_a_gpu_template(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    mpijob = _first(CORPUS / "nvidia-dra-driver__imex-nvbandwidth-test-job.yaml", "MPIJob")
+    decision = decide_object(mpijob, _context(catalog, inventories["mixed-cluster"]))
+    assert decision.allowed
+    assert "NoGpuOnGpuTemplate" not in decision.codes
+
+
+def test_pytorchjob_replica_types_each_get_their_template(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    job = copy.deepcopy(
+        _first(CORPUS / "kubeflow-training-operator__pytorch_job_mnist_nccl.yaml", "PyTorchJob")
+    )
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": 1}}
+    decision = decide_object(job, _context(catalog, inventories["mixed-cluster"]))
+    assert decision.template == "distributed-training"
+    path = 'spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch].resources.limits["nvidia.com/mig-1g.10gb"]'
+    assert ("MigForbiddenByTemplate", path) in {(v.code, v.path) for v in decision.denials}
+    assert not any(v.path.startswith("spec.pytorchReplicaSpecs.Master") for v in decision.denials)
+
+
+def test_update_that_only_changes_the_image_keeps_old_problems_as_warnings(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    new, old = (
+        _review_object("update-deployment-image.json"),
+        _review_object("update-deployment-image.json", "oldObject"),
+    )
+    for deployment in (new, old):
+        deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = (
+            "0.5"
+        )
+    context = _context(catalog, inventories["mixed-cluster"], operation="UPDATE", old_object=old)
+    decision = decide_object(new, context)
+    assert decision.allowed
+    assert [v.outcome for v in decision.violations if v.code == "FractionalGpu"] == ["warn"]
+
+
+def test_update_that_introduces_a_problem_is_denied(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    new, old = (
+        _review_object("update-deployment-image.json"),
+        _review_object("update-deployment-image.json", "oldObject"),
+    )
+    new["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "0.5"
+    context = _context(catalog, inventories["mixed-cluster"], operation="UPDATE", old_object=old)
+    decision = decide_object(new, context)
+    assert not decision.allowed
+    assert [v.code for v in decision.denials] == ["FractionalGpu"]
+
+
+def _with_template_mutation(catalog: Catalog) -> Catalog:
+    policy = Policy(name="ml", namespaces=("ml",), mutate_templates=True)
+    return Catalog(templates=catalog.templates, policies=(*catalog.policies, policy), ranked=catalog.ranked)
+
+
+def test_templates_are_mutated_only_when_the_policy_says_so(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    deployment = _review_object("create-deployment-vllm.json")
+    unchanged = decide_object(deployment, _context(catalog, inventories["mixed-cluster"]))
+    assert unchanged.allowed and unchanged.patch == () and unchanged.template == "llm-serving"
+
+    mutating = _context(_with_template_mutation(catalog), inventories["mixed-cluster"])
+    decision = decide_object(deployment, mutating)
+    assert decision.allowed and decision.mutated is not None
+    patched = jsonpatch.apply_patch(deployment, list(decision.patch))
+    assert patched == decision.mutated
+    limits = patched["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert "nvidia.com/gpu" not in limits and limits["nvidia.com/mig-3g.40gb"] == "1"
+    again = decide_object(patched, mutating)
+    assert again.patch == ()
+
+
+def test_context_can_force_template_mutation(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
+    job = _review_object("create-job-finetune.json")
+    decision = decide_object(job, _context(catalog, inventories["mixed-cluster"], mutate_templates=True))
+    assert decision.template == "distributed-training"
+    assert decision.mutated is not None
+    shm = decision.mutated["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in shm
+
+
+def test_objects_that_hold_no_pods_are_refused(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
+    with pytest.raises(UnsupportedKind):
+        decide_object(
+            {"kind": "ConfigMap", "metadata": {"name": "x"}}, _context(catalog, inventories["mixed-cluster"])
+        )
+
+
+def test_deletes_are_admitted_untouched(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
+    deployment = _review_object("create-deployment-vllm.json")
+    decision = decide_object(deployment, _context(catalog, inventories["mixed-cluster"], operation="DELETE"))
+    assert decision.allowed and decision.violations == () and decision.patch == ()

@@ -74,12 +74,20 @@ def make_ca(common_name: str = "gpu-webhook-ca", days: int = 3650) -> KeyPair:
     return KeyPair(certificate, key)
 
 
-def make_serving(ca: KeyPair, hosts: Sequence[str], days: int = 365) -> KeyPair:
-    """A serving certificate for DNS names and IP addresses, signed by the CA."""
+def make_serving(
+    ca: KeyPair, hosts: Sequence[str], days: int = 365, not_after: dt.datetime | None = None
+) -> KeyPair:
+    """A serving certificate for DNS names and IP addresses, signed by the CA.
+
+    `not_after`, when given, caps the validity (a certificate should not outlive its CA).
+    """
     if not hosts:
         raise ValueError("a serving certificate needs at least one host")
     key = ec.generate_private_key(ec.SECP256R1())
     now = _now()
+    expires = now + dt.timedelta(days=days)
+    if not_after is not None:
+        expires = min(expires, not_after)
     certificate = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
@@ -87,7 +95,7 @@ def make_serving(ca: KeyPair, hosts: Sequence[str], days: int = 365) -> KeyPair:
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=days))
+        .not_valid_after(expires)
         .add_extension(x509.SubjectAlternativeName([_general_name(h) for h in hosts]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)

@@ -1,0 +1,231 @@
+"""`gpu-webhook certs` end to end: files, Secret manifests, TLS, renewal, and errors without tracebacks."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import ssl
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from cryptography import x509
+
+from tests.certs.conftest import write_kubeconfig
+from tests.certs.helpers import SERVICE_NAMES, handshake, verify_chain
+from webhook.cli import main
+from webhook.tls.bundle import service_hosts
+from webhook.tls.certgen import make_ca, make_serving
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def certs(capsys: pytest.CaptureFixture[str]) -> Run:
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(["certs", *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def _sans(path: Path) -> list[str]:
+    certificate = x509.load_pem_x509_certificate(path.read_bytes())
+    names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return [*names.get_values_for_type(x509.DNSName), *map(str, names.get_values_for_type(x509.IPAddress))]
+
+
+def test_out_dir_gets_the_four_files_and_stdout_the_bundle(certs: Run, tmp_path: Path) -> None:
+    code, out, err = certs(
+        "--out-dir", str(tmp_path / "tls"), "--ip", "127.0.0.1", "--dns", "webhook.example"
+    )
+    assert code == 0 and "Traceback" not in err
+    files = {p.name: p for p in (tmp_path / "tls").iterdir()}
+    assert set(files) == {"ca.crt", "ca.key", "tls.crt", "tls.key"}
+    assert out == files["ca.crt"].read_text()
+    assert _sans(files["tls.crt"]) == [*SERVICE_NAMES, "webhook.example", "127.0.0.1"]
+    for name in ("ca.key", "tls.key"):
+        assert stat.S_IMODE(files[name].stat().st_mode) == 0o600
+    for host in (*SERVICE_NAMES, "127.0.0.1"):
+        verify_chain(files["tls.crt"].read_bytes(), out.encode(), host)
+
+
+def test_the_generated_pair_serves_tls_12_and_13_to_a_verifying_client(certs: Run, tmp_path: Path) -> None:
+    directory = tmp_path / "tls"
+    assert certs("--out-dir", str(directory))[0] == 0
+    pair = (directory / "tls.crt", directory / "tls.key", directory / "ca.crt")
+    version, data = handshake(*pair, "gpu-webhook.gpu-webhook.svc")
+    assert version == "TLSv1.3" and data == b"ok"
+    version, _ = handshake(*pair, "gpu-webhook.gpu-webhook.svc", maximum=ssl.TLSVersion.TLSv1_2)
+    assert version == "TLSv1.2"
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(*pair, "other.gpu-webhook.svc")
+
+
+def test_second_run_changes_nothing_and_says_so(certs: Run, tmp_path: Path) -> None:
+    directory = str(tmp_path / "tls")
+    _, first, _ = certs("--out-dir", directory)
+    before = {p.name: p.read_bytes() for p in Path(directory).iterdir()}
+    code, again, err = certs("--out-dir", directory)
+    assert code == 0 and again == first and "nothing changed" in err
+    assert {p.name: p.read_bytes() for p in Path(directory).iterdir()} == before
+
+
+def test_renewal_keeps_the_ca_and_rotation_bundles_both_cas(certs: Run, tmp_path: Path) -> None:
+    directory = tmp_path / "tls"
+    directory.mkdir()
+    ca = make_ca(days=60)
+    serving = make_serving(ca, service_hosts("gpu-webhook", "gpu-webhook"), days=20)
+    (directory / "ca.crt").write_bytes(ca.certificate_pem())
+    (directory / "ca.key").write_bytes(ca.key_pem())
+    (directory / "tls.crt").write_bytes(serving.certificate_pem())
+    (directory / "tls.key").write_bytes(serving.key_pem())
+    code, out, err = certs("--out-dir", str(directory))
+    assert code == 0 and err.count("created CA") == 1 and err.count("issued serving") == 1
+    bundle = x509.load_pem_x509_certificates(out.encode())
+    assert len(bundle) == 2 and bundle[0] == ca.certificate
+    new = x509.load_pem_x509_certificate((directory / "tls.crt").read_bytes())
+    assert new.issuer == bundle[1].subject
+    verify_chain((directory / "tls.crt").read_bytes(), out.encode(), SERVICE_NAMES[2])
+    verify_chain(serving.certificate_pem(), out.encode(), SERVICE_NAMES[2])
+    version, _ = handshake(
+        directory / "tls.crt", directory / "tls.key", directory / "ca.crt", SERVICE_NAMES[2]
+    )
+    assert version.startswith("TLSv1.")
+
+
+def test_only_the_serving_certificate_renews_when_the_ca_is_fine(certs: Run, tmp_path: Path) -> None:
+    directory = tmp_path / "tls"
+    ca = make_ca()
+    directory.mkdir()
+    (directory / "ca.crt").write_bytes(ca.certificate_pem())
+    (directory / "ca.key").write_bytes(ca.key_pem())
+    (directory / "tls.crt").write_bytes(make_serving(ca, SERVICE_NAMES, days=40).certificate_pem())
+    (directory / "tls.key").write_bytes(make_serving(ca, SERVICE_NAMES).key_pem())
+    code, out, _ = certs("--out-dir", str(directory), "--renew-before", "45d")
+    assert code == 0 and out == ca.certificate_pem().decode()
+    verify_chain((directory / "tls.crt").read_bytes(), out.encode(), SERVICE_NAMES[0])
+
+
+def test_secret_manifest_is_a_valid_tls_secret(certs: Run) -> None:
+    code, out, err = certs("--secret", "gpu-webhook-tls", "--namespace", "gpu-webhook")
+    assert code == 0 and "Traceback" not in err
+    secret = yaml.safe_load(out)
+    kubernetes_validate.validate(secret, "1.33", strict=True)
+    assert secret["type"] == "kubernetes.io/tls"
+    assert secret["metadata"] == {**secret["metadata"], "name": "gpu-webhook-tls", "namespace": "gpu-webhook"}
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    assert set(data) == {"ca.crt", "ca.key", "tls.crt", "tls.key"}
+    verify_chain(data["tls.crt"], data["ca.crt"], SERVICE_NAMES[3])
+
+
+def test_secret_file_is_private_renewable_and_leaves_stdout_to_the_bundle(certs: Run, tmp_path: Path) -> None:
+    path = tmp_path / "secret.yaml"
+    code, out, _ = certs("--secret", "tls", "--secret-file", str(path))
+    assert code == 0 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    secret = yaml.safe_load(path.read_text())
+    assert base64.b64decode(secret["data"]["ca.crt"]).decode() == out
+    before = path.read_bytes()
+    code, again, err = certs("--secret", "tls", "--secret-file", str(path))
+    assert code == 0 and again == out and "nothing changed" in err and path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--out-dir", "d", "--ip", "not-an-ip"], "--ip"),
+        (["--out-dir", "d", "--renew-before", "soon"], "--renew-before"),
+        (["--out-dir", "d", "--renew-before", "400d"], "--renew-before"),
+        (["--out-dir", "d", "--ca-renew-before", "10d"], "--ca-renew-before"),
+        (["--out-dir", "d", "--service", "Bad_Name"], "--service"),
+        (["--out-dir", "d", "--apply"], "--apply"),
+        (["--secret", "s", "--apply", "--secret-file", "f"], "--secret-file"),
+        (["--secret", "Not A Name"], "--secret"),
+    ],
+)
+def test_bad_arguments_are_named(
+    certs: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], names: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = certs(*args)
+    assert code == 2 and out == "" and names in err and "Traceback" not in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_unreadable_existing_certificate_names_the_file(certs: Run, tmp_path: Path) -> None:
+    directory = tmp_path / "tls"
+    directory.mkdir()
+    (directory / "ca.crt").write_text("this is not PEM")
+    code, _, err = certs("--out-dir", str(directory))
+    assert code == 2 and str(directory / "ca.crt") in err and "Traceback" not in err
+
+
+def test_unwritable_directory_is_a_clear_error(certs: Run, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a directory")
+    code, out, err = certs("--out-dir", str(blocker / "tls"))
+    assert code == 1 and out == "" and str(blocker / "tls") in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_directory_is_a_clear_error(certs: Run, tmp_path: Path) -> None:
+    directory = tmp_path / "tls"
+    directory.mkdir(mode=0o500)
+    code, _, err = certs("--out-dir", str(directory))
+    assert code == 1 and "cannot write" in err and "Traceback" not in err
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_unreachable_api_server_is_a_clear_error(certs: Run, tmp_path: Path) -> None:
+    ca = make_ca()
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kc", f"https://127.0.0.1:{_closed_port()}", ca.certificate_pem()
+    )
+    code, out, err = certs(
+        "--out-dir", str(tmp_path / "tls"), "--patch-webhooks", "--kubeconfig", str(kubeconfig)
+    )
+    assert code == 1 and out == "" and "cannot reach the API server" in err and "Traceback" not in err
+    assert not (tmp_path / "tls").exists(), "nothing is written when the webhooks cannot be patched"
+
+
+def test_missing_kubeconfig_is_a_clear_error(certs: Run, tmp_path: Path) -> None:
+    code, _, err = certs("--secret", "s", "--apply", "--kubeconfig", str(tmp_path / "nope"))
+    assert code == 1 and str(tmp_path / "nope") in err and "Traceback" not in err
+
+
+def test_the_installed_command_fails_cleanly_too(tmp_path: Path) -> None:
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kc", f"https://127.0.0.1:{_closed_port()}", make_ca().certificate_pem()
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "webhook",
+            "certs",
+            "--secret",
+            "s",
+            "--apply",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "Secret gpu-webhook/s" in result.stderr and "cannot reach the API server" in result.stderr

@@ -1,0 +1,63 @@
+"""The Dockerfile agrees with deploy/: same user, same serve command, and it copies what exists.
+
+Docker cannot build here; these checks keep the file and the manifests from drifting apart.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from typing import Any
+
+from tests.conftest import ROOT
+from tests.deploy.conftest import Objects, one
+from tests.deploy.test_workloads import SERVE_ARGS
+
+DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+
+
+def _instructions(name: str) -> list[str]:
+    joined = re.sub(r"\\\n\s*", " ", DOCKERFILE)
+    return [line.split(None, 1)[1] for line in joined.splitlines() if line.split(None, 1)[:1] == [name]]
+
+
+def test_base_is_slim_python_311() -> None:
+    (argument,) = [a for a in _instructions("ARG") if a.startswith("PYTHON_IMAGE=")]
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11(\.\d+)?-slim(-\w+)?", argument)
+
+
+def test_runs_as_the_numeric_user_the_manifests_require(objects: Objects) -> None:
+    (user,) = _instructions("USER")
+    uid = user.split(":")[0]
+    assert uid.isdigit() and int(uid) > 0
+    pod: dict[str, Any] = one(objects, "Deployment", "gpu-webhook")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsUser"] == int(uid)
+
+
+def test_entrypoint_and_default_command_serve_like_the_deployment() -> None:
+    (entrypoint,) = _instructions("ENTRYPOINT")
+    (command,) = _instructions("CMD")
+    assert json.loads(entrypoint) == ["gpu-webhook"]
+    assert json.loads(command) == SERVE_ARGS
+
+
+def test_copied_sources_exist_and_are_not_docker_ignored() -> None:
+    ignore = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and line[0] != "#"]
+    for copy in _instructions("COPY"):
+        if copy.startswith("--from"):
+            continue
+        for source in copy.split()[:-1]:
+            assert (ROOT / source).exists(), source
+            assert _included(source, ignore), f"{source} is excluded by .dockerignore"
+    assert not _included(".venv", ignore) and not _included(".git", ignore)
+
+
+def _included(path: str, patterns: list[str]) -> bool:
+    """Docker's rule: the last matching pattern wins; `!` re-includes."""
+    included = True
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        if fnmatch.fnmatch(path, pattern.lstrip("!").rstrip("/")):
+            included = negated
+    return included

@@ -1,0 +1,144 @@
+"""The matchConditions' CEL, evaluated with cel-python: it lets through every pod the core cares about.
+
+A pod the CEL filters out never reaches the webhook, so a false "no" here is a pod that skips
+every check. The oracle is the core's own resource classifier.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.builders import make_pod
+from tests.conftest import SHARED
+from tests.deploy.conftest import Objects, all_of
+from webhook.core.model import TEMPLATE_LABEL
+from webhook.core.resources import Kind, classify
+
+celpy = pytest.importorskip(
+    "celpy", reason="cel-python is not installed (pip install -e '.[test]'): matchConditions not evaluated"
+)
+
+Pod = dict[str, Any]
+CORPUS = SHARED / "corpus" / "manifests"
+TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
+
+
+@pytest.fixture(scope="module")
+def admits(rendered: Callable[[str], Objects]) -> Callable[[Pod], bool]:
+    (webhook,) = all_of(rendered("default"), "ValidatingWebhookConfiguration")[0]["webhooks"]
+    environment = celpy.Environment()
+    programs = [
+        environment.program(environment.compile(condition["expression"]))
+        for condition in webhook["matchConditions"]
+    ]
+
+    def evaluate(pod: Pod) -> bool:
+        results = [program.evaluate({"object": celpy.json_to_cel(pod)}) for program in programs]
+        assert all(isinstance(r, celpy.celtypes.BoolType) for r in results), f"evaluation error: {results}"
+        return all(bool(r) for r in results)
+
+    return evaluate
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        (make_pod("gpu").container("c", gpu=1).build(), True),
+        (make_pod("cpu").container("c", limits={"cpu": "1", "memory": "1Gi"}).build(), False),
+        (make_pod("labelled").container("c").label(TEMPLATE_LABEL, "notebook").build(), True),
+        (make_pod("other-label").container("c").label("app", "gpu-less").build(), False),
+        (make_pod("bare").container("c").build(), False),
+        (make_pod("mig").container("c", limits={"nvidia.com/mig-1g.10gb": 1}).build(), True),
+        (make_pod("requests-only").container("c", requests={"nvidia.com/gpu": 1}).build(), True),
+        (make_pod("init").container("c").init_container("i", gpu=1).build(), True),
+        (make_pod("second").container("a").container("b", limits={"amd.com/gpu": 1}).build(), True),
+        (make_pod("case").container("c", limits={"Nvidia.com/GPU": 1}).build(), True),
+        (make_pod("shared").container("c", limits={"nvidia.com/gpu.shared": 1}).build(), True),
+        (make_pod("neuron").container("c", limits={"aws.amazon.com/neuroncore": 2}).build(), True),
+        (make_pod("tpu").container("c", limits={"google.com/tpu": 4}).build(), True),
+        (make_pod("gaudi").container("c", limits={"habana.ai/gaudi": 1}).build(), True),
+        ({"metadata": {"name": "no-spec-fields"}, "spec": {}}, False),
+        ({"metadata": {}, "spec": {"containers": [{"name": "c", "resources": {}}]}}, False),
+        ({"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}, True),
+    ],
+    ids=lambda value: (
+        (value.get("metadata") or {}).get("name", "") if isinstance(value, dict) else str(value)
+    ),
+)
+def test_conditions_select_accelerator_and_labelled_pods(
+    admits: Callable[[Pod], bool], pod: Pod, expected: bool
+) -> None:
+    assert admits(pod) is expected
+
+
+def _single_edits(word: str) -> Iterator[str]:
+    alphabet = string.ascii_lowercase[:6] + "xz019.-/"
+    for i in range(len(word) + 1):
+        yield from (word[:i] + c + word[i:] for c in alphabet)
+        if i < len(word):
+            yield word[:i] + word[i + 1 :]
+            yield word[:i] + word[i].swapcase() + word[i + 1 :]
+            yield from (word[:i] + c + word[i + 1 :] for c in alphabet)
+        if i < len(word) - 1:
+            yield word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+
+def test_every_single_typo_of_a_gpu_resource_still_reaches_the_checks(admits: Callable[[Pod], bool]) -> None:
+    typos = sorted(set(_single_edits("nvidia.com/gpu")) - {"nvidia.com/gpu"})
+    missed = [typo for typo in typos if not admits(make_pod("t").container("c", limits={typo: 1}).build())]
+    assert len(typos) > 300 and not missed
+
+
+def _corpus_pods() -> Iterator[tuple[str, Pod]]:
+    for path in sorted(CORPUS.glob("*.yaml")):
+        for index, document in enumerate(_documents(path)):
+            pod = _pod_of(document)
+            if pod is not None:
+                yield f"{path.name}#{index}", pod
+
+
+def _documents(path: Path) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if isinstance(d, dict)]
+    except yaml.YAMLError:
+        return []
+
+
+def _pod_of(document: dict[str, Any]) -> Pod | None:
+    kind, spec = document.get("kind"), document.get("spec") or {}
+    if kind == "Pod":
+        return {"metadata": document.get("metadata") or {}, "spec": spec}
+    if kind == "CronJob":
+        kind, spec = "Job", (spec.get("jobTemplate") or {}).get("spec") or {}
+    template = spec.get("template") if kind in TEMPLATE_KINDS and isinstance(spec, dict) else None
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        return {"metadata": template.get("metadata") or {}, "spec": template["spec"]}
+    return None
+
+
+def _core_cares(pod: Pod) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    if TEMPLATE_LABEL in labels:
+        return True
+    for field in ("containers", "initContainers"):
+        for container in pod["spec"].get(field) or []:
+            resources = container.get("resources") or {}
+            for section in ("limits", "requests"):
+                for name in resources.get(section) or {}:
+                    if classify(str(name), frozenset(), True) is not Kind.NONE:
+                        return True
+    return False
+
+
+def test_no_corpus_pod_the_core_cares_about_is_filtered_out(admits: Callable[[Pod], bool]) -> None:
+    pods = list(_corpus_pods())
+    assert len(pods) > 50, "the corpus should yield pods and pod templates"
+    missed = [source for source, pod in pods if _core_cares(pod) and not admits(pod)]
+    assert not missed
+    assert any(admits(pod) for _, pod in pods) and not all(admits(pod) for _, pod in pods)

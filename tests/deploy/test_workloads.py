@@ -1,0 +1,150 @@
+"""The Deployment, Service, PDB and certs Job are highly available, locked down and consistent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.deploy.conftest import Objects, one
+from webhook.cli import build_parser
+from webhook.tls.bundle import service_hosts
+
+SERVE_ARGS = [
+    "serve",
+    "--bind=0.0.0.0:8443",
+    "--cert-dir=/etc/gpu-webhook/tls",
+    "--templates=/etc/gpu-webhook/templates",
+    "--policies=/etc/gpu-webhook/policies",
+    "--workers=2",
+]
+
+
+def _pod(objects: Objects) -> dict[str, Any]:
+    spec: dict[str, Any] = one(objects, "Deployment", "gpu-webhook")["spec"]["template"]["spec"]
+    return spec
+
+
+def _container(objects: Objects) -> dict[str, Any]:
+    (container,) = _pod(objects)["containers"]
+    return dict(container)
+
+
+def test_replicas_spread_and_rollout_keep_an_answer(objects: Objects) -> None:
+    deployment = one(objects, "Deployment", "gpu-webhook")
+    assert deployment["spec"]["replicas"] >= 2
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    spread = {c["topologyKey"]: c for c in _pod(objects)["topologySpreadConstraints"]}
+    assert spread["kubernetes.io/hostname"]["maxSkew"] == 1
+    assert spread["kubernetes.io/hostname"]["labelSelector"]["matchLabels"].items() <= labels.items()
+
+
+def test_pdb_allows_one_disruption_of_exactly_these_pods(objects: Objects) -> None:
+    pdb = one(objects, "PodDisruptionBudget", "gpu-webhook")
+    deployment = one(objects, "Deployment", "gpu-webhook")
+    assert pdb["spec"]["maxUnavailable"] == 1 and "minAvailable" not in pdb["spec"]
+    assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
+
+
+def test_pod_is_locked_down(objects: Objects) -> None:
+    pod = _pod(objects)
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] > 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    context = _container(objects)["securityContext"]
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context.get("privileged", False) is False
+
+
+def test_writable_tmp_is_an_empty_dir(objects: Objects) -> None:
+    volumes = {v["name"]: v for v in _pod(objects)["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in _container(objects)["volumeMounts"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+    env = {e["name"]: e["value"] for e in _container(objects).get("env", [])}
+    metrics_dir = env["PROMETHEUS_MULTIPROC_DIR"]
+    assert metrics_dir.startswith("/tmp") and "emptyDir" in volumes[mounts[metrics_dir]]
+
+
+def test_resources_have_requests_and_limits(objects: Objects) -> None:
+    resources = _container(objects)["resources"]
+    assert {"cpu", "memory"} <= set(resources["requests"]) and {"cpu", "memory"} <= set(resources["limits"])
+
+
+def test_probes_use_https_health_endpoints_on_the_serving_port(objects: Objects) -> None:
+    container = _container(objects)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"https": 8443}
+    expected = {"livenessProbe": "/healthz", "readinessProbe": "/readyz", "startupProbe": "/healthz"}
+    for probe, path in expected.items():
+        check = container[probe]["httpGet"]
+        assert (check["path"], check["scheme"]) == (path, "HTTPS")
+        assert ports.get(check["port"], check["port"]) == 8443
+
+
+def test_service_maps_443_to_the_container_port(objects: Objects) -> None:
+    service = one(objects, "Service", "gpu-webhook")
+    (port,) = service["spec"]["ports"]
+    ports = {p["name"]: p["containerPort"] for p in _container(objects)["ports"]}
+    assert port["port"] == 443 and ports.get(port["targetPort"], port["targetPort"]) == 8443
+    labels = one(objects, "Deployment", "gpu-webhook")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+
+
+def test_server_runs_with_the_agreed_command_and_mounts(objects: Objects) -> None:
+    container = _container(objects)
+    assert container.get("command") is None and container["args"] == SERVE_ARGS
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in _pod(objects)["volumes"]}
+    tls = volumes[mounts["/etc/gpu-webhook/tls"]["name"]]["secret"]
+    assert tls["secretName"] == "gpu-webhook-tls"
+    assert {i["key"] for i in tls["items"]} == {"tls.crt", "tls.key", "ca.crt"}, "ca.key stays out of the pod"
+    for folder in ("templates", "policies"):
+        mount = mounts[f"/etc/gpu-webhook/{folder}"]
+        config_map = volumes[mount["name"]]["configMap"]["name"]
+        assert mount["readOnly"] and config_map.startswith(f"gpu-webhook-{folder}-"), "hashed name rolls pods"
+        one(objects, "ConfigMap", config_map)
+
+
+def test_certs_job_and_cronjob_run_the_same_idempotent_command(rendered: Any) -> None:
+    objects = rendered("default")
+    job = one(objects, "Job", "gpu-webhook-certs")["spec"]["template"]
+    cron = one(objects, "CronJob", "gpu-webhook-certs")["spec"]["jobTemplate"]["spec"]["template"]
+    assert job == cron
+    (container,) = job["spec"]["containers"]
+    args = container["args"]
+    assert args[0] == "certs" and "--apply" in args and "--patch-webhooks" in args
+    options = dict(a.split("=", 1) for a in args[1:] if "=" in a)
+    assert options["--secret"] == "gpu-webhook-tls"
+    assert (options["--service"], options["--namespace"]) == ("gpu-webhook", "gpu-webhook")
+    assert options["--mutating-webhook"] == options["--validating-webhook"] == "gpu-webhook"
+    assert container["image"] == _container(objects)["image"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert job["spec"]["securityContext"]["runAsNonRoot"] is True
+
+
+def test_cert_manager_serving_certificate_matches_what_the_webhooks_call(rendered: Any) -> None:
+    objects = rendered("cert-manager")
+    serving = one(objects, "Certificate", "gpu-webhook-serving")
+    assert serving["spec"]["secretName"] == "gpu-webhook-tls"
+    assert tuple(serving["spec"]["dnsNames"]) == service_hosts("gpu-webhook", "gpu-webhook")
+    namespace, name = "gpu-webhook", serving["metadata"]["name"]
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        annotations = one(objects, kind, "gpu-webhook")["metadata"]["annotations"]
+        assert annotations["cert-manager.io/inject-ca-from"] == f"{namespace}/{name}"
+    issuer = one(objects, "Issuer", serving["spec"]["issuerRef"]["name"])
+    ca = [c for c in objects if c["kind"] == "Certificate" and c["spec"].get("isCA")]
+    assert [c["spec"]["secretName"] for c in ca] == [issuer["spec"]["ca"]["secretName"]]
+
+
+def test_container_args_are_accepted_by_the_cli(rendered: Any) -> None:
+    objects = rendered("default")
+    job = one(objects, "Job", "gpu-webhook-certs")["spec"]["template"]["spec"]["containers"][0]
+    for args in (_container(objects)["args"], job["args"]):
+        try:
+            parsed = build_parser().parse_args(args)
+        except SystemExit:
+            pytest.fail(f"gpu-webhook does not accept {args}")
+        assert parsed.command == args[0]

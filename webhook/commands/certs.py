@@ -1,0 +1,179 @@
+"""`gpu-webhook certs`: create or renew the webhook's CA and serving certificate.
+
+The set lives in a directory (--out-dir), a Secret manifest (--secret [--secret-file]) or a
+Secret in the cluster (--secret --apply); a run reads what is there, renews only what is due
+(see webhook.tls.bundle) and prints the CA bundle to stdout. With --patch-webhooks it sets
+caBundle on the webhook configurations *before* it stores a new serving certificate, so the
+API server trusts a new CA before any pod can serve with it.
+
+Exit 0 when done (changed or not), 1 when a file or the API server could not be written or
+reached, 2 on bad arguments or unreadable existing certificates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import ipaddress
+import re
+import sys
+
+from kubernetes.client import ApiClient
+
+from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, error
+from webhook.tls import cluster
+from webhook.tls.bundle import BundleError, Outcome, Renewal, renew, service_hosts
+from webhook.tls.stores import CertStore, ClusterStore, DirStore, ManifestStore
+
+EXIT_FAILED = 1
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_NAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
+_DURATION = re.compile(r"^(\d+)([dhm]?)$")
+_UNITS = {"d": "days", "": "days", "h": "hours", "m": "minutes"}
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser(
+        "certs",
+        help="create or renew the webhook's CA and serving certificate; print the CA bundle",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--service", default="gpu-webhook", help="Service name (default: gpu-webhook)")
+    parser.add_argument("--namespace", default="gpu-webhook", help="namespace (default: gpu-webhook)")
+    parser.add_argument("--dns", action="append", default=[], metavar="NAME", help="extra DNS name")
+    parser.add_argument("--ip", action="append", default=[], metavar="IP", help="IP address to include")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out-dir", metavar="DIR", help="write ca.crt, ca.key, tls.crt, tls.key here")
+    where.add_argument("--secret", metavar="NAME", help="produce a kubernetes.io/tls Secret of this name")
+    parser.add_argument(
+        "--secret-file", metavar="FILE", help="with --secret: write the manifest here (default: stdout)"
+    )
+    parser.add_argument(
+        "--apply", action="store_true", help="with --secret: create or update the Secret in the cluster"
+    )
+    parser.add_argument("--patch-webhooks", action="store_true", help="set caBundle on the webhooks")
+    parser.add_argument(
+        "--mutating-webhook", default="gpu-webhook", metavar="NAME", help="(default: gpu-webhook)"
+    )
+    parser.add_argument(
+        "--validating-webhook", default="gpu-webhook", metavar="NAME", help="(default: gpu-webhook)"
+    )
+    parser.add_argument(
+        "--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, else $KUBECONFIG)"
+    )
+    parser.add_argument("--days", type=int, default=365, help="serving certificate validity (365)")
+    parser.add_argument("--ca-days", type=int, default=3650, help="CA validity in days (3650)")
+    parser.add_argument(
+        "--renew-before", default="30d", metavar="DURATION", help="renew tls.crt this early (30d)"
+    )
+    parser.add_argument(
+        "--ca-renew-before", default="90d", metavar="DURATION", help="add a new CA this early (90d)"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        plan = _renewal(args)
+        api = _connect(args)
+        store = _store(args, api)
+        outcome = renew(store.load(), plan, dt.datetime.now(dt.UTC))
+        if api is not None and args.patch_webhooks:
+            _patch_webhooks(api, args, outcome.certs.bundle_pem())
+        if outcome.changes:
+            store.save(outcome.certs)
+    except (UsageError, BundleError) as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
+    except (cluster.ClusterError, OSError) as exc:
+        error(str(exc))
+        return EXIT_FAILED
+    _report(outcome, store)
+    if store.prints_bundle:
+        sys.stdout.write(outcome.certs.bundle_pem().decode("ascii"))
+    return EXIT_OK
+
+
+def _renewal(args: argparse.Namespace) -> Renewal:
+    _check_names(args)
+    renew_before = _duration(args.renew_before, "--renew-before")
+    ca_renew_before = _duration(args.ca_renew_before, "--ca-renew-before")
+    if args.days < 1 or args.ca_days < 1:
+        raise UsageError("--days and --ca-days must be at least 1")
+    if renew_before >= dt.timedelta(days=args.days):
+        raise UsageError(f"--renew-before {args.renew_before} must be shorter than --days {args.days}")
+    if ca_renew_before >= dt.timedelta(days=args.ca_days):
+        raise UsageError(f"--ca-renew-before {args.ca_renew_before} must be shorter than --ca-days")
+    if ca_renew_before <= renew_before:
+        raise UsageError("--ca-renew-before must be longer than --renew-before (the CAs need an overlap)")
+    hosts = service_hosts(args.service, args.namespace, [*args.dns, *(_ip(i) for i in args.ip)])
+    return Renewal(hosts, args.days, args.ca_days, renew_before, ca_renew_before)
+
+
+def _check_names(args: argparse.Namespace) -> None:
+    for option, value in (("--service", args.service), ("--namespace", args.namespace)):
+        if not _DNS_LABEL.match(value):
+            raise UsageError(f"{option} {value!r} is not a DNS label (lowercase letters, digits, '-')")
+    for name in args.dns:
+        if len(name) > 253 or not _DNS_NAME.match(name):
+            raise UsageError(f"--dns {name!r} is not a DNS name")
+    if args.secret is not None and (len(args.secret) > 253 or not _DNS_NAME.match(args.secret)):
+        raise UsageError(f"--secret {args.secret!r} is not a valid Secret name")
+    if args.secret is None and (args.secret_file or args.apply):
+        raise UsageError("--secret-file and --apply need --secret")
+    if args.secret_file and args.apply:
+        raise UsageError("--secret-file and --apply exclude each other")
+
+
+def _ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError as exc:
+        raise UsageError(f"--ip {text!r} is not an IP address") from exc
+
+
+def _duration(text: str, option: str) -> dt.timedelta:
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise UsageError(f"{option} {text!r}: use a number with d, h or m, e.g. 30d or 720h")
+    return dt.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+def _connect(args: argparse.Namespace) -> ApiClient | None:
+    if not (args.apply or args.patch_webhooks):
+        return None
+    return cluster.connect(args.kubeconfig)
+
+
+def _store(args: argparse.Namespace, api: ApiClient | None) -> CertStore:
+    if args.out_dir is not None:
+        return DirStore(args.out_dir)
+    if args.apply:
+        assert api is not None
+        return ClusterStore(api, args.secret, args.namespace)
+    return ManifestStore(args.secret, args.namespace, args.secret_file)
+
+
+def _patch_webhooks(api: ApiClient, args: argparse.Namespace, bundle: bytes) -> None:
+    targets = (
+        ("MutatingWebhookConfiguration", args.mutating_webhook),
+        ("ValidatingWebhookConfiguration", args.validating_webhook),
+    )
+    for kind, name in targets:
+        changed = cluster.patch_ca_bundle(api, kind, name, bundle)
+        state = f"set caBundle on {changed} webhook(s)" if changed else "caBundle already current"
+        print(f"{kind} {name}: {state}", file=sys.stderr)
+
+
+def _report(outcome: Outcome, store: CertStore) -> None:
+    for change in outcome.changes:
+        print(f"{store.describe()}: {change}", file=sys.stderr)
+    serving, signer = outcome.certs.serving, outcome.certs.signer()
+    if not outcome.changes and serving is not None and signer is not None:
+        until = f"serving certificate until {serving.certificate.not_valid_after_utc:%Y-%m-%d}"
+        print(
+            f"{store.describe()}: nothing changed; nothing is due ({until}, "
+            f"CA until {signer.not_valid_after_utc:%Y-%m-%d})",
+            file=sys.stderr,
+        )

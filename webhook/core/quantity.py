@@ -26,14 +26,25 @@ _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
 )
 _MAX_LEN = 64
+_MAX_MAGNITUDE = Decimal(2**63)  # Kubernetes keeps a quantity's value in an int64
 
 
 def parse_quantity(value: object) -> Decimal:
     """Return the quantity as a Decimal; raise ValueError when it is not a quantity."""
+    number = _parse(value)
+    if abs(number) > _MAX_MAGNITUDE:
+        raise ValueError(f"not a quantity: {value!r} is out of range")
+    return number
+
+
+def _parse(value: object) -> Decimal:
     if isinstance(value, bool) or value is None:
         raise ValueError(f"not a quantity: {value!r}")
     if isinstance(value, int | float):
-        return Decimal(str(value))
+        number = Decimal(str(value))
+        if not number.is_finite():  # YAML's .nan and .inf
+            raise ValueError(f"not a quantity: {value!r}")
+        return number
     if not isinstance(value, str) or len(value) > _MAX_LEN:
         raise ValueError(f"not a quantity: {value!r}")
     match = _QUANTITY.match(value.strip())
@@ -48,7 +59,10 @@ def parse_quantity(value: object) -> Decimal:
         return number * _BINARY[suffix]
     if suffix in _DECIMAL:
         return number * _DECIMAL[suffix]
-    return number * (Decimal(10) ** int(suffix[1:]))
+    try:
+        return number * (Decimal(10) ** int(suffix[1:]))
+    except ArithmeticError as exc:  # an exponent beyond Decimal's range
+        raise ValueError(f"not a quantity: {value!r}") from exc
 
 
 def is_whole(value: Decimal) -> bool:

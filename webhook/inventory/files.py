@@ -26,7 +26,9 @@ def iter_nodes(path: Path) -> Iterator[Mapping[str, Any]]:
     except OSError as exc:
         raise InventoryError(f"{path}: cannot read node list: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise InventoryError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from exc
     for index, document in enumerate(documents):
         if document is None:
             continue

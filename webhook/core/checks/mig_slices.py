@@ -32,7 +32,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         )
         findings.append(Finding("MigForbiddenByTemplate", path, message))
     allowed = env.policy.allowed_profiles
-    if allowed is not None and not ({profile, profile.replace(".", "+", 1)} & allowed):
+    if allowed is not None and not ({profile, profile.replace("gb.", "gb+", 1)} & allowed):
         message = (
             f"container {container}: slice {profile} is not allowed in this namespace; "
             f"allowed: {', '.join(sorted(allowed)) or 'none'}"

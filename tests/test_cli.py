@@ -1,0 +1,288 @@
+"""`gpu-webhook check` and `lint` as a user runs them: real subprocesses, real files, real exit codes.
+
+Exit codes: 0 every object allowed, 1 any denied, 2 bad input (a clear message, never a traceback).
+
+Each scenario is one `python -m webhook ...` run; they are started together (the CLI's start-up,
+mostly imports, dominates) and each test asserts on its own run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from tests.builders import make_pod
+from tests.conftest import ROOT
+
+EXAMPLES = ROOT / "examples"
+MIXED = str(EXAMPLES / "inventories" / "a100-mixed.yaml")
+VECTORADD = str(EXAMPLES / "pods" / "cuda-vectoradd.yaml")
+BROKEN = str(EXAMPLES / "pods" / "broken.yaml")
+Result = subprocess.CompletedProcess[str]
+
+
+@dataclass(frozen=True)
+class Run:
+    args: tuple[str, ...]
+    stdin: str | None = None
+
+
+def gpu_webhook(run: Run) -> Result:
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", *run.args],
+        input=run.stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+
+
+def pod(name: str, gpu: object = 1) -> dict[str, Any]:
+    return make_pod(name).container("main", gpu=gpu, image="nvidia/cuda:12.4.1-base-ubuntu22.04").build()
+
+
+def write(path: Path, text: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def broken_catalog(root: Path) -> tuple[str, str]:
+    """A template with a misspelt field and a policy with a wrong type: two problems, two files."""
+    templates = write(
+        root / "templates" / "typo.yaml",
+        "apiVersion: gpu.aethervirt.io/v1\nkind: WorkloadTemplate\nmetadata:\n  name: typo\n"
+        "spec:\n  kind: batch\n  acelerator:\n    gpu: required\n",
+    )
+    policies = write(
+        root / "policies" / "all.yaml",
+        "apiVersion: gpu.aethervirt.io/v1\nkind: GpuPolicy\nmetadata:\n  name: all\n"
+        "spec:\n  namespaces: ['*']\n  maxGpusPerPod: many\n",
+    )
+    return str(Path(templates).parent), str(Path(policies).parent)
+
+
+def scenarios(tmp: Path) -> dict[str, Run]:
+    two_pods = write(tmp / "two-pods.yaml", yaml.safe_dump_all([pod("ok"), pod("half", gpu="0.5")]))
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}}
+    listed = write(
+        tmp / "list.yaml", yaml.safe_dump({"kind": "List", "items": [pod("a"), pod("b"), service]})
+    )
+    nan = write(tmp / "nan.yaml", yaml.safe_dump(pod("nan", gpu=float("nan"))))
+    templates, policies = broken_catalog(tmp / "catalog")
+    stdin = Path(two_pods).read_text(encoding="utf-8")
+    runs = {
+        "allowed": Run(("check", VECTORADD, "--inventory", MIXED)),
+        "denied": Run(("check", BROKEN, VECTORADD, nan, "--inventory", MIXED, "-o", "json")),
+        "stdin": Run(("check", "-", "--inventory", MIXED, "-o", "json"), stdin=stdin),
+        "yaml": Run(("check", two_pods, "--inventory", MIXED, "-o", "yaml")),
+        "list": Run(("check", listed)),
+        "patch": Run(("check", VECTORADD, "--inventory", MIXED, "-o", "patch")),
+        "namespace": Run(("check", VECTORADD, "--inventory", MIXED, "-n", "prod-serving", "-o", "json")),
+        "missing-file": Run(("check", "no-such-pod.yaml")),
+        "missing-inventory": Run(("check", VECTORADD, "--inventory", "no-such-nodes.yaml")),
+        "missing-templates": Run(("check", VECTORADD, "--templates", str(tmp / "nowhere"))),
+        "broken-catalog": Run(("check", VECTORADD, "--templates", templates, "--policies", policies)),
+        "lint-shipped": Run(("lint",)),
+        "lint-broken": Run(("lint", templates, policies)),
+        "lint-missing": Run(("lint", str(tmp / "nowhere"))),
+    }
+    for name, (text, _) in BAD_MANIFESTS.items():
+        # each bad file comes with a good one: a bad file must not hide the others
+        runs[f"manifest-{name}"] = Run(("check", write(tmp / f"{name}.yaml", text), VECTORADD, "-o", "json"))
+    for name, text in BAD_INVENTORIES.items():
+        runs[f"inventory-{name}"] = Run(
+            ("check", VECTORADD, "--inventory", write(tmp / f"nodes-{name}.yaml", text))
+        )
+    return runs
+
+
+BAD_MANIFESTS = {  # name: (text, where the message must point)
+    "invalid-yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", ":4:1:"),
+    "duplicate-key": ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n", ":5"),
+    "not-a-mapping": ("- just\n- a list\n", "#1"),
+}
+BAD_INVENTORIES = {
+    "invalid-yaml": "items: [\n",
+    "pods-not-nodes": "apiVersion: v1\nkind: List\nitems:\n- kind: Pod\n  metadata: {name: p}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Result], Path]:
+    tmp = tmp_path_factory.mktemp("cli")
+    runs = scenarios(tmp)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = dict(zip(runs, pool.map(gpu_webhook, runs.values()), strict=True))
+    return results, tmp
+
+
+def result(ran: tuple[dict[str, Result], Path], name: str) -> Result:
+    return ran[0][name]
+
+
+def records(found: Result) -> list[dict[str, Any]]:
+    parsed: list[dict[str, Any]] = json.loads(found.stdout)
+    return parsed
+
+
+def assert_bad_input(found: Result, *names: str) -> None:
+    """Exit 2 and one line on stderr that says what and where; never a traceback."""
+    assert found.returncode == 2, found.stdout + found.stderr
+    assert "Traceback" not in found.stderr + found.stdout
+    lines = found.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-webhook: "), found.stderr
+    assert all(name in lines[0] for name in names), lines[0]
+
+
+def test_all_allowed_exits_0_and_shows_the_mutation(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "allowed")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith("ALLOWED  Pod cuda-vectoradd")
+    assert "RewrittenToMig" in found.stdout and "+        nvidia.com/mig-1g.10gb: 1" in found.stdout
+    assert found.stderr == ""
+
+
+def test_any_denied_exits_1_and_lists_every_problem(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "denied")
+    assert found.returncode == 1, found.stderr
+    broken, vectoradd, _ = records(found)
+    assert (broken["name"], broken["allowed"], vectoradd["allowed"]) == ("broken-trainer", False, True)
+    denied = {(v["code"], v["path"]) for v in broken["violations"] if v["outcome"] == "deny"}
+    assert {
+        ("UnknownAcceleratorResource", 'spec.containers[name=trainer].resources.limits["nvidia.com/gpus"]'),
+        ("FractionalGpu", 'spec.containers[name=trainer].resources.limits["nvidia.com/gpu"]'),
+        ("GpuRequestWithoutLimit", 'spec.initContainers[name=fetch].resources.requests["nvidia.com/gpu"]'),
+        ("MixedAcceleratorKinds", "spec.containers[name=helper].resources.limits"),
+    } <= denied
+
+
+def test_a_quantity_yaml_reads_as_not_a_number_is_a_denial_not_a_crash(
+    ran: tuple[dict[str, Result], Path],
+) -> None:
+    nan = records(result(ran, "denied"))[2]
+    assert (nan["name"], nan["allowed"]) == ("nan", False)
+    assert "InvalidGpuQuantity" in [v["code"] for v in nan["violations"]]
+
+
+def test_stdin_with_several_documents(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "stdin")
+    assert found.returncode == 1
+    assert [(r["source"], r["name"], r["allowed"]) for r in records(found)] == [
+        ("<stdin>#1", "ok", True),
+        ("<stdin>#2", "half", False),
+    ]
+
+
+def test_yaml_output_holds_the_same_decisions_as_json(ran: tuple[dict[str, Result], Path]) -> None:
+    as_json = records(result(ran, "stdin"))
+    as_yaml = list(yaml.safe_load_all(result(ran, "yaml").stdout))
+    assert [{**r, "source": ""} for r in as_yaml] == [{**r, "source": ""} for r in as_json]
+    fields = {
+        "source",
+        "name",
+        "allowed",
+        "template",
+        "policy",
+        "mode",
+        "violations",
+        "warnings",
+        "patch",
+        "mutated",
+    }
+    assert fields <= set(as_json[0])
+
+
+def test_a_list_is_read_item_by_item_and_other_kinds_are_skipped(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "list")
+    assert found.returncode == 0, found.stderr
+    verdicts = [line.split() for line in found.stdout.splitlines() if line.startswith("ALLOWED")]
+    assert [(v[2], v[3].rsplit("#", 1)[1]) for v in verdicts] == [("a", "1[0])"), ("b", "1[1])")]
+    assert "skipped" in found.stdout and "Service svc" in found.stdout
+    assert "note: no --inventory given" in found.stdout
+
+
+def test_patch_output_applies_to_the_input(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "patch")
+    assert found.returncode == 0, found.stderr
+    patches = json.loads(found.stdout)
+    (source,) = patches
+    assert source.startswith(VECTORADD)
+    original = yaml.safe_load(Path(VECTORADD).read_text(encoding="utf-8"))
+    mutated = jsonpatch.apply_patch(original, patches[source])
+    assert mutated["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"] == 1
+
+
+def test_namespace_option_selects_the_policy(ran: tuple[dict[str, Result], Path]) -> None:
+    (record,) = records(result(ran, "namespace"))
+    assert (record["policy"], record["allowed"]) == ("production", False)
+    assert [v["code"] for v in record["violations"]] == ["NoMatchingTemplate"]
+
+
+@pytest.mark.parametrize("name", sorted(BAD_MANIFESTS))
+def test_unreadable_manifests_exit_2_naming_file_and_line(
+    ran: tuple[dict[str, Result], Path], name: str
+) -> None:
+    found = result(ran, f"manifest-{name}")
+    assert_bad_input(found, f"{ran[1] / name}.yaml{BAD_MANIFESTS[name][1]}")
+    assert [r["name"] for r in records(found)] == ["cuda-vectoradd"], "a bad file must not hide the others"
+
+
+def test_a_missing_file_exits_2(ran: tuple[dict[str, Result], Path]) -> None:
+    assert_bad_input(result(ran, "missing-file"), "no-such-pod.yaml")
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INVENTORIES))
+def test_a_bad_inventory_exits_2(ran: tuple[dict[str, Result], Path], name: str) -> None:
+    assert_bad_input(result(ran, f"inventory-{name}"), str(ran[1] / f"nodes-{name}.yaml"))
+
+
+def test_a_missing_inventory_exits_2(ran: tuple[dict[str, Result], Path]) -> None:
+    assert_bad_input(result(ran, "missing-inventory"), "no-such-nodes.yaml")
+
+
+def test_a_missing_templates_folder_exits_2(ran: tuple[dict[str, Result], Path]) -> None:
+    assert_bad_input(result(ran, "missing-templates"), "nowhere")
+
+
+def test_a_broken_catalog_exits_2_listing_each_problem(ran: tuple[dict[str, Result], Path]) -> None:
+    """One headline, then one line per problem (file:line: path: message)."""
+    found, catalog = result(ran, "broken-catalog"), ran[1] / "catalog"
+    assert found.returncode == 2 and "Traceback" not in found.stderr
+    first, *problems = found.stderr.strip().splitlines()
+    assert first.startswith("gpu-webhook: ")
+    assert any(f"{catalog / 'templates' / 'typo.yaml'}:" in line for line in problems)
+    assert any(f"{catalog / 'policies' / 'all.yaml'}:7: spec.maxGpusPerPod" in line for line in problems)
+
+
+def test_lint_passes_the_shipped_catalog(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "lint-shipped")
+    assert (found.returncode, found.stdout.startswith("ok: ")) == (0, True), found.stdout
+
+
+def test_lint_reports_every_problem_with_file_line_and_path(ran: tuple[dict[str, Result], Path]) -> None:
+    found, catalog = result(ran, "lint-broken"), ran[1] / "catalog"
+    assert found.returncode == 2 and "Traceback" not in found.stderr
+    lines = found.stdout.strip().splitlines()
+    assert lines[-1] == f"{len(lines) - 1} problem(s)" and len(lines) >= 3
+    assert any(line.startswith(f"{catalog / 'templates' / 'typo.yaml'}:6: spec: ") for line in lines)
+    assert any(
+        line.startswith(f"{catalog / 'policies' / 'all.yaml'}:7: spec.maxGpusPerPod: ") for line in lines
+    )
+
+
+def test_lint_of_a_missing_path_exits_2(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "lint-missing")
+    assert found.returncode == 2 and "Traceback" not in found.stderr + found.stdout
+    assert "nowhere" in found.stdout

@@ -1,0 +1,124 @@
+"""Catalog lint: every problem of every file at once, each with file, line and field path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from webhook.catalog import CatalogError, lint_paths, load_catalog
+from webhook.catalog.loader import Problem
+
+HEADER = "apiVersion: gpu.aethervirt.io/v1\n"
+
+
+def template(name: str, body: str) -> str:
+    return f"{HEADER}kind: WorkloadTemplate\nmetadata:\n  name: {name}\nspec:\n{body}"
+
+
+def policy(name: str, body: str) -> str:
+    return f"{HEADER}kind: GpuPolicy\nmetadata:\n  name: {name}\nspec:\n{body}"
+
+
+VALID = "  kind: batch\n  accelerator:\n    gpu: optional\n"
+SERVING = (
+    '  kind: serving\n  priority: 100\n  match:\n    images: ["vllm/*"]\n  accelerator:\n    gpu: required\n'
+)
+BROKEN = {
+    # (file, line, field path) each problem must be reported at
+    "templates/unknown-field.yaml": template("unknown-field", VALID + "  inject:\n    colour: blue\n"),
+    "templates/wrong-type.yaml": template(
+        "wrong-type", "  kind: batch\n  priority: high\n  accelerator:\n    gpu: optional\n"
+    ),
+    "templates/duplicate-key.yaml": template("duplicate-key", VALID + "  accelerator:\n    gpu: required\n"),
+    "templates/cpu.yaml": template("cpu", "  kind: cpu-only\n  accelerator:\n    gpu: forbidden\n"),
+    "templates/cpu-again.yaml": template("cpu", "  kind: cpu-only\n  accelerator:\n    gpu: forbidden\n"),
+    "templates/serving.yaml": template("serving", SERVING),
+    "templates/sglang.yaml": template("sglang", SERVING.replace('"vllm/*"', '"vllm/vllm-openai*"')),
+    "templates/bad-quantity.yaml": template(
+        "bad-quantity", "  kind: batch\n  accelerator:\n    gpu: required\n    gpuMemory: lots\n"
+    ),
+    "templates/bad-bound.yaml": template(
+        "bad-bound",
+        "  kind: batch\n  accelerator:\n    gpu: required\n    gpuMemory: 8Gi\n"
+        "    podOverrides:\n      gpuMemory:\n        min: plenty\n",
+    ),
+    "templates/needless.yaml": template(
+        "needless", "  kind: batch\n  accelerator:\n    gpu: required\n    mig: preferred\n"
+    ),
+    "policies/team.yaml": policy("team", '  namespaces: ["team-*"]\n  templates:\n    default: nowhere\n'),
+    "policies/team-two.yaml": policy("team-two", '  namespaces: ["team-*", "x"]\n'),
+    "policies/prod.yaml": policy(
+        "prod", '  namespaces: ["prod-*"]\n  templates:\n    allowed: [serving, ghost]\n    default: cpu\n'
+    ),
+    "policies/not-a-kind.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+}
+EXPECTED = {
+    ("templates/unknown-field.yaml", 10, "spec.inject"),
+    ("templates/wrong-type.yaml", 7, "spec.priority"),
+    ("templates/duplicate-key.yaml", 9, "spec.accelerator"),
+    ("templates/cpu.yaml", 4, "metadata.name"),  # cpu-again.yaml is read first
+    ("templates/sglang.yaml", 9, "spec.match"),
+    ("templates/bad-quantity.yaml", 9, "spec.accelerator.gpuMemory"),
+    ("templates/bad-bound.yaml", 12, "spec.accelerator.podOverrides.gpuMemory.min"),
+    ("templates/needless.yaml", 9, "spec.accelerator.mig"),
+    ("policies/team.yaml", 6, "spec.namespaces"),  # team-two.yaml is read first
+    ("policies/team.yaml", 8, "spec.templates.default"),
+    ("policies/prod.yaml", 8, "spec.templates.allowed"),
+    ("policies/prod.yaml", 9, "spec.templates.default"),
+    ("policies/not-a-kind.yaml", 2, "kind"),
+}
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+
+
+def located(root: Path, problems: list[Problem]) -> set[tuple[str, int | None, str]]:
+    return {(str(Path(p.source).relative_to(root)), p.line, p.path) for p in problems}
+
+
+def test_every_problem_is_reported_at_once_with_file_line_and_path(tmp_path: Path) -> None:
+    write(tmp_path, BROKEN)
+    problems = lint_paths([tmp_path / "templates", tmp_path / "policies"])
+    assert located(tmp_path, problems) == EXPECTED
+    assert all(p.message for p in problems)
+
+
+def test_loading_raises_with_the_same_problems(tmp_path: Path) -> None:
+    write(tmp_path, BROKEN)
+    with pytest.raises(CatalogError) as caught:
+        load_catalog([tmp_path / "templates", tmp_path / "policies"])
+    assert located(tmp_path, list(caught.value.problems)) == EXPECTED
+    assert all(str(tmp_path) in line for line in str(caught.value).splitlines())
+
+
+def test_a_file_that_is_not_yaml_is_one_problem_with_its_line(tmp_path: Path) -> None:
+    write(tmp_path, {"templates/ok.yaml": template("ok", VALID), "templates/bad.yaml": "a: [1, 2\nb: 3\n"})
+    problems = lint_paths([tmp_path / "templates"])
+    assert [(Path(p.source).name, p.line is not None) for p in problems] == [("bad.yaml", True)]
+
+
+def test_a_missing_folder_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    problems = lint_paths([tmp_path / "nowhere"])
+    assert [(Path(p.source).name, p.path) for p in problems] == [("nowhere", "")]
+
+
+def test_a_clean_catalog_has_no_problems_and_loads(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "templates/serving.yaml": template("serving", SERVING),
+            "policies/all.yaml": policy("all", '  namespaces: ["*"]\n'),
+        },
+    )
+    assert lint_paths([tmp_path]) == []
+    catalog = load_catalog([tmp_path])
+    assert set(catalog.templates) == {"serving"} and [p.name for p in catalog.policies] == ["all"]
+
+
+def test_problem_text_names_file_line_and_path() -> None:
+    problem = Problem("templates/a.yaml", 12, "spec.priority", "'high' is not of type 'integer'")
+    assert str(problem).startswith("templates/a.yaml:12: spec.priority: ")

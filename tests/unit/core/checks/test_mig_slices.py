@@ -1,0 +1,70 @@
+"""mig_slices: a named slice is offered by some node, allowed by policy and wanted by the template."""
+
+from __future__ import annotations
+
+from tests.builders import make_pod
+from tests.unit.core.checks._helpers import run
+from webhook.core.checks import mig_slices
+from webhook.core.model import Catalog, Inventory
+
+
+def path(resource: str, container: str = "c", section: str = "limits") -> str:
+    return f'spec.containers[name={container}].resources.{section}["{resource}"]'
+
+
+def test_offered_slice_passes(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/mig-2g.20gb": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed) == []
+
+
+def test_real_profile_no_node_offers_is_unavailable(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.5gb": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed) == [
+        ("MigProfileUnavailable", path("nvidia.com/mig-1g.5gb"))
+    ]
+
+
+def test_without_an_inventory_availability_is_not_judged(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.5gb": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod) == []
+
+
+def test_unknown_profile_is_left_to_the_name_check(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.11gb": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed) == []
+
+
+def test_slice_on_a_template_that_needs_whole_gpus(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("c", image="pytorch/pytorch:2", limits={"nvidia.com/mig-3g.40gb": 2}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed) == [
+        ("MigForbiddenByTemplate", path("nvidia.com/mig-3g.40gb"))
+    ]
+
+
+def test_slice_the_namespace_policy_does_not_allow(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("c", image="vllm/vllm-openai", limits={"nvidia.com/mig-2g.20gb": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed, "prod-a") == [
+        ("MigProfileNotAllowed", path("nvidia.com/mig-2g.20gb"))
+    ]
+
+
+def test_allowed_profiles_match_the_plus_spelling_of_media_extensions(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", image="vllm/vllm-openai", limits={"nvidia.com/mig-1g.10gb.me": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, namespace="prod-a") == []
+
+
+def test_every_problem_of_one_slice_is_reported(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().template("training").container("c", requests={"nvidia.com/mig-1g.5gb": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed, "prod-a") == [
+        ("MigProfileNotAllowed", path("nvidia.com/mig-1g.5gb", section="requests")),
+        ("MigProfileUnavailable", path("nvidia.com/mig-1g.5gb", section="requests")),
+    ]
+    assert run(mig_slices.check, unit_catalog, pod, mixed, "default") == [
+        ("MigForbiddenByTemplate", path("nvidia.com/mig-1g.5gb", section="requests")),
+        ("MigProfileUnavailable", path("nvidia.com/mig-1g.5gb", section="requests")),
+    ]
+
+
+def test_a_zero_slice_is_ignored(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("c", image="pytorch/pytorch", limits={"nvidia.com/mig-1g.5gb": 0}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed) == []

@@ -1,0 +1,134 @@
+"""resource_names: misspelt accelerator resources and MIG profiles no GPU has."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import make_env, make_inventory, make_node, make_pod
+from webhook.core.checks import resource_names
+from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
+
+TYPOS = [
+    "nvidia.com/gpus",
+    "nvidia/gpu",
+    "nvidia.com/GPU",
+    "gpu",
+    "GPU",
+    "nvidia.com/mig1g.5gb",
+    "nvidia.con/gpu",
+]
+REAL_OTHER_NAMES = [
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "gpu.intel.com/xe",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "habana.ai/gaudi",
+    "google.com/tpu",
+    "nvidia.com/gpumem",
+    "nvidia.com/gpumem-percentage",
+    "nvidia.com/gpucores",
+    "nvidia.com/gpu.shared",
+    "aliyun.com/gpu-mem",
+    "huawei.com/Ascend910B3",
+    "cambricon.com/vmlu",
+    "birentech.com/gpu",
+    "mthreads.com/vgpu",
+    "rdma/roce_gdr",
+    "vpc.amazonaws.com/efa",
+    "hugepages-2Mi",
+    "ephemeral-storage",
+]
+
+
+def found(
+    catalog: Catalog, pod: dict[str, object], inventory: Inventory = UNKNOWN_INVENTORY
+) -> list[tuple[str, str]]:
+    env = make_env(pod, catalog, inventory)
+    return [(f.code, f.path) for f in resource_names.check(env)]
+
+
+@pytest.mark.parametrize("name", TYPOS)
+def test_misspelt_gpu_resource_is_unknown(unit_catalog: Catalog, name: str) -> None:
+    pod = make_pod().container("trainer", limits={name: 1}).build()
+    path = f'spec.containers[name=trainer].resources.limits["{name}"]'
+    assert found(unit_catalog, pod) == [("UnknownAcceleratorResource", path)]
+
+
+@pytest.mark.parametrize("name", REAL_OTHER_NAMES)
+def test_real_names_of_other_vendors_and_sharing_are_not_flagged(
+    unit_catalog: Catalog, mixed: Inventory, name: str
+) -> None:
+    pod = make_pod().container("c", limits={name: 1}).build()
+    assert found(unit_catalog, pod) == []
+    assert found(unit_catalog, pod, mixed) == []
+
+
+def test_mig_profile_no_gpu_has_is_unknown(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.11gb": 1}).build()
+    path = 'spec.containers[name=c].resources.limits["nvidia.com/mig-1g.11gb"]'
+    assert found(unit_catalog, pod) == [("UnknownMigProfile", path)]
+    assert found(unit_catalog, pod, mixed) == [("UnknownMigProfile", path)]
+
+
+@pytest.mark.parametrize(
+    "name", ["nvidia.com/mig-1g.5gb", "nvidia.com/mig-1g.10gb.me", "nvidia.com/mig-1g.24gb.gfx"]
+)
+def test_mig_profiles_of_real_gpus_are_known(unit_catalog: Catalog, name: str) -> None:
+    pod = make_pod().container("c", limits={name: 1}).build()
+    assert found(unit_catalog, pod) == []
+
+
+def test_a_profile_the_nodes_advertise_is_known_even_if_the_reference_lacks_it(unit_catalog: Catalog) -> None:
+    inventory = make_inventory(make_node("n", allocatable={"nvidia.com/mig-1g.12gb": 7}))
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.12gb": 1}).build()
+    assert found(unit_catalog, pod, inventory) == []
+
+
+def test_unadvertised_nvidia_name_is_flagged_only_when_the_inventory_is_known(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/gpu-10gb": 1}).build()
+    path = 'spec.containers[name=c].resources.limits["nvidia.com/gpu-10gb"]'
+    assert found(unit_catalog, pod) == []
+    assert found(unit_catalog, pod, mixed) == [("UnknownAcceleratorResource", path)]
+    advertised = make_inventory(make_node("mps", allocatable={"nvidia.com/gpu-10gb": 4}))
+    assert found(unit_catalog, pod, advertised) == []
+
+
+def test_path_names_the_section_and_the_container_group(unit_catalog: Catalog) -> None:
+    pod = (
+        make_pod()
+        .init_container("fetch", requests={"nvidia.com/gpus": 1})
+        .container("main", limits={"nvidia/gpu": 1})
+        .build()
+    )
+    assert found(unit_catalog, pod) == [
+        (
+            "UnknownAcceleratorResource",
+            'spec.initContainers[name=fetch].resources.requests["nvidia.com/gpus"]',
+        ),
+        ("UnknownAcceleratorResource", 'spec.containers[name=main].resources.limits["nvidia/gpu"]'),
+    ]
+
+
+def test_a_container_without_a_name_is_named_by_index(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("a").build()
+    pod["spec"]["containers"].append({"image": "x", "resources": {"limits": {"gpu": 1}}})
+    assert found(unit_catalog, pod) == [
+        ("UnknownAcceleratorResource", 'spec.containers[1].resources.limits["gpu"]')
+    ]
+
+
+def test_every_typo_in_every_container_is_reported(unit_catalog: Catalog) -> None:
+    pod = (
+        make_pod()
+        .container("a", limits={"gpu": 1, "nvidia.com/GPU": 1})
+        .container("b", limits={"gpus": 2})
+        .build()
+    )
+    assert [p for _, p in found(unit_catalog, pod)] == [
+        'spec.containers[name=a].resources.limits["gpu"]',
+        'spec.containers[name=a].resources.limits["nvidia.com/GPU"]',
+        'spec.containers[name=b].resources.limits["gpus"]',
+    ]

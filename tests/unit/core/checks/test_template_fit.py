@@ -1,0 +1,52 @@
+"""template_fit: no accelerators on CPU-only templates; some GPU on templates that require one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import make_pod
+from tests.unit.core.checks._helpers import run
+from webhook.core.checks import template_fit
+from webhook.core.model import Catalog
+
+
+@pytest.mark.parametrize(
+    "resource", ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu", "nvidia.com/gpu.shared"]
+)
+def test_any_accelerator_on_a_cpu_only_template(unit_catalog: Catalog, resource: str) -> None:
+    pod = (
+        make_pod().template("cpu").container("prep").container("c", limits={"cpu": "1", resource: 1}).build()
+    )
+    assert run(template_fit.check, unit_catalog, pod) == [
+        ("GpuOnCpuOnlyTemplate", f'spec.containers[name=c].resources.limits["{resource}"]')
+    ]
+
+
+def test_a_zero_request_on_a_cpu_only_template_is_fine(unit_catalog: Catalog) -> None:
+    pod = make_pod().template("cpu").container("c", gpu=0).build()
+    assert run(template_fit.check, unit_catalog, pod) == []
+
+
+def test_gpu_template_without_any_gpu(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("server", image="vllm/vllm-openai", limits={"cpu": "4"}).build()
+    assert run(template_fit.check, unit_catalog, pod) == [("NoGpuOnGpuTemplate", "spec.containers")]
+
+
+def test_a_gpu_in_any_container_satisfies_a_gpu_template(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("server", image="vllm/vllm-openai").container("side", gpu=1).build()
+    assert run(template_fit.check, unit_catalog, pod) == []
+
+
+def test_a_kai_scheduler_gpu_fraction_annotation_counts_as_a_gpu(unit_catalog: Catalog) -> None:
+    pod = make_pod().annotation("gpu-fraction", "0.5").container("server", image="vllm/vllm-openai").build()
+    assert run(template_fit.check, unit_catalog, pod) == []
+
+
+def test_an_optional_gpu_template_accepts_pods_without_gpus(unit_catalog: Catalog) -> None:
+    pod = make_pod().label("app", "jupyter").container("nb").build()
+    assert run(template_fit.check, unit_catalog, pod) == []
+
+
+def test_no_template_no_findings(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", gpu=1).build()
+    assert run(template_fit.check, unit_catalog, pod) == []

@@ -1,0 +1,67 @@
+"""shared_memory: a memory-backed /dev/shm for GPU containers."""
+
+from __future__ import annotations
+
+from tests.builders import make_pod
+from tests.unit.core.mutators._helpers import apply
+from webhook.core.model import Catalog
+from webhook.core.mutators import shared_memory
+
+SHM = {"name": "dshm", "mountPath": "/dev/shm"}
+
+
+def test_gpu_containers_get_a_memory_backed_shm(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).container("proxy").build()
+    mutated, found = apply(shared_memory.mutate, unit_catalog, pod)
+    assert found == [("InjectedSharedMemory", "spec.volumes")]
+    assert mutated["spec"]["volumes"] == [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}
+    ]
+    assert mutated["spec"]["containers"][0]["volumeMounts"] == [SHM]
+    assert "volumeMounts" not in mutated["spec"]["containers"][1]
+
+
+def test_a_container_that_mounts_dev_shm_already_is_left_alone(unit_catalog: Catalog) -> None:
+    mounts = [{"name": "cache", "mountPath": "/dev/shm"}]
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1, volumeMounts=mounts)
+        .spec("volumes", [{"name": "cache", "emptyDir": {}}])
+        .build()
+    )
+    mutated, found = apply(shared_memory.mutate, unit_catalog, pod)
+    assert (mutated, found) == (pod, [])
+
+
+def test_an_existing_memory_volume_named_dshm_is_reused(unit_catalog: Catalog) -> None:
+    volume = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).spec("volumes", [volume]).build()
+    mutated, _ = apply(shared_memory.mutate, unit_catalog, pod)
+    assert mutated["spec"]["volumes"] == [volume]
+    assert mutated["spec"]["containers"][0]["volumeMounts"] == [SHM]
+
+
+def test_a_name_clash_with_another_volume_picks_a_new_name(unit_catalog: Catalog) -> None:
+    volumes = [{"name": "dshm", "persistentVolumeClaim": {"claimName": "data"}}]
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).spec("volumes", volumes).build()
+    mutated, _ = apply(shared_memory.mutate, unit_catalog, pod)
+    names = [v["name"] for v in mutated["spec"]["volumes"]]
+    assert names == ["dshm", "gpu-webhook-dshm"]
+    assert mutated["spec"]["containers"][0]["volumeMounts"] == [
+        {"name": "gpu-webhook-dshm", "mountPath": "/dev/shm"}
+    ]
+
+
+def test_both_names_taken_gives_a_unique_name(unit_catalog: Catalog) -> None:
+    volumes = [{"name": "dshm", "emptyDir": {}}, {"name": "gpu-webhook-dshm", "emptyDir": {}}]
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).spec("volumes", volumes).build()
+    mutated, _ = apply(shared_memory.mutate, unit_catalog, pod)
+    names = [v["name"] for v in mutated["spec"]["volumes"]]
+    assert len(names) == len(set(names)) == 3
+    assert mutated["spec"]["containers"][0]["volumeMounts"][0]["name"] == names[2]
+
+
+def test_templates_without_shm_size_add_none(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", image="text-embeddings-inference", gpu=1).build()
+    mutated, found = apply(shared_memory.mutate, unit_catalog, pod)
+    assert (mutated, found) == (pod, [])

@@ -1,0 +1,176 @@
+"""decide(): policy modes, skips, warnings, and a patch that only adds what the mutators changed."""
+
+from __future__ import annotations
+
+import json
+
+import jsonpatch
+import pytest
+
+from tests.builders import context, make_pod, pairs
+from webhook.core.decide import MAX_WARNING, decide
+from webhook.core.model import Catalog, Inventory
+from webhook.core.reasons import REASONS
+
+FRACTION = 'spec.containers[name=vllm].resources.limits["nvidia.com/gpu"]'
+
+
+def fractional() -> dict[str, object]:
+    return make_pod().container("vllm", image="vllm/vllm-openai", gpu="0.5").build()
+
+
+@pytest.mark.parametrize(
+    ("namespace", "mode", "outcome", "allowed"),
+    [
+        ("default", "enforce", "deny", False),
+        ("lab-1", "warn", "warn", True),
+        ("audit", "audit", "audit", True),
+    ],
+)
+def test_a_deny_code_becomes_what_the_mode_says(
+    unit_catalog: Catalog, namespace: str, mode: str, outcome: str, allowed: bool
+) -> None:
+    decision = decide(fractional(), context(unit_catalog, namespace=namespace))
+    assert (decision.mode, decision.allowed) == (mode, allowed)
+    assert [(v.code, v.path, v.outcome) for v in decision.violations if v.code == "FractionalGpu"] == [
+        ("FractionalGpu", FRACTION, outcome)
+    ]
+    assert decision.denials == tuple(
+        v for v in decision.violations if outcome == "deny" and v.code == "FractionalGpu"
+    )
+
+
+def test_warn_mode_still_mutates_and_tells_the_user(unit_catalog: Catalog) -> None:
+    decision = decide(fractional(), context(unit_catalog, namespace="lab-1"))
+    assert decision.patch and decision.mutated is not None
+    assert any(w.startswith("FractionalGpu: ") for w in decision.warnings)
+
+
+def test_audit_mode_records_but_does_not_warn(unit_catalog: Catalog) -> None:
+    decision = decide(fractional(), context(unit_catalog, namespace="audit"))
+    assert not any(w.startswith("FractionalGpu") for w in decision.warnings)
+
+
+def test_enforce_mode_denies_without_mutating(unit_catalog: Catalog) -> None:
+    decision = decide(fractional(), context(unit_catalog))
+    assert (decision.mutated, decision.patch) == (None, ())
+
+
+@pytest.mark.parametrize("namespace", ["default", "lab-1", "audit"])
+def test_mutations_are_info_in_every_mode_and_each_is_a_warning(
+    unit_catalog: Catalog, mixed: Inventory, namespace: str
+) -> None:
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).build()
+    decision = decide(pod, context(unit_catalog, mixed, namespace))
+    mutations = [v for v in decision.violations if REASONS[v.code].cls == "info"]
+    assert mutations and all(v.outcome == "info" for v in mutations)
+    assert [w.split(":")[0] for w in decision.warnings] == [v.code for v in mutations]
+
+
+def test_warnings_fit_the_api_limit(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = (
+        make_pod()
+        .container("c" * 60, image="pytorch/pytorch", gpu=1, limits={"nvidia.com/gpus" + "x" * 40: 1})
+        .build()
+    )
+    decision = decide(pod, context(unit_catalog, mixed, "lab-1"))
+    assert decision.warnings and all(len(w) <= MAX_WARNING for w in decision.warnings)
+
+
+def test_excluded_namespaces_are_left_alone(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/gpus": "0.5"}).build()
+    decision = decide(pod, context(unit_catalog, namespace="kube-system"))
+    assert pairs(decision) == [("NamespaceExcluded", "metadata.namespace")]
+    assert (decision.allowed, decision.template, decision.patch, decision.warnings) == (True, None, (), ())
+
+
+def test_dra_pods_are_left_alone(unit_catalog: Catalog, mixed: Inventory) -> None:
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1, limits={"gpu": 1})
+        .spec("resourceClaims", claims)
+        .build()
+    )
+    decision = decide(pod, context(unit_catalog, mixed))
+    assert pairs(decision) == [("DraClaimsPresent", "spec.resourceClaims")]
+    assert (decision.allowed, decision.patch, decision.warnings) == (True, (), ())
+
+
+@pytest.mark.parametrize("operation", ["UPDATE", "DELETE", "CONNECT"])
+def test_only_creates_are_judged(unit_catalog: Catalog, operation: str) -> None:
+    decision = decide(fractional(), context(unit_catalog, operation=operation))
+    assert (decision.allowed, decision.violations, decision.patch) == (True, (), ())
+
+
+def test_the_request_namespace_beats_the_object_namespace(unit_catalog: Catalog) -> None:
+    pod = make_pod().namespace("lab-1").container("vllm", image="vllm/vllm-openai", gpu="0.5").build()
+    assert decide(pod, context(unit_catalog, namespace="default")).policy == "default"
+    assert decide(pod, context(unit_catalog, namespace="")).policy == "lab"
+    del pod["metadata"]["namespace"]
+    assert decide(pod, context(unit_catalog, namespace="")).policy == "default"
+
+
+def test_the_patch_turns_the_original_into_the_mutated_pod_and_touches_nothing_else(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .spec("someFutureField", {"x": 1})
+        .build()
+    )
+    pod["metadata"]["managedFields"] = [
+        {"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}
+    ]
+    before = json.dumps(pod, sort_keys=True)
+    decision = decide(pod, context(unit_catalog, mixed))
+    assert json.dumps(pod, sort_keys=True) == before, "decide must not change its input"
+    assert jsonpatch.apply_patch(pod, list(decision.patch)) == decision.mutated
+    assert decision.mutated is not None
+    assert decision.mutated["spec"]["someFutureField"] == {"x": 1}
+    touched = {op["path"] for op in decision.patch}
+    assert not any(
+        p.startswith(("/metadata/namespace", "/metadata/managedFields", "/spec/someFutureField"))
+        for p in touched
+    )
+    assert {op["op"] for op in decision.patch} <= {"add", "replace", "remove", "move", "copy"}
+
+
+def test_nothing_to_change_means_no_patch(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("app", image="example/app").build()
+    decision = decide(pod, context(unit_catalog))
+    assert (decision.allowed, decision.template, decision.violations, decision.patch, decision.mutated) == (
+        True,
+        None,
+        (),
+        (),
+        None,
+    )
+
+
+def test_every_problem_is_reported_in_one_decision(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = (
+        make_pod()
+        .init_container("fetch", requests={"nvidia.com/gpu": 1})
+        .container("trainer", image="pytorch/pytorch", limits={"nvidia.com/gpus": 2, "nvidia.com/gpu": "0.5"})
+        .container("helper", gpu=1, limits={"nvidia.com/mig-1g.10gb": 1})
+        .build()
+    )
+    decision = decide(pod, context(unit_catalog, mixed))
+    assert set(decision.codes) >= {
+        "UnknownAcceleratorResource",
+        "FractionalGpu",
+        "GpuRequestWithoutLimit",
+        "MixedAcceleratorKinds",
+        "MigForbiddenByTemplate",
+    }
+    assert not decision.allowed and decision.patch == ()
+
+
+def test_summary_is_plain_data(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).build()
+    summary = decide(pod, context(unit_catalog, mixed)).summary()
+    assert json.loads(json.dumps(summary)) == summary
+    assert set(summary) >= {"allowed", "template", "policy", "mode", "violations", "warnings", "patch"}
+    assert set(summary["violations"][0]) == {"code", "path", "outcome", "message"}

@@ -1,0 +1,128 @@
+"""Which policy governs a namespace, and which template a pod gets: label > default > matches by priority."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import context, make_catalog, make_pod, pairs, policy_doc, template_doc
+from webhook.core.decide import decide
+from webhook.core.matching import is_excluded, policy_for
+from webhook.core.model import TEMPLATE_LABEL, Catalog
+
+LABEL_PATH = f'metadata.labels["{TEMPLATE_LABEL}"]'
+
+
+def template_of(catalog: Catalog, pod: dict[str, object], namespace: str = "default") -> str | None:
+    return decide(pod, context(catalog, namespace=namespace)).template
+
+
+def test_higher_priority_wins_among_matches(unit_catalog: Catalog) -> None:
+    pod = make_pod().label("app", "jupyter").container("c", image="vllm/vllm-openai", gpu=1).build()
+    assert template_of(unit_catalog, pod) == "serving"
+
+
+def test_any_container_image_matches_init_containers_too(unit_catalog: Catalog) -> None:
+    pod = (
+        make_pod()
+        .init_container("warm", image="vllm/vllm-openai")
+        .container("c", image="example/app", gpu=1)
+        .build()
+    )
+    assert template_of(unit_catalog, pod) == "serving"
+
+
+def test_the_namespace_default_beats_matches(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", image="vllm/vllm-openai", gpu=1).build()
+    assert template_of(unit_catalog, pod, "team-a") == "notebook"
+
+
+def test_the_label_beats_the_namespace_default(unit_catalog: Catalog) -> None:
+    pod = make_pod().template("small").container("c", image="vllm/vllm-openai", gpu=1).build()
+    assert template_of(unit_catalog, pod, "team-a") == "small"
+
+
+def test_no_match_no_template(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", image="example/app", gpu=1).build()
+    decision = decide(pod, context(unit_catalog))
+    assert (decision.template, decision.codes, decision.patch) == (None, (), ())
+
+
+def test_a_label_naming_no_template(unit_catalog: Catalog) -> None:
+    pod = make_pod().template("servng").container("c", image="vllm/vllm-openai", gpu=1).build()
+    decision = decide(pod, context(unit_catalog))
+    assert pairs(decision) == [("UnknownTemplate", LABEL_PATH)]
+    assert decision.template is None and not decision.allowed
+
+
+def test_a_label_naming_a_template_the_namespace_does_not_allow(unit_catalog: Catalog) -> None:
+    pod = make_pod().template("training").container("c", image="pytorch/pytorch", gpu=2).build()
+    assert pairs(decide(pod, context(unit_catalog, namespace="prod-a"))) == [
+        ("TemplateNotAllowed", LABEL_PATH)
+    ]
+
+
+def test_templates_a_namespace_does_not_allow_are_not_matched(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
+    assert pairs(decide(pod, context(unit_catalog, namespace="prod-a"))) == [
+        ("NoMatchingTemplate", "metadata.labels")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ({"tier": "gold", "team": "a"}, "expressions"),
+        ({"tier": "gold", "team": "a", "canary": "yes"}, None),
+        ({"tier": "silver", "team": "a"}, None),
+        ({"tier": "gold"}, None),
+        ({"tier": "gold", "team": "a", "stage": "test"}, None),
+        ({"tier": "gold", "team": "a", "stage": "prod"}, "expressions"),
+    ],
+)
+def test_match_expressions(labels: dict[str, str], expected: str | None) -> None:
+    selector = {
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["gold"]},
+            {"key": "team", "operator": "Exists"},
+            {"key": "canary", "operator": "DoesNotExist"},
+            {"key": "stage", "operator": "NotIn", "values": ["test"]},
+        ]
+    }
+    catalog = make_catalog(template_doc("expressions", match={"podSelector": selector}))
+    builder = make_pod().container("c")
+    for key, value in labels.items():
+        builder.label(key, value)
+    assert template_of(catalog, builder.build()) == expected
+
+
+def test_template_namespaces_restrict_matches() -> None:
+    catalog = make_catalog(template_doc("ml", match={"namespaces": ["ml-*"], "images": ["*"]}))
+    pod = make_pod().container("c", image="anything").build()
+    assert template_of(catalog, pod, "ml-a") == "ml"
+    assert template_of(catalog, pod, "web") is None
+
+
+def test_policy_exact_name_beats_patterns_and_longer_patterns_beat_shorter() -> None:
+    catalog = make_catalog(
+        policy_doc("all", ["*"]),
+        policy_doc("team", ["team-*"]),
+        policy_doc("team-ml", ["team-ml-*"]),
+        policy_doc("exact", ["team-ml-prod"]),
+    )
+    assert [policy_for(catalog, ns).name for ns in ("x", "team-a", "team-ml-a", "team-ml-prod")] == [
+        "all",
+        "team",
+        "team-ml",
+        "exact",
+    ]
+
+
+def test_a_namespace_no_policy_names_gets_the_built_in_default() -> None:
+    catalog = make_catalog(policy_doc("prod", ["prod-*"]))
+    assert policy_for(catalog, "dev").name == "built-in-default"
+
+
+def test_excluded_namespaces_accept_patterns(unit_catalog: Catalog) -> None:
+    policy = policy_for(unit_catalog, "gpu-operator")
+    assert is_excluded(policy, "gpu-operator") and is_excluded(policy, "kube-system")
+    assert not is_excluded(policy, "default")

@@ -1,0 +1,89 @@
+"""The pod view: paths that name containers, and effective requests counted the scheduler's way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import make_pod
+from webhook.core.podview import build_view
+from webhook.core.resources import Kind
+
+GPU = "nvidia.com/gpu"
+
+
+def view(pod: dict[str, Any]):  # type: ignore[no-untyped-def]
+    return build_view(pod["spec"], pod["metadata"], frozenset(), False)
+
+
+@pytest.mark.parametrize(
+    ("builder", "expected"),
+    [
+        (make_pod().container("a", gpu=1).container("b", gpu=2), 3),
+        (make_pod().init_container("i", gpu=4).container("a", gpu=1), 4),
+        (make_pod().init_container("i", gpu=1).container("a", gpu=2), 2),
+        (make_pod().sidecar("s", gpu=1).container("a", gpu=2), 3),
+        (make_pod().sidecar("s", gpu=1).init_container("i", gpu=3).container("a", gpu=1), 4),
+        (make_pod().init_container("i", gpu=3).sidecar("s", gpu=1).container("a", gpu=1), 3),
+        (make_pod().sidecar("s1", gpu=2).sidecar("s2", gpu=2).container("a"), 4),
+        (make_pod().container("a"), 0),
+    ],
+)
+def test_effective_request_is_the_scheduler_formula(builder: Any, expected: int) -> None:
+    """max(sum(containers) + sum(sidecars), max over init containers of (own + sidecars started before))."""
+    assert view(builder.build()).effective(GPU) == expected
+
+
+def test_paths_name_containers_and_fall_back_to_the_index() -> None:
+    pod = make_pod().init_container("fetch").container("main").build()
+    pod["spec"]["containers"].append({"image": "x"})
+    assert [c.path for c in view(pod).containers] == [
+        "spec.initContainers[name=fetch]",
+        "spec.containers[name=main]",
+        "spec.containers[1]",
+    ]
+    assert (
+        view(pod).containers[0].resource_path("limits", GPU)
+        == 'spec.initContainers[name=fetch].resources.limits["nvidia.com/gpu"]'
+    )
+
+
+def test_count_prefers_the_limit_and_consistency_compares_values() -> None:
+    pod = (
+        make_pod()
+        .container("a", gpu="1", requests={GPU: "1000m"})
+        .container("b", gpu=2, requests={GPU: 1})
+        .container("c", requests={GPU: 3})
+        .container("d", gpu="0.5")
+        .build()
+    )
+    requests = [c.accel[0] for c in view(pod).containers]
+    assert [(a.count, a.consistent) for a in requests] == [(1, True), (2, False), (3, True), (None, True)]
+    assert {a.kind for a in requests} == {Kind.WHOLE}
+
+
+def test_only_sidecars_are_init_containers_with_restart_policy_always() -> None:
+    pod = make_pod().init_container("i").sidecar("s").container("c", restartPolicy="Always").build()
+    assert [c.sidecar for c in view(pod).containers] == [False, True, False]
+
+
+def test_malformed_parts_are_skipped_not_fatal() -> None:
+    pod = {
+        "metadata": {"labels": ["x"]},
+        "spec": {"containers": ["oops", {"name": "c", "resources": "lots"}], "initContainers": {}},
+    }
+    parsed = view(pod)
+    assert [c.path for c in parsed.containers] == ["spec.containers[name=c]"]
+    assert parsed.labels == {}
+    assert parsed.containers[0].accel == ()
+
+
+def test_resource_claims_are_noticed() -> None:
+    pod = (
+        make_pod()
+        .container("c")
+        .spec("resourceClaims", [{"name": "gpu", "resourceClaimTemplateName": "t"}])
+        .build()
+    )
+    assert view(pod).has_resource_claims

@@ -1,0 +1,96 @@
+"""Resource classification: typos are suspect, real names of other vendors and sharing schemes are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from webhook.core.resources import Kind, classify
+
+NOTHING: frozenset[str] = frozenset()
+
+WHOLE_AND_MIG = [
+    ("nvidia.com/gpu", Kind.WHOLE),
+    ("nvidia.com/mig-1g.10gb", Kind.MIG),
+    ("nvidia.com/mig-1g.10gb.me", Kind.MIG),
+    ("nvidia.com/mig-7g.80gb", Kind.MIG),
+    ("nvidia.com/mig-1g.11gb", Kind.MIG),  # MIG-shaped; the name check says no GPU has it
+    ("nvidia.com/gpu.shared", Kind.SHARED),
+    ("nvidia.com/mig-1g.5gb.shared", Kind.SHARED),
+]
+TYPOS = [
+    "nvidia.com/gpus",
+    "nvidia/gpu",
+    "nvidia.com/GPU",
+    "gpu",
+    "GPU",
+    "gpus",
+    "nvidia.com/mig1g.5gb",
+    "nvidia.com/MIG-1g.10gb",
+    "nvidia.com/mig",
+    "mig-1g.10gb",
+    "nvidia.con/gpu",
+]
+REAL_OTHER = [
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "gpu.intel.com/xe",
+    "gpu.intel.com/dxg",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "google.com/tpu",
+    "habana.ai/gaudi",
+    "nvidia.com/gpumem",
+    "nvidia.com/gpumem-percentage",
+    "nvidia.com/gpucores",
+    "nvidia.com/priority",
+    "nvidia.com/vgpu",
+    "aliyun.com/gpu-mem",
+]
+NOT_ACCELERATORS = [
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "hugepages-2Mi",
+    "hugepages-1Gi",
+    "rdma/roce_gdr",
+    "vpc.amazonaws.com/efa",
+    "huawei.com/Ascend910B3",
+    "cambricon.com/vmlu",
+    "hygon.com/dcu",
+    "iluvatar.ai/BI-V150",
+    "birentech.com/gpu",
+    "mthreads.com/vgpu",
+    "metax-tech.com/sgpu",
+    "devices.kubevirt.io/kvm",
+    "example.com/foo",
+]
+
+
+@pytest.mark.parametrize(("name", "kind"), WHOLE_AND_MIG)
+def test_nvidia_device_plugin_names(name: str, kind: Kind) -> None:
+    assert classify(name, NOTHING, False) is kind
+    assert classify(name, NOTHING, True) is kind
+
+
+@pytest.mark.parametrize("name", TYPOS)
+def test_typos_are_suspect_with_or_without_an_inventory(name: str) -> None:
+    assert classify(name, NOTHING, False) is Kind.SUSPECT
+    assert classify(name, frozenset({"nvidia.com/gpu"}), True) is Kind.SUSPECT
+
+
+@pytest.mark.parametrize("name", REAL_OTHER)
+def test_other_vendors_and_gpu_sharing_schedulers_are_real(name: str) -> None:
+    assert classify(name, NOTHING, False) is Kind.OTHER
+    assert classify(name, NOTHING, True) is Kind.OTHER
+
+
+@pytest.mark.parametrize("name", NOT_ACCELERATORS)
+def test_everything_else_is_not_an_accelerator(name: str) -> None:
+    assert classify(name, NOTHING, False) is Kind.NONE
+    assert classify(name, NOTHING, True) is Kind.NONE
+
+
+def test_an_advertised_name_is_always_valid() -> None:
+    assert classify("nvidia.com/gpu-10gb", NOTHING, False) is Kind.NONE
+    assert classify("nvidia.com/gpu-10gb", NOTHING, True) is Kind.SUSPECT
+    assert classify("nvidia.com/gpu-10gb", frozenset({"nvidia.com/gpu-10gb"}), True) is Kind.OTHER

@@ -1,0 +1,174 @@
+"""Slice choice: the smallest right-sized slice on offer; otherwise whenNoSliceFits decides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import A100, H100, make_env, make_inventory, make_pod, mixed_node, single_node, whole_node
+from webhook.core.model import MEMORY_ANNOTATION, PROFILE_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
+
+GPU_LIMIT = 'spec.containers[name={}].resources.limits["nvidia.com/gpu"]'
+
+
+def plan(
+    catalog: Catalog, pod: dict[str, Any], inventory: Inventory, namespace: str = "default"
+) -> tuple[Any, ...]:
+    """(profile, strategy, rewrite, [(code, path)]) of the slice plan."""
+    result = make_env(pod, catalog, inventory, namespace).plan
+    offer = result.offer
+    found = [(f.code, f.path) for f in result.findings]
+    return (offer.profile if offer else None, offer.strategy if offer else None, result.rewrite, found)
+
+
+def vllm(memory: str | None = None, gpus: int = 1) -> dict[str, Any]:
+    builder = make_pod()
+    if memory:
+        builder.annotation(MEMORY_ANNOTATION, memory)
+    return builder.container("vllm", image="vllm/vllm-openai", gpu=gpus).build()
+
+
+def tei(compute: str | None = None) -> dict[str, Any]:
+    builder = make_pod()
+    if compute:
+        builder.annotation("gpu.aethervirt.io/gpu-compute", compute)
+    return builder.container("tei", image="text-embeddings-inference", gpu=1).build()
+
+
+@pytest.mark.parametrize(
+    ("pod", "profile"),
+    [
+        (tei(), "1g.10gb"),
+        (vllm("18Gi"), "2g.20gb"),
+        (vllm(), "3g.40gb"),
+        (tei("30%"), "3g.40gb"),
+        (tei("0.25"), "2g.20gb"),
+    ],
+)
+def test_mixed_strategy_takes_the_smallest_slice_that_fits(
+    unit_catalog: Catalog, mixed: Inventory, pod: dict[str, Any], profile: str
+) -> None:
+    assert plan(unit_catalog, pod, mixed) == (profile, "mixed", True, [])
+
+
+def test_single_strategy_and_gke_offer_their_partitions(
+    unit_catalog: Catalog, single: Inventory, gke: Inventory
+) -> None:
+    assert plan(unit_catalog, tei(), single) == ("1g.10gb", "single", True, [])
+    assert plan(unit_catalog, vllm(), single) == ("3g.40gb", "single", True, [])
+    assert plan(unit_catalog, tei(), gke) == ("1g.10gb", "gke", True, [])
+    assert plan(unit_catalog, vllm(), gke) == ("3g.40gb", "gke", True, [])
+
+
+def test_no_slice_big_enough_keeps_the_whole_gpu_with_a_warning(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    assert plan(unit_catalog, vllm("60Gi"), mixed) == (
+        None,
+        None,
+        False,
+        [("KeptWholeGpu", GPU_LIMIT.format("vllm"))],
+    )
+
+
+@pytest.fixture(scope="module")
+def only_large() -> Inventory:
+    """Only 3g.40gb slices on offer: too big for an 8Gi need, since a 1g.10gb would do."""
+    return make_inventory(mixed_node("big-slices", A100, {"3g.40gb": (2, 40192)}), whole_node("w", A100, 8))
+
+
+@pytest.mark.parametrize(
+    ("namespace", "expected"),
+    [
+        ("default", ("3g.40gb", "mixed", True, [])),
+        ("whole-a", (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("tei"))])),
+        ("prod-a", (None, None, False, [("NoSliceFits", GPU_LIMIT.format("tei"))])),
+    ],
+)
+def test_when_no_right_sized_slice_is_offered_the_policy_decides(
+    unit_catalog: Catalog, only_large: Inventory, namespace: str, expected: tuple[Any, ...]
+) -> None:
+    assert plan(unit_catalog, tei(), only_large, namespace) == expected
+
+
+def test_allowed_profiles_limit_the_choice_and_what_counts_as_right_sized(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    """prod allows 1g.10gb and 3g.40gb: an 18Gi need gets 3g.40gb, and that is right-sized there."""
+    assert plan(unit_catalog, vllm("18Gi"), mixed, "prod-a") == ("3g.40gb", "mixed", True, [])
+
+
+def test_multi_gpu_containers_keep_whole_gpus(unit_catalog: Catalog, mixed: Inventory) -> None:
+    assert plan(unit_catalog, vllm(gpus=2), mixed) == (None, None, False, [])
+
+
+def test_single_gpu_containers_of_one_pod_share_one_node(unit_catalog: Catalog, mixed: Inventory) -> None:
+    two = make_pod().container("a", image="vllm/vllm-openai", gpu=1).container("b", gpu=1).build()
+    three = (
+        make_pod()
+        .container("a", image="vllm/vllm-openai", gpu=1)
+        .container("b", gpu=1)
+        .container("c", gpu=1)
+        .build()
+    )
+    assert plan(unit_catalog, two, mixed) == ("3g.40gb", "mixed", True, [])
+    assert plan(unit_catalog, three, mixed) == (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("a"))])
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1, limits={"nvidia.com/gpumem": 3000})
+        .build(),
+        make_pod().container("vllm", image="vllm/vllm-openai", requests={"nvidia.com/gpu": 1}).build(),
+        make_pod().container("vllm", image="vllm/vllm-openai", gpu=1, requests={"nvidia.com/gpu": 2}).build(),
+        make_pod().container("vllm", image="vllm/vllm-openai", gpu="0.5").build(),
+        make_pod().container("vllm", image="vllm/vllm-openai", limits={"nvidia.com/mig-1g.10gb": 1}).build(),
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .container("b", limits={"nvidia.com/mig-1g.10gb": 1})
+        .build(),
+        make_pod().container("trainer", image="pytorch/pytorch", gpu=1).build(),
+        make_pod().container("app", image="example/app", gpu=1).build(),
+    ],
+    ids=[
+        "gpu-sharing",
+        "request-only",
+        "mismatch",
+        "fraction",
+        "mig-already",
+        "some-mig",
+        "mig-forbidden",
+        "no-template",
+    ],
+)
+def test_pods_that_must_not_be_rewritten(
+    unit_catalog: Catalog, mixed: Inventory, pod: dict[str, Any]
+) -> None:
+    assert plan(unit_catalog, pod, mixed) == (None, None, False, [])
+
+
+def test_without_an_inventory_nothing_is_chosen(unit_catalog: Catalog) -> None:
+    assert plan(unit_catalog, vllm(), UNKNOWN_INVENTORY) == (None, None, False, [])
+
+
+def test_a_rewritten_pod_finds_its_slice_again_without_rewriting(
+    unit_catalog: Catalog, single: Inventory
+) -> None:
+    pod = (
+        make_pod()
+        .annotation(PROFILE_ANNOTATION, "3g.40gb")
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .build()
+    )
+    assert plan(unit_catalog, pod, single) == ("3g.40gb", "single", False, [])
+
+
+def test_the_mixed_offer_wins_over_an_equal_single_one(unit_catalog: Catalog) -> None:
+    inventory = make_inventory(
+        single_node("h100-3g", H100, "3g.40gb", 16, 40320),
+        mixed_node("a100-mig", A100, {"3g.40gb": (2, 40320)}),
+    )
+    assert plan(unit_catalog, vllm(), inventory) == ("3g.40gb", "mixed", True, [])

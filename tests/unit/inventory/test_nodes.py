@@ -1,0 +1,203 @@
+"""Node objects -> GPU inventory, from the GPU Feature Discovery label examples in shared/reference/MIG.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import GPU_TAINT, make_inventory, make_node
+from webhook.core.model import Taint
+
+GPU = "nvidia.com/gpu"
+
+# MIG.md 2.2, "mixed strategy, H100 80GB HBM3 with all-balanced"
+# (NVIDIA cloud-native-docs mig-mixed-node-labels.json)
+H100_MIXED_LABELS = {
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+    "nvidia.com/gpu.count": "1",
+    "nvidia.com/gpu.memory": "81559",
+    "nvidia.com/gpu.replicas": "0",
+    "nvidia.com/gpu.sharing-strategy": "none",
+    "nvidia.com/gpu.family": "hopper",
+    "nvidia.com/mig.capable": "true",
+    "nvidia.com/mig.strategy": "mixed",
+    "nvidia.com/mig.config": "all-balanced",
+    "nvidia.com/mig.config.state": "success",
+    "nvidia.com/mig-1g.10gb.count": "2",
+    "nvidia.com/mig-1g.10gb.memory": "9984",
+    "nvidia.com/mig-1g.10gb.multiprocessors": "16",
+    "nvidia.com/mig-1g.10gb.slices.gi": "1",
+    "nvidia.com/mig-1g.10gb.slices.ci": "1",
+    "nvidia.com/mig-1g.10gb.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+    "nvidia.com/mig-1g.10gb.replicas": "1",
+    "nvidia.com/mig-1g.10gb.sharing-strategy": "none",
+    "nvidia.com/mig-2g.20gb.count": "1",
+    "nvidia.com/mig-2g.20gb.memory": "20096",
+    "nvidia.com/mig-2g.20gb.multiprocessors": "32",
+    "nvidia.com/mig-3g.40gb.count": "1",
+    "nvidia.com/mig-3g.40gb.memory": "40320",
+    "nvidia.com/mig-3g.40gb.multiprocessors": "60",
+    "nvidia.com/gpu.present": "true",
+    "nvidia.com/gpu.deploy.mig-manager": "true",
+}
+H100_MIXED_ALLOCATABLE = {
+    GPU: 0,
+    "nvidia.com/mig-1g.10gb": 2,
+    "nvidia.com/mig-2g.20gb": 1,
+    "nvidia.com/mig-3g.40gb": 1,
+}
+
+
+def offers(inventory: Any) -> list[tuple[str, str, str, int, int]]:
+    return [(o.profile, o.strategy, o.resource, o.memory_mib, o.max_per_node) for o in inventory.offers]
+
+
+def test_mixed_strategy_h100_all_balanced() -> None:
+    inventory = make_inventory(make_node("h100", H100_MIXED_LABELS, H100_MIXED_ALLOCATABLE, [GPU_TAINT]))
+    (node,) = inventory.nodes
+    assert (node.product, node.strategy, node.gpu_memory_mib) == ("NVIDIA-H100-80GB-HBM3", "mixed", 81559)
+    assert dict(node.slices) == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+    assert dict(node.slice_memory_mib) == {"1g.10gb": 9984, "2g.20gb": 20096, "3g.40gb": 40320}
+    assert offers(inventory) == [
+        ("1g.10gb", "mixed", "nvidia.com/mig-1g.10gb", 9984, 2),
+        ("2g.20gb", "mixed", "nvidia.com/mig-2g.20gb", 20096, 1),
+        ("3g.40gb", "mixed", "nvidia.com/mig-3g.40gb", 40320, 1),
+    ]
+    assert [round(o.compute_share, 3) for o in inventory.offers] == [0.143, 0.286, 0.429]
+    assert GPU not in inventory.largest
+    assert inventory.advertised >= {
+        "nvidia.com/mig-1g.10gb",
+        "nvidia.com/mig-2g.20gb",
+        "nvidia.com/mig-3g.40gb",
+    }
+    assert not inventory.has_single_nodes and not inventory.has_gke_partitions
+
+
+def test_mixed_memory_falls_back_to_the_reference_without_memory_labels() -> None:
+    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/mig.strategy": "mixed"}
+    inventory = make_inventory(make_node("h100", labels, {"nvidia.com/mig-1g.20gb": 4}))
+    (offer,) = inventory.offers
+    assert (offer.profile, offer.resource, offer.max_per_node) == ("1g.20gb", "nvidia.com/mig-1g.20gb", 4)
+    assert 19000 < offer.memory_mib <= 20480, "the usable memory of H100 1g.20gb, not the nominal 20GB"
+
+
+def test_media_extension_profiles_get_their_canonical_name() -> None:
+    labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    inventory = make_inventory(make_node("a100", labels, {"nvidia.com/mig-1g.10gb.me": 1}))
+    assert [(o.profile, o.resource) for o in inventory.offers] == [
+        ("1g.10gb+me", "nvidia.com/mig-1g.10gb.me")
+    ]
+    assert inventory.nodes[0].strategy == "mixed"
+
+
+def test_single_strategy_h100_all_1g_10gb() -> None:
+    """MIG.md: `nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-MIG-1g.10gb nvidia.com/gpu.count=7`."""
+    labels = {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+        "nvidia.com/gpu.count": "7",
+        "nvidia.com/gpu.slices.gi": "1",
+        "nvidia.com/gpu.slices.ci": "1",
+        "nvidia.com/mig.config": "all-1g.10gb",
+        "nvidia.com/mig.config.state": "success",
+        "nvidia.com/mig.strategy": "single",
+    }
+    inventory = make_inventory(make_node("h100", labels, {GPU: 7}))
+    assert offers(inventory) == [("1g.10gb", "single", GPU, inventory.offers[0].memory_mib, 7)]
+    assert inventory.offers[0].products == ("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",)
+    assert 9000 < inventory.offers[0].memory_mib <= 10240
+    assert inventory.has_single_nodes
+    assert GPU not in inventory.largest, "MIG devices posing as nvidia.com/gpu are not whole GPUs"
+
+
+def test_single_strategy_memory_comes_from_the_gpu_memory_label() -> None:
+    """The GFD README's single-strategy example: A100-SXM4-40GB-MIG-1g.5gb, count 56, memory 5120."""
+    labels = {
+        "nvidia.com/gpu.product": "A100-SXM4-40GB-MIG-1g.5gb",
+        "nvidia.com/gpu.count": "56",
+        "nvidia.com/gpu.memory": "5120",
+    }
+    inventory = make_inventory(make_node("a100", labels, {GPU: 56}))
+    assert offers(inventory) == [("1g.5gb", "single", GPU, 5120, 56)]
+
+
+def test_single_strategy_without_the_strategy_label_is_recognised_by_the_product() -> None:
+    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb"}
+    inventory = make_inventory(make_node("h100", labels, {GPU: 2}))
+    assert [(o.profile, o.strategy) for o in inventory.offers] == [("3g.40gb", "single")]
+
+
+def test_an_invalid_single_strategy_setup_offers_nothing() -> None:
+    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-INVALID", "nvidia.com/gpu.count": "0"}
+    inventory = make_inventory(make_node("h100", labels, {GPU: 0}))
+    assert (inventory.nodes, inventory.offers) == ((), ())
+
+
+def test_gke_partitions() -> None:
+    labels = {
+        "cloud.google.com/gke-accelerator": "nvidia-tesla-a100",
+        "cloud.google.com/gke-gpu-partition-size": "1g.5gb",
+    }
+    inventory = make_inventory(make_node("gke", labels, {GPU: 7}))
+    (offer,) = inventory.offers
+    assert (offer.profile, offer.strategy, offer.resource, offer.max_per_node) == ("1g.5gb", "gke", GPU, 7)
+    assert offer.gke_accelerators == ("nvidia-tesla-a100",)
+    assert 4000 < offer.memory_mib < 5120
+    assert inventory.has_gke_partitions and GPU not in inventory.largest
+
+
+def test_whole_gpu_nodes_set_the_largest_node() -> None:
+    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    inventory = make_inventory(make_node("a", labels, {GPU: 4}), make_node("b", labels, {GPU: 8}))
+    assert inventory.largest[GPU] == (8, "b")
+    assert inventory.offers == ()
+
+
+def test_offers_of_one_profile_aggregate_over_nodes() -> None:
+    labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/mig.strategy": "mixed"}
+    inventory = make_inventory(
+        make_node("a", {**labels, "nvidia.com/mig-1g.10gb.memory": "9856"}, {"nvidia.com/mig-1g.10gb": 7}),
+        make_node("b", {**labels, "nvidia.com/mig-1g.10gb.memory": "9728"}, {"nvidia.com/mig-1g.10gb": 28}),
+    )
+    (offer,) = inventory.offers
+    assert (offer.memory_mib, offer.max_per_node, offer.node_count) == (9728, 28, 2)
+    assert inventory.largest["nvidia.com/mig-1g.10gb"] == (28, "b")
+
+
+def test_only_gpu_taints_are_kept() -> None:
+    taints = [
+        GPU_TAINT,
+        {"key": "sku", "value": "gpu", "effect": "NoSchedule"},
+        {"key": "dedicated", "value": "accelerator", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+        {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
+        {"key": "team", "value": "web", "effect": "NoSchedule"},
+    ]
+    inventory = make_inventory(make_node("n", {"nvidia.com/gpu.product": "NVIDIA-L4"}, {GPU: 1}, taints))
+    assert inventory.whole_gpu_taints == (
+        Taint("dedicated", "accelerator", "NoExecute"),
+        Taint("nvidia.com/gpu", "present", "NoSchedule"),
+        Taint("sku", "gpu", "NoSchedule"),
+    )
+
+
+def test_nodes_without_gpus_only_add_the_names_they_advertise() -> None:
+    inventory = make_inventory(make_node("cpu", {}, {"example.com/fpga": 2}), make_node("empty"))
+    assert inventory.nodes == () and inventory.known
+    assert "example.com/fpga" in inventory.advertised
+
+
+def test_capacity_is_used_when_allocatable_is_missing() -> None:
+    node = make_node("n", {"nvidia.com/gpu.product": "NVIDIA-L4"}, {GPU: 2})
+    del node["status"]["allocatable"]
+    assert make_inventory(node).largest[GPU] == (2, "n")
+
+
+def test_malformed_nodes_do_not_break_the_inventory() -> None:
+    node = make_node("n", {"nvidia.com/gpu.product": "NVIDIA-L4"}, {GPU: "two"})
+    broken = {
+        "kind": "Node",
+        "metadata": None,
+        "spec": {"taints": ["x", None]},
+        "status": {"allocatable": {GPU: 1}},
+    }
+    inventory = make_inventory(node, broken)
+    assert [n.name for n in inventory.nodes] == [""]

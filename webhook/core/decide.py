@@ -25,7 +25,7 @@ def decide(pod: Pod, context: Context) -> Decision:
     evaluation = evaluate(pod, context, namespace, policy, "spec", "metadata")
     template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
     name = template.name if template else None
-    if template is None or env is None or denies(findings, policy.mode):
+    if env is None or denies(findings, policy.mode):
         return finish(policy, name, findings, None, [])
     mutated, changes = mutated_copy(pod, env)
     patch, problems = patch_for(pod, mutated, env.view.base) if mutated is not pod else ([], [])

@@ -18,9 +18,10 @@ from webhook.core.selection import describe_need
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     plan = env.plan
     offer = plan.offer
-    annotations = child(child(pod, "metadata"), "annotations")
-    if not plan.rewrite or offer is None or PROFILE_ANNOTATION in annotations:
+    present = (pod.get("metadata") or {}).get("annotations") or {}
+    if not plan.rewrite or offer is None or PROFILE_ANNOTATION in present:
         return []
+    annotations = child(child(pod, "metadata"), "annotations")
     original: dict[str, str] = {}
     first_path = ""
     for group, container in containers(pod):

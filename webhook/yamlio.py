@@ -120,11 +120,15 @@ def load_file(path: Path, strict: bool = True, report_duplicates: bool = False) 
 
 
 def iter_yaml_files(directory: Path) -> Iterator[Path]:
+    """YAML files under a folder, skipping tests/ and hidden entries: a mounted ConfigMap keeps a
+    second copy of every file in its `..<timestamp>` folder behind the `..data` symlink."""
     for path in sorted(directory.rglob("*")):
+        parts = path.relative_to(directory).parts
         if (
             path.suffix in (".yaml", ".yml")
             and path.is_file()
-            and "tests" not in path.relative_to(directory).parts
+            and "tests" not in parts
+            and not any(part.startswith(".") for part in parts)
         ):
             yield path
 

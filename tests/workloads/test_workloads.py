@@ -23,7 +23,8 @@ CORPUS_SITES = [
     ("kubeflow-training-operator__pytorch_job_mnist_nccl.yaml", "PyTorchJob",
      ["spec.pytorchReplicaSpecs.Master.template", "spec.pytorchReplicaSpecs.Worker.template"]),
     ("kubeflow-training-operator__multi_worker_tfjob.yaml", "TFJob", ["spec.tfReplicaSpecs.Worker.template"]),
-    ("kubeflow-training-operator__paddle-simple-gpu.yaml", "PaddleJob", ["spec.paddleReplicaSpecs.Worker.template"]),
+    ("kubeflow-training-operator__paddle-simple-gpu.yaml", "PaddleJob",
+     ["spec.paddleReplicaSpecs.Worker.template"]),
     ("kubeflow-mpi-operator__tensorflow-benchmarks.yaml", "MPIJob",
      ["spec.mpiReplicaSpecs.Launcher.template", "spec.mpiReplicaSpecs.Worker.template"]),
     ("kubeflow-trainer__lammps-train-gpus.yaml", "TrainJob", ["spec.trainer"]),
@@ -71,7 +72,8 @@ def test_lws_worker_request_without_limit_is_denied_with_the_full_path(
     lws = _first(CORPUS / "kueue__sample-leaderworkerset-tas.yaml", "LeaderWorkerSet")
     decision = decide_object(lws, _context(catalog, inventories["mixed-cluster"]))
     assert not decision.allowed
-    path = 'spec.leaderWorkerTemplate.workerTemplate.spec.containers[name=nginx-worker].resources.requests["nvidia.com/gpu"]'
+    container = "spec.leaderWorkerTemplate.workerTemplate.spec.containers[name=nginx-worker]"
+    path = f'{container}.resources.requests["nvidia.com/gpu"]'
     assert ("GpuRequestWithoutLimit", path) in {(v.code, v.path) for v in decision.denials}
 
 
@@ -116,7 +118,8 @@ def test_pytorchjob_replica_types_each_get_their_template(
     worker["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": 1}}
     decision = decide_object(job, _context(catalog, inventories["mixed-cluster"]))
     assert decision.template == "distributed-training"
-    path = 'spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch].resources.limits["nvidia.com/mig-1g.10gb"]'
+    container = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch]"
+    path = f'{container}.resources.limits["nvidia.com/mig-1g.10gb"]'
     assert ("MigForbiddenByTemplate", path) in {(v.code, v.path) for v in decision.denials}
     assert not any(v.path.startswith("spec.pytorchReplicaSpecs.Master") for v in decision.denials)
 

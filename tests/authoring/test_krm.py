@@ -1,0 +1,182 @@
+"""The KRM function: a ResourceList in, mutated items and one result per violation out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from webhook.authoring.krm import FunctionConfig, KrmInputError, read_config, run_function
+
+INVENTORY = str(ROOT / "examples" / "inventories" / "a100-mixed.yaml")
+CONFIG = FunctionConfig(
+    templates=str(ROOT / "templates"), policies=str(ROOT / "policies"), inventory=INVENTORY
+)
+
+
+def pod(name: str, gpu: object = 1, image: str = "vllm/vllm-openai:v0.6.3", **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "containers": [{"name": "main", "image": image, "resources": {"limits": {"nvidia.com/gpu": gpu}}}]
+        },
+    }
+
+
+def deployment(name: str) -> dict[str, Any]:
+    template = pod("x")
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "serving"},
+        "spec": {"replicas": 1, "template": {"metadata": {}, "spec": template["spec"]}},
+    }
+
+
+CONFIG_MAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "b"}}
+
+
+def resource_list(*items: dict[str, Any], config: dict[str, str] | None = None) -> dict[str, Any]:
+    listed: dict[str, Any] = {
+        "apiVersion": "config.kubernetes.io/v1",
+        "kind": "ResourceList",
+        "items": list(items),
+    }
+    if config is not None:
+        listed["functionConfig"] = {"apiVersion": "v1", "kind": "ConfigMap", "data": config}
+    return listed
+
+
+def test_items_are_mutated_in_place_and_others_pass_through_in_order() -> None:
+    outcome = run_function(resource_list(CONFIG_MAP, pod("vllm"), deployment("web")), CONFIG)
+    items = outcome.resource_list["items"]
+    assert [i["kind"] for i in items] == ["ConfigMap", "Pod", "Deployment"]
+    assert items[0] == CONFIG_MAP
+    assert items[1]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.40gb"] == 1
+    template = items[2]["spec"]["template"]
+    assert template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.40gb"] == 1
+    assert not outcome.failed
+
+
+def test_one_result_per_violation_with_ref_field_and_tags() -> None:
+    outcome = run_function(resource_list(pod("vllm", namespace="team")), CONFIG)
+    codes = [r["tags"]["code"] for r in outcome.results]
+    assert codes[:2] == ["RewrittenToMig", "SteeredToMigNodes"]
+    first = outcome.results[0]
+    assert first["severity"] == "info"
+    assert first["resourceRef"] == {"apiVersion": "v1", "kind": "Pod", "name": "vllm", "namespace": "team"}
+    assert first["field"] == {"path": 'spec.containers[name=main].resources.limits["nvidia.com/gpu"]'}
+    assert first["tags"]["template"] == "llm-serving" and first["tags"]["policy"] == "default"
+    assert outcome.resource_list["results"] == outcome.results
+
+
+def test_denials_are_errors_warnings_are_warnings_and_the_file_is_named() -> None:
+    annotations = {"config.kubernetes.io/path": "pods/x.yaml", "internal.config.kubernetes.io/index": "2"}
+    outcome = run_function(resource_list(pod("bad", gpu="0.5", annotations=annotations)), CONFIG)
+    (error,) = [r for r in outcome.results if r["tags"]["code"] == "FractionalGpu"]
+    assert error["severity"] == "error" and error["file"] == {"path": "pods/x.yaml", "index": 2}
+    assert outcome.failed
+    research = run_function(resource_list(pod("bad", gpu="0.5", namespace="research-x")), CONFIG)
+    assert {r["severity"] for r in research.results if r["tags"]["code"] == "FractionalGpu"} == {"warning"}
+    assert not research.failed
+
+
+def test_mutate_false_leaves_items_unchanged_but_reports() -> None:
+    items = (pod("vllm"), deployment("web"))
+    outcome = run_function(resource_list(*items, config={"mutate": "false"}), CONFIG)
+    assert outcome.resource_list["items"] == list(items)
+    rewritten = [r for r in outcome.results if r["tags"]["code"] == "RewrittenToMig"]
+    assert len(rewritten) == 1 and rewritten[0]["message"].endswith("(not applied: mutate is false)")
+
+
+def test_function_config_overrides_defaults_and_namespace_default_applies() -> None:
+    config = {"inventory": "none", "namespace": "prod-chat", "templates": CONFIG.templates}
+    assert not run_function(resource_list(pod("shell", image="busybox", gpu=0)), CONFIG).failed
+    strict = run_function(resource_list(pod("shell", image="busybox", gpu=0), config=config), CONFIG)
+    assert [r["tags"]["code"] for r in strict.results] == ["NoMatchingTemplate"] and strict.failed
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"mutate": "maybe"}, "mutate"),
+        ({"colour": "red"}, "unknown key"),
+        ({"templates": "/nowhere"}, "no such templates"),
+        ({"inventory": "/nowhere.yaml"}, "nowhere.yaml"),
+    ],
+)
+def test_bad_function_config_is_an_error_result_and_items_are_kept(data: dict[str, str], words: str) -> None:
+    items = (pod("vllm"),)
+    outcome = run_function(resource_list(*items, config=data), CONFIG)
+    assert outcome.failed and outcome.resource_list["items"] == list(items)
+    assert words in outcome.results[0]["message"]
+
+
+def test_a_broken_catalog_names_each_problem_file(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(
+        "apiVersion: gpu.aethervirt.io/v1\nkind: WorkloadTemplate\nmetadata: {}\n"
+    )
+    outcome = run_function(resource_list(pod("vllm"), config={"templates": str(tmp_path)}), CONFIG)
+    assert outcome.failed
+    assert str(tmp_path / "t.yaml") in {r["file"]["path"] for r in outcome.results}
+
+
+def test_read_config_accepts_spec_and_bools() -> None:
+    config = read_config({"kind": "GpuWebhook", "spec": {"mutate": False, "namespace": "ml"}}, CONFIG)
+    assert config.mutate is False and config.namespace == "ml" and config.inventory == INVENTORY
+
+
+@pytest.mark.parametrize("bad", [[], {"kind": "Pod"}, {"kind": "ResourceList", "items": {}}])
+def test_input_that_is_not_a_resource_list_is_refused(bad: Any) -> None:
+    with pytest.raises(KrmInputError):
+        run_function(bad, CONFIG)
+
+
+def krm(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "webhook", "krm", "--inventory", INVENTORY, *args]
+    return subprocess.run(command, input=stdin, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_cli_round_trip_yaml() -> None:
+    result = krm(yaml.safe_dump(resource_list(CONFIG_MAP, pod("vllm"), pod("bad", gpu="0.5"))))
+    assert result.returncode == 1
+    out = yaml.safe_load(result.stdout)
+    assert out["kind"] == "ResourceList" and out["items"][0] == CONFIG_MAP
+    assert "nvidia.com/mig-3g.40gb" in out["items"][1]["spec"]["containers"][0]["resources"]["limits"]
+    assert out["items"][2] == pod("bad", gpu="0.5")
+    assert "FractionalGpu" in result.stderr and "RewrittenToMig" not in result.stderr
+
+
+def test_cli_json_in_json_out_and_no_mutate_flag() -> None:
+    result = krm(json.dumps(resource_list(pod("vllm"))), "--no-mutate")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["items"] == [pod("vllm")]
+
+
+def test_cli_stream_with_config_file_as_kustomize_exec_plugins_call_it(tmp_path: Path) -> None:
+    config = tmp_path / "fn.yaml"
+    config.write_text("apiVersion: gpu.aethervirt.io/v1\nkind: GpuWebhook\nmetadata: {name: g}\nspec: {}\n")
+    stream = yaml.safe_dump_all([CONFIG_MAP, pod("vllm")])
+    result = krm(stream, str(config))
+    assert result.returncode == 0, result.stderr
+    items = list(yaml.safe_load_all(result.stdout))
+    assert items[0] == CONFIG_MAP and "nvidia.com/mig-3g.40gb" in str(items[1])
+    assert "info: Pod/vllm: RewrittenToMig" in result.stderr
+
+
+@pytest.mark.parametrize("stdin", ["items: [unclosed\n", "apiVersion: v1\nkind: Pod\n---\n- a list\n"])
+def test_cli_bad_input_is_a_message_not_a_traceback(stdin: str) -> None:
+    result = krm(stdin)
+    if result.returncode == 2:
+        assert result.stderr.startswith("gpu-webhook: krm:") and "Traceback" not in result.stderr
+    else:  # a stream whose odd document is passed through untouched
+        assert result.returncode == 0 and "Traceback" not in result.stderr

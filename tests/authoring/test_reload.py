@@ -1,0 +1,283 @@
+"""The live-reloading catalog source on folders laid out as the kubelet mounts a ConfigMap."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from tests.conftest import ROOT
+from webhook.catalog import lint_paths, load_catalog
+from webhook.catalog.reload import ReloadingCatalogSource
+from webhook.core.model import Catalog
+
+TEMPLATE = """\
+apiVersion: gpu.aethervirt.io/v1
+kind: WorkloadTemplate
+metadata:
+  name: {name}
+  description: {version}
+spec:
+  kind: inference
+  accelerator: {{gpu: optional}}
+"""
+POLICY = """\
+apiVersion: gpu.aethervirt.io/v1
+kind: GpuPolicy
+metadata: {name: default}
+spec:
+  namespaces: ["*"]
+"""
+BROKEN = (
+    "apiVersion: gpu.aethervirt.io/v1\nkind: WorkloadTemplate\nmetadata: {name: a}\nspec: {colour: red}\n"
+)
+
+
+class ConfigMapMount:
+    """A folder as the kubelet keeps a mounted ConfigMap: `..<n>/` holds the files, `..data`
+    points at it, and each key is a symlink through `..data`. An update writes a new `..<n>/`
+    and swaps `..data` atomically with a rename, then drops the old folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.generation = 0
+        root.mkdir()
+
+    def publish(self, files: dict[str, str]) -> None:
+        self.generation += 1
+        new = self.root / f"..{self.generation}"
+        new.mkdir()
+        for name, text in files.items():
+            (new / name).write_text(text)
+        old = os.readlink(self.root / "..data") if (self.root / "..data").is_symlink() else None
+        (self.root / "..data_tmp").symlink_to(new.name)
+        os.replace(self.root / "..data_tmp", self.root / "..data")
+        for name in files:
+            if not (self.root / name).is_symlink():
+                (self.root / name).symlink_to(f"..data/{name}")
+        for link in self.root.iterdir():
+            if link.is_symlink() and not link.name.startswith("..") and link.name not in files:
+                link.unlink()
+        if old is not None:
+            shutil.rmtree(self.root / old)
+
+
+def templates(version: str) -> dict[str, str]:
+    return {f"{n}.yaml": TEMPLATE.format(name=n, version=version) for n in ("a", "b")}
+
+
+@pytest.fixture
+def mounts(tmp_path: Path) -> tuple[ConfigMapMount, ConfigMapMount]:
+    template_mount, policy_mount = (
+        ConfigMapMount(tmp_path / "templates"),
+        ConfigMapMount(tmp_path / "policies"),
+    )
+    template_mount.publish(templates("v1"))
+    policy_mount.publish({"default.yaml": POLICY})
+    return template_mount, policy_mount
+
+
+def source_for(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], registry: CollectorRegistry
+) -> ReloadingCatalogSource:
+    return ReloadingCatalogSource([mounts[0].root, mounts[1].root], interval=3600, registry=registry)
+
+
+def version(catalog: Catalog) -> str:
+    return next(iter(catalog.templates.values())).description
+
+
+def sample(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
+    return registry.get_sample_value(name, labels)
+
+
+def test_loads_a_configmap_mount_once_per_file(mounts: tuple[ConfigMapMount, ConfigMapMount]) -> None:
+    registry = CollectorRegistry()
+    source = source_for(mounts, registry)
+    assert not source.ready()
+    with pytest.raises(RuntimeError):
+        source.current()
+    source.start()
+    try:
+        assert source.ready()
+        assert set(source.current().templates) == {"a", "b"}
+        status = source.status()
+        assert status["loaded"] and status["templates"] == 2 and status["policies"] == 1
+        assert len(status["digest"]) == 64 and status["loadedAt"] and status["lastError"] is None
+        assert sample(registry, "gpu_webhook_catalog_reloads_total", result="success") == 1
+        assert sample(registry, "gpu_webhook_catalog_last_reload_success") == 1
+    finally:
+        source.stop()
+
+
+def test_a_swap_loads_a_new_catalog_and_an_unchanged_mount_does_not(
+    mounts: tuple[ConfigMapMount, ConfigMapMount],
+) -> None:
+    source = source_for(mounts, CollectorRegistry())
+    source.check_now()
+    first, digest = source.current(), source.status()["digest"]
+    assert source.check_now() is False and source.current() is first
+    mounts[0].publish(templates("v2"))
+    assert source.check_now() is True
+    assert version(source.current()) == "v2" and version(first) == "v1"
+    assert source.status()["digest"] != digest
+
+
+def test_a_removed_key_disappears(mounts: tuple[ConfigMapMount, ConfigMapMount]) -> None:
+    source = source_for(mounts, CollectorRegistry())
+    source.check_now()
+    mounts[0].publish({"a.yaml": TEMPLATE.format(name="a", version="v2")})
+    assert source.check_now() is True
+    assert set(source.current().templates) == {"a"}
+
+
+def test_a_broken_reload_keeps_the_last_good_catalog_and_says_so(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = CollectorRegistry()
+    source = source_for(mounts, registry)
+    source.check_now()
+    good = source.current()
+    mounts[0].publish({**templates("v2"), "a.yaml": BROKEN})
+    with caplog.at_level(logging.ERROR, logger="webhook.catalog.reload"):
+        assert source.check_now() is False
+    assert source.current() is good and source.ready()
+    error = source.status()["lastError"]
+    assert error is not None and source.status()["servingLastGood"] is True
+    assert any(
+        p["path"] == "spec" and p["source"].endswith("a.yaml") and p["line"] for p in error["problems"]
+    )
+    assert sample(registry, "gpu_webhook_catalog_reloads_total", result="failure") == 1
+    assert sample(registry, "gpu_webhook_catalog_last_reload_success") == 0
+    (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    logged = json.loads(record.getMessage())
+    assert logged["event"] == "catalog_reload_failed" and logged["problems"]
+
+    assert source.check_now() is False  # the same broken files are not counted twice
+    assert sample(registry, "gpu_webhook_catalog_reloads_total", result="failure") == 1
+
+    mounts[0].publish(templates("v3"))
+    assert source.check_now() is True
+    assert version(source.current()) == "v3"
+    assert source.status()["lastError"] is None
+    assert sample(registry, "gpu_webhook_catalog_last_reload_success") == 1
+    assert sample(registry, "gpu_webhook_catalog_reloads_total", result="success") == 2
+
+
+def test_a_broken_first_load_is_not_ready_until_fixed(tmp_path: Path) -> None:
+    mount, policies = ConfigMapMount(tmp_path / "templates"), ConfigMapMount(tmp_path / "policies")
+    mount.publish({"a.yaml": BROKEN})
+    policies.publish({"default.yaml": POLICY})
+    source = ReloadingCatalogSource([mount.root, policies.root], interval=3600, registry=CollectorRegistry())
+    source.check_now()
+    assert not source.ready()
+    with pytest.raises(RuntimeError, match="a.yaml"):
+        source.current()
+    mount.publish(templates("v1"))
+    assert source.check_now() is True and source.ready()
+
+
+def test_a_missing_folder_is_a_failure_not_a_crash(tmp_path: Path) -> None:
+    source = ReloadingCatalogSource([tmp_path / "nowhere"], interval=3600, registry=CollectorRegistry())
+    assert source.check_now() is False
+    assert source.status()["lastError"]["problems"][0]["message"] == "no such file or directory"
+
+
+def wait_for(source: ReloadingCatalogSource, wanted: str) -> None:
+    deadline = time.monotonic() + 30
+    while version(source.current()) != wanted and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def test_the_poll_thread_picks_up_a_swap(mounts: tuple[ConfigMapMount, ConfigMapMount]) -> None:
+    source = ReloadingCatalogSource([m.root for m in mounts], interval=0.02, registry=CollectorRegistry())
+    source.start()
+    try:
+        mounts[0].publish(templates("v2"))
+        wait_for(source, "v2")
+        assert version(source.current()) == "v2"
+    finally:
+        source.stop()
+    assert source._thread is not None and not source._thread.is_alive()
+
+
+def test_start_again_after_a_fork_like_reset_starts_a_new_thread(
+    mounts: tuple[ConfigMapMount, ConfigMapMount],
+) -> None:
+    source = source_for(mounts, CollectorRegistry())
+    source.start()
+    first = source._thread
+    source.start()  # still running: nothing new
+    assert source._thread is first
+    source.stop()
+    source.start()  # as in a forked worker, where the parent's thread is gone
+    try:
+        assert source._thread is not first and source._thread is not None and source._thread.is_alive()
+    finally:
+        source.stop()
+
+
+def test_readers_always_see_one_whole_catalog_during_swaps(tmp_path: Path) -> None:
+    """Swaps land while the poll thread is reading the files: a load that straddles one must be
+    thrown away, never served half old, half new."""
+    names = [f"t{i:02}" for i in range(12)]
+    mount, policies = ConfigMapMount(tmp_path / "templates"), ConfigMapMount(tmp_path / "policies")
+    policies.publish({"default.yaml": POLICY})
+
+    def publish(generation: int) -> None:
+        mount.publish({f"{n}.yaml": TEMPLATE.format(name=n, version=f"v{generation}") for n in names})
+
+    publish(1)
+    source = ReloadingCatalogSource([mount.root, policies.root], interval=0.001, registry=CollectorRegistry())
+    source.start()
+    torn: list[set[str]] = []
+    seen: set[str] = set()
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            catalog = source.current()
+            versions = {t.description for t in catalog.templates.values()}
+            seen.update(versions)
+            if len(versions) != 1:
+                torn.append(versions)
+            time.sleep(0)  # let the writer and the poll thread run between reads
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for generation in range(2, 60):
+            publish(generation)
+            if generation % 10 == 0:  # now and then let a load settle, so readers see it change
+                wait_for(source, f"v{generation}")
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+        source.stop()
+    source.check_now()
+    assert torn == []
+    assert len(seen) > 2
+    assert {t.description for t in source.current().templates.values()} == {"v59"}
+
+
+def test_the_shipped_catalog_loads_through_the_source() -> None:
+    source = ReloadingCatalogSource([ROOT / "templates", ROOT / "policies"], registry=CollectorRegistry())
+    source.check_now()
+    assert "llm-serving" in source.current().templates
+
+
+def test_lint_and_the_static_loader_read_a_configmap_mount_once(
+    mounts: tuple[ConfigMapMount, ConfigMapMount],
+) -> None:
+    """The `..<n>/` copy behind `..data` is not a second set of templates (no duplicate names)."""
+    assert lint_paths([m.root for m in mounts]) == []
+    assert set(load_catalog([m.root for m in mounts]).templates) == {"a", "b"}

@@ -1,0 +1,227 @@
+"""The KRM function: a ResourceList in, the same list out with the webhook's mutations applied (or
+not) and one result per violation, as the KRM Functions Specification describes.
+
+The same decide_object the webhook serves decides each Pod and workload, so `kpt fn eval` or a
+kustomize transformer shows in the repository exactly what admission would do. Other items
+pass through untouched and in order. Workload pod templates are mutated when mutation is on,
+whatever the namespace policy's `mutate` says: rendering is the point of a function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from webhook.catalog import CatalogError, load_catalog
+from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, Decision, Inventory, Violation
+from webhook.core.reasons import REASONS
+from webhook.core.workloads import SUPPORTED_KINDS, decide_object
+from webhook.inventory.files import InventoryError, load_inventory
+
+RESOURCE_LIST_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
+SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
+PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
+INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+_NOT_MUTATIONS = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
+
+
+class KrmInputError(ValueError):
+    """Input that is not a ResourceList (or List) of objects: nothing can be written back."""
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    mutate: bool = True
+    templates: str = "templates"
+    policies: str = "policies"
+    inventory: str = "none"
+    """A node-list file, or `none`: no slice choice or node checks."""
+    namespace: str = ""
+    """Namespace for items that name none (else `default`)."""
+
+
+CONFIG_KEYS = ("mutate", "templates", "policies", "inventory", "namespace")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    resource_list: dict[str, Any]
+    results: list[dict[str, Any]]
+
+    @property
+    def failed(self) -> bool:
+        """The spec's rule: a function whose results hold an error exits non-zero."""
+        return any(r.get("severity") == "error" for r in self.results)
+
+
+def items_of(resource_list: Any) -> list[Any]:
+    if not isinstance(resource_list, dict):
+        raise KrmInputError(f"expected a ResourceList mapping, got {type(resource_list).__name__}")
+    kind = resource_list.get("kind")
+    if kind != "ResourceList" and not str(kind or "").endswith("List"):
+        raise KrmInputError(f"expected kind ResourceList (config.kubernetes.io/v1), got {kind!r}")
+    items = resource_list.get("items")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise KrmInputError("items must be a list")
+    return items
+
+
+def read_config(function_config: Any, defaults: FunctionConfig) -> FunctionConfig:
+    """The functionConfig's `data` (a ConfigMap, as `kpt fn eval -- key=value` makes) or `spec`."""
+    if function_config is None:
+        return defaults
+    if not isinstance(function_config, Mapping):
+        raise ValueError("functionConfig must be an object")
+    values = function_config.get("data") or function_config.get("spec") or {}
+    if not isinstance(values, Mapping):
+        raise ValueError("functionConfig data/spec must be a mapping")
+    unknown = sorted(set(values) - set(CONFIG_KEYS))
+    if unknown:
+        raise ValueError(
+            f"functionConfig: unknown key(s) {', '.join(unknown)}; known: {', '.join(CONFIG_KEYS)}"
+        )
+    config = defaults
+    for key in CONFIG_KEYS:
+        if key in values:
+            config = replace(config, **{key: _config_value(key, values[key])})
+    return config
+
+
+def _config_value(key: str, value: Any) -> Any:
+    if key != "mutate":
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"functionConfig: {key} must be a non-empty string, got {value!r}")
+        return value
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f'functionConfig: mutate must be "true" or "false", got {value!r}')
+    return text == "true"
+
+
+def run_function(resource_list: dict[str, Any], defaults: FunctionConfig) -> Outcome:
+    """Apply the webhook to every item; configuration problems become error results."""
+    items = items_of(resource_list)
+    try:
+        config = read_config(resource_list.get("functionConfig"), defaults)
+        catalog, inventory = _load(config)
+    except CatalogError as exc:
+        return _finish(resource_list, items, [_problem_result(str(p), p.source) for p in exc.problems])
+    except (ValueError, InventoryError) as exc:
+        return _finish(resource_list, items, [_problem_result(str(exc))])
+    out_items: list[Any] = []
+    results: list[dict[str, Any]] = []
+    for item in items:
+        new_item, item_results = _process(item, config, catalog, inventory)
+        out_items.append(new_item)
+        results.extend(item_results)
+    return _finish(resource_list, out_items, results)
+
+
+def _load(config: FunctionConfig) -> tuple[Catalog, Inventory]:
+    missing = [p for p in (config.templates, config.policies) if not Path(p).exists()]
+    if missing:
+        raise ValueError(f"no such templates/policies folder: {', '.join(missing)} (cwd {Path.cwd()})")
+    catalog = load_catalog([config.templates, config.policies])
+    if config.inventory == "none":
+        return catalog, UNKNOWN_INVENTORY
+    return catalog, load_inventory(config.inventory)
+
+
+def _process(
+    item: Any, config: FunctionConfig, catalog: Catalog, inventory: Inventory
+) -> tuple[Any, list[dict[str, Any]]]:
+    if not _checkable(item):
+        return item, []
+    metadata = _mapping(item.get("metadata"))
+    namespace = str(metadata.get("namespace") or config.namespace or "default")
+    context = Context(catalog, inventory, namespace=namespace, mutate_templates=config.mutate)
+    try:
+        decision = decide_object(item, context)
+    except Exception as exc:  # a core bug: report it on the item, keep the pipeline readable
+        return item, [_result(item, "error", f"the webhook could not evaluate this object: {exc}", None)]
+    applied = config.mutate and decision.mutated is not None
+    return (decision.mutated if applied else item), list(_results(item, decision, applied))
+
+
+def _checkable(item: Any) -> bool:
+    if not isinstance(item, dict):
+        return False
+    annotations = (item.get("metadata") or {}).get("annotations") or {}
+    if str(annotations.get(LOCAL_CONFIG, "")).lower() == "true":
+        return False
+    kind = item.get("kind")
+    return kind == "Pod" or kind in SUPPORTED_KINDS
+
+
+def _results(item: dict[str, Any], decision: Decision, applied: bool) -> Iterator[dict[str, Any]]:
+    unapplied = decision.mutated is not None and not applied
+    for violation in decision.violations:
+        message = f"{violation.code}: {violation.message}"
+        if unapplied and _is_mutation(violation):
+            message += " (not applied: mutate is false)"
+        yield _result(item, SEVERITY[violation.outcome], message, violation, decision)
+
+
+def _is_mutation(violation: Violation) -> bool:
+    return REASONS[violation.code].cls == "info" and violation.code not in _NOT_MUTATIONS
+
+
+def _result(
+    item: dict[str, Any],
+    severity: str,
+    message: str,
+    violation: Violation | None,
+    decision: Decision | None = None,
+) -> dict[str, Any]:
+    metadata = _mapping(item.get("metadata"))
+    ref = {key: item.get(key, "") for key in ("apiVersion", "kind")}
+    ref["name"] = str(metadata.get("name") or metadata.get("generateName") or "")
+    if metadata.get("namespace"):
+        ref["namespace"] = str(metadata["namespace"])
+    result: dict[str, Any] = {"message": message, "severity": severity, "resourceRef": ref}
+    if violation is not None:
+        result["field"] = {"path": violation.path}
+        result["tags"] = {"code": violation.code, "outcome": violation.outcome}
+        if decision is not None:
+            result["tags"].update(policy=decision.policy, template=decision.template or "")
+    file = _file(metadata.get("annotations") or {})
+    if file:
+        result["file"] = file
+    return result
+
+
+def _file(annotations: Mapping[str, Any]) -> dict[str, Any]:
+    path = next((annotations[k] for k in PATH_ANNOTATIONS if annotations.get(k)), None)
+    if path is None:
+        return {}
+    file: dict[str, Any] = {"path": str(path)}
+    index = next((annotations[k] for k in INDEX_ANNOTATIONS if annotations.get(k) is not None), None)
+    if index is not None and str(index).isdigit():
+        file["index"] = int(index)
+    return file
+
+
+def _problem_result(message: str, source: str | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"message": message, "severity": "error"}
+    if source:
+        result["file"] = {"path": source}
+    return result
+
+
+def _finish(resource_list: dict[str, Any], items: list[Any], results: list[dict[str, Any]]) -> Outcome:
+    out = {key: value for key, value in resource_list.items() if key != "results"}
+    out["items"] = items
+    if results:
+        out["results"] = results
+    return Outcome(out, results)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

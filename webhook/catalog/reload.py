@@ -1,0 +1,253 @@
+"""A catalog source that reloads templates and policies when their files change.
+
+Mounted ConfigMaps change by an atomic swap of the `..data` symlink and send no reliable
+file events, so a daemon thread polls a digest of the resolved files' contents. A changed
+digest loads a new catalog; a load that fails keeps serving the last good one and says so in
+a log line, the metrics and `status()`. `current()` hands out one immutable Catalog, so a
+request in flight never sees half of two versions.
+
+The thread starts in `start()`: gunicorn forks after the app is built and threads do not
+survive a fork, so the server calls `start()` in each worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from webhook.catalog.loader import CatalogError, Problem, load_catalog
+from webhook.core.model import Catalog
+
+LOG = logging.getLogger("webhook.catalog.reload")
+DEFAULT_INTERVAL = 10.0
+SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class CatalogMetrics:
+    """Reload counters and gauges; pass a registry to export them (the server passes its own)."""
+
+    reloads: Counter
+    last_success: Gauge
+    last_success_time: Gauge
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None) -> CatalogMetrics:
+        """Metrics registered in `registry`; None keeps them unregistered (nothing is exported)."""
+        return cls(
+            reloads=Counter(
+                "gpu_webhook_catalog_reloads",
+                "Catalog loads by result (the first load counts too).",
+                ["result"],
+                registry=registry,
+            ),
+            last_success=Gauge(
+                "gpu_webhook_catalog_last_reload_success",
+                "1 when the last catalog load succeeded, 0 when it failed and an older catalog is served.",
+                registry=registry,
+                multiprocess_mode="livemin",
+            ),
+            last_success_time=Gauge(
+                "gpu_webhook_catalog_last_reload_success_timestamp_seconds",
+                "Unix time the catalog being served was loaded.",
+                registry=registry,
+                multiprocess_mode="livemax",
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    at: float
+    digest: str
+    problems: tuple[Problem, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "at": _iso(self.at),
+            "digest": self.digest,
+            "problems": [
+                {"source": p.source, "line": p.line, "path": p.path, "message": p.message}
+                for p in self.problems
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class _State:
+    """Everything current() and status() read, replaced as one value."""
+
+    catalog: Catalog | None = None
+    digest: str = ""
+    loaded_at: float | None = None
+    attempted_digest: str = ""
+    last_failure: LoadFailure | None = None
+    counts: dict[str, int] = field(default_factory=lambda: {"success": 0, "failure": 0})
+
+
+class ReloadingCatalogSource:
+    """Implements webhook.sources.CatalogSource for folders (or files) that may change."""
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        interval: float = DEFAULT_INTERVAL,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"interval must be positive, got {interval}")
+        self._paths = tuple(Path(p) for p in paths)
+        self._interval = interval
+        self._metrics = CatalogMetrics.create(registry)
+        self._state = _State()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Load now, then poll in a daemon thread; safe to call again in a forked worker."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._lock = threading.Lock()  # a lock copied through fork may be held by a dead thread
+        self._stop = threading.Event()
+        self.check_now()
+        self._thread = threading.Thread(target=self._poll, name="catalog-reload", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=self._interval + 5)
+
+    def current(self) -> Catalog:
+        catalog = self._state.catalog
+        if catalog is None:
+            raise RuntimeError("catalog not loaded yet: " + self._failure_text())
+        return catalog
+
+    def ready(self) -> bool:
+        return self._state.catalog is not None
+
+    def status(self) -> dict[str, Any]:
+        state = self._state
+        catalog = state.catalog
+        return {
+            "paths": [str(p) for p in self._paths],
+            "loaded": catalog is not None,
+            "templates": len(catalog.templates) if catalog else 0,
+            "policies": len(catalog.policies) if catalog else 0,
+            "digest": state.digest or None,
+            "loadedAt": _iso(state.loaded_at) if state.loaded_at else None,
+            "reloads": dict(state.counts),
+            "lastError": state.last_failure.as_dict() if state.last_failure else None,
+            "servingLastGood": state.last_failure is not None and catalog is not None,
+        }
+
+    def check_now(self) -> bool:
+        """Reload if the files changed since the last attempt; True when a new catalog is served."""
+        with self._lock:
+            digest = files_digest(self._paths)
+            if digest == self._state.attempted_digest:
+                return False
+            try:
+                catalog: Catalog | None = load_catalog(catalog_files(self._paths))
+                problems: tuple[Problem, ...] = ()
+            except CatalogError as exc:
+                catalog, problems = None, exc.problems
+            except Exception as exc:  # a loader bug, or a file swapped away mid-read
+                catalog, problems = None, (Problem("<loader>", None, "", f"{type(exc).__name__}: {exc}"),)
+            if files_digest(self._paths) != digest:
+                return False  # changed while loading: the next poll loads the settled files
+            if catalog is None:
+                return self._failed(digest, problems)
+            return self._loaded(digest, catalog)
+
+    def _loaded(self, digest: str, catalog: Catalog) -> bool:
+        now = time.time()
+        counts = {**self._state.counts, "success": self._state.counts["success"] + 1}
+        self._state = _State(catalog, digest, now, digest, None, counts)
+        self._metrics.reloads.labels(result="success").inc()
+        self._metrics.last_success.set(1)
+        self._metrics.last_success_time.set(now)
+        LOG.info(
+            json.dumps(
+                {
+                    "event": "catalog_loaded",
+                    "digest": digest,
+                    "templates": len(catalog.templates),
+                    "policies": len(catalog.policies),
+                }
+            )
+        )
+        return True
+
+    def _failed(self, digest: str, problems: Sequence[Problem]) -> bool:
+        failure = LoadFailure(time.time(), digest, tuple(problems))
+        counts = {**self._state.counts, "failure": self._state.counts["failure"] + 1}
+        self._state = replace(self._state, attempted_digest=digest, last_failure=failure, counts=counts)
+        self._metrics.reloads.labels(result="failure").inc()
+        self._metrics.last_success.set(0)
+        kept = "keeping the last good catalog" if self._state.catalog else "no catalog to serve yet"
+        LOG.error(json.dumps({"event": "catalog_reload_failed", "action": kept, **failure.as_dict()}))
+        return False
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.check_now()
+            except Exception:  # e.g. a folder unreadable for a moment
+                LOG.exception(json.dumps({"event": "catalog_poll_error"}))
+
+    def _failure_text(self) -> str:
+        failure = self._state.last_failure
+        if failure is None:
+            return "start() was not called"
+        return "; ".join(str(p) for p in failure.problems[:5])
+
+
+def catalog_files(paths: Sequence[Path]) -> list[Path]:
+    """The YAML files a catalog is built from: given files, and those under given folders except in
+    tests/ and hidden folders (a ConfigMap mount's `..data` and `..<timestamp>` copies). Missing
+    paths are kept: the loader reports them."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            found.append(path)
+            continue
+        for folder, subfolders, names in os.walk(path):
+            subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d != "tests")
+            found.extend(
+                Path(folder) / n for n in sorted(names) if n.endswith(SUFFIXES) and not n.startswith(".")
+            )
+    return found
+
+
+def files_digest(paths: Sequence[Path]) -> str:
+    """sha256 over the names and contents of the resolved catalog files (symlinks followed)."""
+    digest = hashlib.sha256()
+    for name, content in _contents(paths):
+        digest.update(name.encode() + b"\0" + content + b"\0")
+    return digest.hexdigest()
+
+
+def _contents(paths: Sequence[Path]) -> Iterator[tuple[str, bytes]]:
+    for file in catalog_files(paths):
+        try:
+            yield str(file), file.read_bytes()
+        except OSError as exc:  # missing, or swapped away between listing and reading
+            yield str(file), f"<unreadable: {exc.strerror}>".encode()
+
+
+def _iso(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))

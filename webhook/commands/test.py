@@ -1,0 +1,43 @@
+"""`gpu-webhook test [PATH...]`: run the test suites that live beside the templates.
+
+Exit 0 when every case passes, 1 when any fails, 2 when a suite file is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from webhook.authoring.junit import write_junit
+from webhook.authoring.report import render
+from webhook.authoring.runner import run_paths
+from webhook.commands.common import EXIT_BAD_INPUT, error
+
+DEFAULT_SUITES = "templates/tests"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser(
+        "test", help="run template test suites: expected decisions, codes and mutations per manifest"
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=[DEFAULT_SUITES],
+        metavar="PATH",
+        help=f"suite files, or folders whose *.yaml files are suites (default: {DEFAULT_SUITES})",
+    )
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML results to FILE")
+    parser.add_argument("-q", "--quiet", action="store_true", help="list only failing cases in the table")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = run_paths(args.paths)
+    print(render(result, show_passed=not args.quiet))
+    if args.junit:
+        try:
+            write_junit(result, args.junit)
+        except OSError as exc:
+            error(f"cannot write JUnit XML to {args.junit}: {exc.strerror or exc}")
+            return EXIT_BAD_INPUT
+    return result.exit_code

@@ -7,14 +7,14 @@ import sys
 from collections.abc import Sequence
 
 from webhook import __version__
-from webhook.commands import certs, check, krm, lint, test
+from webhook.commands import certs, check, krm, lint, report, test
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpu-webhook", description=__doc__)
     parser.add_argument("--version", action="version", version=f"gpu-webhook {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (check, lint, test, krm, certs):
+    for module in (check, lint, test, krm, certs, report):
         module.add_parser(commands)
     return parser
 

@@ -53,6 +53,7 @@ def build_policy(data: Mapping[str, Any], source: str) -> Policy:
         max_gpus_per_pod=spec.get("maxGpusPerPod"),
         allowed_profiles=frozenset(profiles) if profiles is not None else None,
         when_no_slice_fits=mig.get("whenNoSliceFits", "larger"),
+        when_none_free=mig.get("whenNoneFree", "wait"),
         mutate_templates=spec.get("mutate", "pods") == "templates",
         prices=dict(spec.get("prices") or {}),
         source=source,

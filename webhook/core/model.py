@@ -11,6 +11,7 @@ Mode = Literal["enforce", "warn", "audit"]
 MigPreference = Literal["preferred", "allowed", "forbidden"]
 GpuRequirement = Literal["required", "optional", "forbidden"]
 NoFitAction = Literal["larger", "whole", "deny"]
+NoneFreeAction = Literal["larger", "wait", "deny"]
 Strategy = Literal["none", "mixed", "single", "gke"]
 Outcome = Literal["deny", "warn", "audit", "info"]
 
@@ -120,6 +121,8 @@ class Policy:
     max_gpus_per_pod: int | None = None
     allowed_profiles: frozenset[str] | None = None
     when_no_slice_fits: NoFitAction = "larger"
+    when_none_free: NoneFreeAction = "wait"
+    """When every right-sized slice is in use (known only from an inventory that counts pods)."""
     mutate_templates: bool = False
     """Mutate workload pod templates too (`mutate: templates`), not only the pods they create."""
     prices: Mapping[str, float] = field(default_factory=dict)
@@ -150,6 +153,8 @@ class SliceOffer:
     node_count: int
     taints: tuple[Taint, ...] = ()
     gke_accelerators: tuple[str, ...] = ()
+    free_per_node: int | None = None
+    """The most devices of this slice free on one node; None when pod usage is unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +169,12 @@ class GpuNode:
     taints: tuple[Mapping[str, Any], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     gke_accelerator: str | None = None
+    used: Mapping[str, int] = field(default_factory=dict)
+    """What bound pods request, by resource (scheduler-style effective requests)."""
+    accelerator_pods: int = 0
+
+    def free(self, resource: str) -> int:
+        return max(0, self.allocatable.get(resource, 0) - self.used.get(resource, 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +190,8 @@ class Inventory:
     has_gke_partitions: bool
     whole_gpu_taints: tuple[Taint, ...]
     profiles_by_product: Mapping[str, frozenset[str]]
+    usage_known: bool = False
+    """True when bound pods were counted, so free capacity is known (a live cluster)."""
 
 
 UNKNOWN_INVENTORY = Inventory(

@@ -39,6 +39,7 @@ _TABLE = (
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow."),
     Reason("MigForbiddenByTemplate", "deny", "A MIG slice on a template that needs whole GPUs."),
     Reason("NoSliceFits", "deny", "No offered slice meets the need and the policy says to deny."),
+    Reason("NoFreeSlice", "deny", "Every fitting slice is in use and the policy (whenNoneFree: deny) says to deny."),
     # Templates.
     Reason("GpuOnCpuOnlyTemplate", "deny", "An accelerator request on a CPU-only template."),
     Reason("NoGpuOnGpuTemplate", "deny", "No GPU request on a template that requires one."),
@@ -49,11 +50,14 @@ _TABLE = (
     Reason("GpuAnnotationOutOfBounds", "deny", "A stated GPU need outside the bounds the template sets."),
     # Warnings.
     Reason("KeptWholeGpu", "warn", "The template prefers MIG but no fitting slice is offered; the whole GPU is kept."),
+    Reason("WaitingForFreeSlice", "warn", "Every right-sized slice is in use; the pod keeps the smallest and waits for one to free up."),
     Reason("MutationSkipped", "warn", "The webhook could not mutate this pod safely and left it unchanged."),
     # Information (mutations and skips).
     Reason("DraClaimsPresent", "info", "The pod uses DRA resourceClaims; it is left alone."),
     Reason("NamespaceExcluded", "info", "The namespace is excluded by policy; the pod is left alone."),
     Reason("RewrittenToMig", "info", "Whole-GPU requests were rewritten to the smallest fitting MIG slice."),
+    Reason("TookLargerFreeSlice", "info", "Every right-sized slice is in use; the next larger free slice was chosen (whenNoneFree: larger)."),
+    Reason("PreferredPackedNodes", "info", "A preferred node affinity toward busy nodes with free slices of the chosen profile, so small pods pack."),
     Reason("SteeredToMigNodes", "info", "Node affinity was added for the chosen GPU model and slice."),
     Reason("SteeredOffMigNodes", "info", "Node affinity keeps a whole-GPU pod off nodes that advertise MIG slices as nvidia.com/gpu."),
     Reason("InjectedTolerations", "info", "Tolerations for the GPU nodes' taints were added."),

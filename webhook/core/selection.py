@@ -6,6 +6,11 @@ The *right-sized* slice for a GPU model is the smallest profile of that model th
 When the cluster offers a right-sized slice, the pod gets the smallest one. Otherwise the
 policy's `whenNoSliceFits` decides: `larger` takes the smallest fitting slice on offer,
 `whole` keeps the whole GPU, `deny` rejects the pod.
+
+When the inventory knows what bound pods use (a live cluster), the smallest candidate with a
+free device on one node wins; when every candidate is in use, `whenNoneFree` decides: `larger`
+takes the next larger fitting slice that is free, `wait` keeps the smallest (the pod stays
+Pending until one frees up), `deny` rejects the pod and names what is free.
 """
 
 from __future__ import annotations
@@ -58,11 +63,40 @@ def plan_slice(
         return NO_PLAN
     fitting = [o for o in inventory.offers if _fits(o, need, devices, policy)]
     right_sized = [o for o in fitting if _right_sized(o, need, policy)]
-    if right_sized:
-        return Plan(offer=right_sized[0], rewrite=True)
-    if fitting and policy.when_no_slice_fits == "larger":
-        return Plan(offer=fitting[0], rewrite=True)
-    return Plan(findings=(_no_fit(view, need, policy, fitting),))
+    candidates = right_sized or (fitting if policy.when_no_slice_fits == "larger" else [])
+    if not candidates:
+        return Plan(findings=(_no_fit(view, need, policy, fitting),))
+    if not inventory.usage_known:
+        return Plan(offer=candidates[0], rewrite=True)
+    return _choose_free(view, candidates, fitting, devices, policy)
+
+
+def _choose_free(
+    view: PodView, candidates: list[SliceOffer], fitting: list[SliceOffer], devices: int, policy: Policy
+) -> Plan:
+    """The smallest candidate with room on one node; when none has, what `whenNoneFree` says."""
+    free = [o for o in candidates if _has_free(o, devices)]
+    if free:
+        return Plan(offer=free[0], rewrite=True)
+    smallest, path = candidates[0], _gpu_path(view)
+    larger = [o for o in fitting if _has_free(o, devices)]
+    if policy.when_none_free == "larger" and larger:
+        message = (
+            f"every {smallest.profile} slice is in use; took the next larger free one, {larger[0].profile}"
+        )
+        return Plan(offer=larger[0], rewrite=True, findings=(Finding("TookLargerFreeSlice", path, message),))
+    if policy.when_none_free == "deny":
+        free_now = (
+            ", ".join(f"{o.profile} ({o.free_per_node} on one node)" for o in larger) or "none that fits"
+        )
+        message = f"every {smallest.profile} slice is in use; free now: {free_now}"
+        return Plan(findings=(Finding("NoFreeSlice", path, message),))
+    message = f"every {smallest.profile} slice is in use; the pod waits for one"
+    return Plan(offer=smallest, rewrite=True, findings=(Finding("WaitingForFreeSlice", path, message),))
+
+
+def _has_free(offer: SliceOffer, devices: int) -> bool:
+    return offer.free_per_node is not None and offer.free_per_node >= devices
 
 
 def _already_applied(view: PodView, profile: str, inventory: Inventory) -> Plan:
@@ -119,9 +153,13 @@ def _right_sized(offer: SliceOffer, need: Need, policy: Policy) -> bool:
     return True
 
 
-def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer]) -> Finding:
+def _gpu_path(view: PodView) -> str:
     container = next(c for c in view.containers if any(a.kind is Kind.WHOLE for a in c.accel))
-    path = container.resource_path("limits", GPU)
+    return container.resource_path("limits", GPU)
+
+
+def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer]) -> Finding:
+    path = _gpu_path(view)
     wanted = describe_need(need)
     if policy.when_no_slice_fits == "deny":
         offered = ", ".join(sorted({o.profile for o in fitting})) or "none that fits"

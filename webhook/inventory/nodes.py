@@ -10,7 +10,8 @@ partitions as `nvidia.com/gpu` on nodes labelled `cloud.google.com/gke-gpu-parti
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -27,6 +28,7 @@ from webhook.core.profiles import (
     resource_for_profile,
 )
 from webhook.core.quantity import parse_quantity
+from webhook.inventory.usage import pod_usage, usage_by_node
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MEMORY_LABEL = "nvidia.com/gpu.memory"
@@ -40,17 +42,52 @@ _ACCELERATOR_LABEL_PREFIXES = ("nvidia.com/", "cloud.google.com/gke-", "karpente
 _ACCELERATOR_LABELS = (EKS_ACCELERATOR_LABEL, AKS_ACCELERATOR_LABEL, "node.kubernetes.io/instance-type")
 
 
-def build_inventory(nodes: Iterable[Mapping[str, Any]]) -> Inventory:
-    """Parse every Node; non-GPU nodes only contribute the extended resources they advertise."""
+def build_inventory(
+    nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]] | None = None
+) -> Inventory:
+    """Parse every Node; non-GPU nodes only contribute the extended resources they advertise.
+
+    With `pods` (bound pods, as `kubectl get pods -A -o yaml` lists them) each node also gets
+    what they request, so free capacity is known; without, usage stays unknown.
+    """
     gpu_nodes: list[GpuNode] = []
     advertised: set[str] = set()
     for node in nodes:
         allocatable = _allocatable(node)
-        advertised.update(name for name in allocatable if "/" in name)
+        advertised.update(advertised_names(allocatable))
         parsed = parse_node(node, allocatable)
         if parsed is not None:
             gpu_nodes.append(parsed)
-    return _aggregate(tuple(gpu_nodes), frozenset(advertised))
+    usage = None
+    if pods is not None:
+        usage = usage_by_node(u for u in map(pod_usage, pods) if u is not None)
+    return assemble_inventory(gpu_nodes, frozenset(advertised), usage)
+
+
+def assemble_inventory(
+    nodes: Iterable[GpuNode],
+    advertised: frozenset[str],
+    usage: Mapping[str, tuple[Mapping[str, int], int]] | None = None,
+) -> Inventory:
+    """The inventory of parsed nodes; with `usage` (per node: requests by resource, pod count)
+    each node carries what is used and each offer what is free."""
+    ordered = tuple(nodes)
+    if usage is None:
+        return _aggregate(ordered, advertised)
+    used = tuple(_with_usage(node, usage.get(node.name)) for node in ordered)
+    return _aggregate(used, advertised, usage_known=True)
+
+
+def _with_usage(node: GpuNode, usage: tuple[Mapping[str, int], int] | None) -> GpuNode:
+    if usage is None:
+        return replace(node, used={}, accelerator_pods=0)
+    counts, pods = usage
+    held = {r: n for r, n in counts.items() if n > 0 and r in node.allocatable}
+    return replace(node, used=held, accelerator_pods=pods)
+
+
+def advertised_names(allocatable: Mapping[str, int]) -> Iterator[str]:
+    return (name for name in allocatable if "/" in name)
 
 
 def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNode | None:
@@ -74,6 +111,11 @@ def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNo
         labels={k: str(v) for k, v in labels.items() if _is_accelerator_label(k)},
         gke_accelerator=labels.get(GKE_ACCELERATOR_LABEL),
     )
+
+
+def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
+    """The node's allocatable (else capacity) counts, as whole numbers."""
+    return _allocatable(node)
 
 
 def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
@@ -168,7 +210,9 @@ def _model(labels: Mapping[str, str], product: str) -> ModelInfo | None:
     return model
 
 
-def _aggregate(nodes: tuple[GpuNode, ...], advertised: frozenset[str]) -> Inventory:
+def _aggregate(
+    nodes: tuple[GpuNode, ...], advertised: frozenset[str], usage_known: bool = False
+) -> Inventory:
     largest: dict[str, tuple[int, str]] = {}
     for node in nodes:
         for resource, count in _schedulable_counts(node).items():
@@ -181,13 +225,14 @@ def _aggregate(nodes: tuple[GpuNode, ...], advertised: frozenset[str]) -> Invent
     return Inventory(
         nodes=nodes,
         known=True,
-        offers=_offers(nodes),
+        offers=_offers(nodes, usage_known),
         largest=largest,
         advertised=advertised,
         has_single_nodes=any(n.strategy == "single" for n in nodes),
         has_gke_partitions=any(n.strategy == "gke" for n in nodes),
         whole_gpu_taints=gpu_taints(whole),
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
+        usage_known=usage_known,
     )
 
 
@@ -199,19 +244,21 @@ def _schedulable_counts(node: GpuNode) -> dict[str, int]:
     return counts
 
 
-def _offers(nodes: tuple[GpuNode, ...]) -> tuple[SliceOffer, ...]:
+def _offers(nodes: tuple[GpuNode, ...], usage_known: bool) -> tuple[SliceOffer, ...]:
     groups: dict[tuple[str, str, str], list[GpuNode]] = defaultdict(list)
     for node in nodes:
         model = _model(node.labels, node.product)
         model_key = model.key if model else node.product.split("-MIG-", 1)[0]
         for profile in node.slices:
             groups[(node.strategy, profile, model_key)].append(node)
-    offers = [_offer(strategy, profile, members) for (strategy, profile, _), members in groups.items()]
+    offers = [
+        _offer(strategy, profile, members, usage_known) for (strategy, profile, _), members in groups.items()
+    ]
     offers.sort(key=lambda o: (o.memory_mib, o.compute_share, o.strategy != "mixed", o.profile))
     return tuple(offers)
 
 
-def _offer(strategy: str, profile: str, members: list[GpuNode]) -> SliceOffer:
+def _offer(strategy: str, profile: str, members: list[GpuNode], usage_known: bool) -> SliceOffer:
     first = members[0]
     model = _model(first.labels, first.product)
     compute_slices = model.compute_slices if model else 7
@@ -227,7 +274,13 @@ def _offer(strategy: str, profile: str, members: list[GpuNode]) -> SliceOffer:
         node_count=len(members),
         taints=gpu_taints(members),
         gke_accelerators=tuple(sorted({n.gke_accelerator for n in members if n.gke_accelerator})),
+        free_per_node=max(n.free(slice_resource(n, profile)) for n in members) if usage_known else None,
     )
+
+
+def slice_resource(node: GpuNode, profile: str) -> str:
+    """The resource a node advertises a slice profile as: its own name (mixed) or nvidia.com/gpu."""
+    return resource_for_profile(profile) if node.strategy == "mixed" else GPU
 
 
 def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:

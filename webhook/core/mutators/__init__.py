@@ -15,6 +15,7 @@ from webhook.core.mutators import (
     mig_affinity,
     mig_rewrite,
     node_affinity,
+    packing_affinity,
     resources,
     scheduling,
     shared_memory,
@@ -27,6 +28,7 @@ Mutator = Callable[[Pod, Env], list[Finding]]
 MUTATORS: tuple[Mutator, ...] = (
     mig_rewrite.mutate,
     mig_affinity.mutate,
+    packing_affinity.mutate,
     whole_gpu_guard.mutate,
     node_affinity.mutate,
     tolerations.mutate,

@@ -1,0 +1,232 @@
+"""ClusterInventorySource against a loopback API server, through the real `kubernetes` client."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import A100, make_node, make_pod, mixed_node, whole_node
+from tests.inventory.fake_apiserver import FakeApiServer, wait_for
+from webhook.core.model import UNKNOWN_INVENTORY, Inventory
+from webhook.inventory.watch import POD_FIELD_SELECTOR, ClusterInventorySource, WatchConfigError
+
+MIG_1G = "nvidia.com/mig-1g.10gb"
+
+
+def bound_pod(name: str, node: str, resource: str = MIG_1G, count: int = 1, phase: str = "Running") -> Any:
+    pod = make_pod(name).namespace("team-a").container("main", limits={resource: count}).build()
+    pod["spec"]["nodeName"] = node
+    pod["status"] = {"phase": phase}
+    return pod
+
+
+def mig_node(name: str = "mig-0") -> Any:
+    return mixed_node(name, A100, {"1g.10gb": (7, 9856), "3g.40gb": (2, 40192)})
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[FakeApiServer]:
+    fake = FakeApiServer(tmp_path).start()
+    fake.put("nodes", mig_node())
+    fake.put("nodes", whole_node("whole-0", A100, 8))
+    fake.put("nodes", make_node("cpu-0"))
+    fake.put("pods", bound_pod("slice-a", "mig-0"))
+    fake.put("pods", make_pod("web").namespace("team-a").container("nginx").build() | {"spec": {}})
+    yield fake
+    fake.stop()
+
+
+def source_for(server: FakeApiServer, **options: Any) -> ClusterInventorySource:
+    options = {"rebuild_interval": 0.05, "backoff_base": 0.02, "backoff_cap": 0.5, **options}
+    return ClusterInventorySource(str(server.kubeconfig()), rng=random.Random(7), **options)
+
+
+@pytest.fixture
+def running(server: FakeApiServer) -> Iterator[ClusterInventorySource]:
+    source = source_for(server)
+    source.start()
+    wait_for(source.ready, what="first sync")
+    yield source
+    source.stop()
+
+
+def used(inventory: Inventory, node: str, resource: str) -> int:
+    """What bound pods use of a resource on a node; -1 while the node is not in the snapshot."""
+    found = next((n for n in inventory.nodes if n.name == node), None)
+    return -1 if found is None else found.used.get(resource, 0)
+
+
+def test_not_ready_until_both_first_lists_are_in(server: FakeApiServer) -> None:
+    server.kinds["nodes"].gate.clear()
+    server.kinds["pods"].gate.clear()
+    source = source_for(server)
+    source.start()
+    try:
+        wait_for(lambda: len(server.requests("pods", watch=False)) == 1, what="the pod list request")
+        assert not source.ready()
+        assert source.current() is UNKNOWN_INVENTORY
+        server.kinds["nodes"].gate.set()
+        wait_for(lambda: source.status()["streams"]["nodes"]["synced"], what="the node list")
+        assert not source.ready()
+        assert source.status()["synced"] is False
+        server.kinds["pods"].gate.set()
+        wait_for(source.ready, what="first sync")
+        inventory = source.current()
+        assert inventory.usage_known
+        assert [n.name for n in inventory.nodes] == ["mig-0", "whole-0"]
+        assert used(inventory, "mig-0", MIG_1G) == 1
+        assert source.status()["synced"] is True
+    finally:
+        source.stop()
+
+
+def test_pods_are_listed_bound_and_unfinished_with_pages(server: FakeApiServer) -> None:
+    for index in range(5):
+        server.put("pods", bound_pod(f"more-{index}", "mig-0"))
+    source = source_for(server, page_size=2)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        lists = server.requests("pods", watch=False)
+        assert {s.query.get("fieldSelector") for s in lists} == {POD_FIELD_SELECTOR}
+        assert [s.query.get("continue", "") for s in lists] == ["", "2", "4"]
+        assert used(source.current(), "mig-0", MIG_1G) == 6
+        watch = server.requests("pods", watch=True)[0].query
+        assert watch["allowWatchBookmarks"] == "true"
+        assert watch["resourceVersion"] == source.status()["streams"]["pods"]["resourceVersion"]
+    finally:
+        source.stop()
+
+
+def test_added_modified_deleted_events_update_the_snapshot(
+    server: FakeApiServer, running: ClusterInventorySource
+) -> None:
+    server.put("nodes", mig_node("mig-1"))
+    server.put("pods", bound_pod("slice-b", "mig-1", count=2))
+    wait_for(lambda: used(running.current(), "mig-1", MIG_1G) == 2, what="pod on the new node")
+    assert running.current().nodes[1].accelerator_pods == 1
+
+    bigger = mixed_node("mig-1", A100, {"1g.10gb": (14, 9856)})
+    server.put("nodes", bigger)
+    wait_for(lambda: "3g.40gb" not in _node(running.current(), "mig-1").slices, what="node change")
+    assert _node(running.current(), "mig-1").free(MIG_1G) == 12
+
+    server.put("pods", bound_pod("slice-b", "mig-1", count=2, phase="Succeeded"))
+    wait_for(lambda: used(running.current(), "mig-1", MIG_1G) == 0, what="finished pod released")
+
+    server.delete("pods", bound_pod("slice-a", "mig-0"))
+    wait_for(lambda: used(running.current(), "mig-0", MIG_1G) == 0, what="deleted pod released")
+
+    server.delete("nodes", mig_node("mig-1"))
+    wait_for(lambda: "mig-1" not in {n.name for n in running.current().nodes}, what="node deleted")
+    streams = running.status()["streams"]
+    assert streams["nodes"]["events"] >= 3
+    assert streams["pods"]["events"] >= 3
+
+
+def test_an_expired_watch_error_event_lists_again(
+    server: FakeApiServer, running: ClusterInventorySource
+) -> None:
+    server.expire_watches("pods")
+    server.put("pods", bound_pod("during-expiry", "whole-0", resource="nvidia.com/gpu", count=3))
+    wait_for(lambda: len(server.requests("pods", watch=False)) == 2, what="a second pod list")
+    wait_for(lambda: used(running.current(), "whole-0", "nvidia.com/gpu") == 3, what="pod seen after relist")
+    assert running.status()["streams"]["pods"]["relistsAfterExpiry"] == 1
+    assert running.status()["streams"]["pods"]["errors"] == 0
+    assert len(server.requests("nodes", watch=False)) == 1
+
+
+def test_http_410_on_watch_lists_again(server: FakeApiServer, running: ClusterInventorySource) -> None:
+    server.gone_as_http = True
+    server.expire_watches("nodes")
+    server.put("nodes", whole_node("whole-1", A100, 4))
+    wait_for(lambda: len(server.requests("nodes", watch=False)) == 2, what="a second node list")
+    wait_for(lambda: any(n.name == "whole-1" for n in running.current().nodes), what="node after relist")
+    assert running.status()["streams"]["nodes"]["relistsAfterExpiry"] == 1
+
+
+def test_bookmarks_move_the_resource_version(server: FakeApiServer, running: ClusterInventorySource) -> None:
+    version = server.bookmark("pods")
+    wait_for(lambda: running.status()["streams"]["pods"]["bookmarks"] == 1, what="the bookmark")
+    assert running.status()["streams"]["pods"]["resourceVersion"] == str(version)
+    server.end_watches("pods")
+    wait_for(lambda: len(server.requests("pods", watch=True)) == 2, what="a new watch")
+    assert server.requests("pods", watch=True)[1].query["resourceVersion"] == str(version)
+    assert len(server.requests("pods", watch=False)) == 1
+
+
+def test_errors_back_off_exponentially_with_jitter_then_recover(server: FakeApiServer) -> None:
+    server.kinds["nodes"].fail_lists = 4
+    base, cap = 0.02, 0.1
+    source = source_for(server, backoff_base=base, backoff_cap=cap)
+    source.start()
+    try:
+        wait_for(source.ready, what="sync after the errors")
+        nodes = source.status()["streams"]["nodes"]
+        assert nodes["errors"] == 4
+        assert "500" in (nodes["lastError"] or "") or nodes["lastError"] is None
+        delays = nodes["recentBackoffSeconds"]
+        steps = [min(cap, base * 2**i) for i in range(4)]
+        assert len(delays) == 4
+        for delay, step in zip(delays, steps, strict=True):
+            assert step / 2 - 0.001 <= delay <= step + 0.001
+        assert delays[2] > delays[0]
+        assert len(server.requests("nodes", watch=False)) == 5
+    finally:
+        source.stop()
+
+
+def test_last_error_is_reported_while_failing(server: FakeApiServer) -> None:
+    server.kinds["pods"].fail_lists = 1000
+    source = source_for(server)
+    source.start()
+    try:
+        wait_for(lambda: source.status()["streams"]["pods"]["errors"] >= 2, what="two failures")
+        status = source.status()
+        assert not source.ready()
+        assert status["lastError"].startswith("pods: API server answered 500")
+    finally:
+        source.stop()
+
+
+def test_bursts_of_events_are_batched_into_few_rebuilds(server: FakeApiServer) -> None:
+    source = source_for(server, rebuild_interval=0.5)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        before = source.status()["rebuilds"]
+        for index in range(100):
+            server.put("pods", bound_pod(f"burst-{index}", "whole-0", resource="nvidia.com/gpu"))
+        wait_for(lambda: used(source.current(), "whole-0", "nvidia.com/gpu") == 100, what="the burst")
+        assert source.status()["rebuilds"] - before < 20
+    finally:
+        source.stop()
+
+
+def test_a_bad_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n", encoding="utf-8")
+    with pytest.raises(WatchConfigError, match="kubeconfig"):
+        ClusterInventorySource(str(path)).start()
+
+
+def _node(inventory: Inventory, name: str) -> Any:
+    return next(n for n in inventory.nodes if n.name == name)
+
+
+def test_a_watch_that_keeps_expiring_backs_off_instead_of_spinning(server: FakeApiServer) -> None:
+    server.gone_as_http = True
+    server.kinds["pods"].oldest = 10**9  # every watch is too old
+    source = source_for(server, backoff_base=0.05, backoff_cap=0.2)
+    source.start()
+    try:
+        wait_for(lambda: source.status()["streams"]["pods"]["relistsAfterExpiry"] >= 4, what="relists")
+        pods = source.status()["streams"]["pods"]
+        assert len(pods["recentBackoffSeconds"]) >= pods["relistsAfterExpiry"] - 1 >= 3
+        assert source.ready()  # the lists themselves succeed: the snapshot is served meanwhile
+    finally:
+        source.stop()

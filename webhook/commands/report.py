@@ -1,0 +1,96 @@
+"""`gpu-webhook report`: GPUs and slices per node, allocatable, allocated and free; pods holding
+whole GPUs a slice would serve; idle allocated GPUs (with --prometheus); what it all costs.
+
+Exit 0 with a report, 2 on bad input or when the cluster or Prometheus cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, catalog_from, error
+from webhook.core.model import Inventory
+from webhook.inventory.files import InventoryError
+from webhook.inventory.usage import PodUsage
+from webhook.inventory.watch import ClusterInventorySource, WatchConfigError
+from webhook.report.build import IDLE_THRESHOLD_PERCENT, build_report
+from webhook.report.files import load_with_pods
+from webhook.report.render import render
+from webhook.report.utilisation import PrometheusError, check_window, query_utilisation
+
+FORMATS = ("text", "json", "csv")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser(
+        "report", help="GPU and slice allocation per node, waste and idle cost (cluster or files)"
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--kubeconfig", metavar="FILE", help="read Nodes and Pods from this cluster")
+    source.add_argument("--inventory", metavar="NODES.yaml", help="node list (kubectl get nodes -o yaml)")
+    parser.add_argument(
+        "--pods", metavar="PODS.yaml", help="pod list for --inventory (kubectl get pods -A -o yaml)"
+    )
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--templates", default="templates", help="templates folder (default: templates)")
+    parser.add_argument("--policies", default="policies", help="policies folder (default: policies)")
+    parser.add_argument("-o", "--output", choices=FORMATS, default="text")
+    parser.add_argument("--prometheus", metavar="URL", help="Prometheus with dcgm-exporter metrics")
+    parser.add_argument("--window", default="1h", help="averaging window for utilisation (default: 1h)")
+    parser.add_argument(
+        "--idle-below",
+        type=float,
+        default=IDLE_THRESHOLD_PERCENT,
+        metavar="PERCENT",
+        help=f"an allocated GPU averaging under this is idle (default: {IDLE_THRESHOLD_PERCENT:g})",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        catalog = catalog_from(args.templates, args.policies)
+        inventory, usages = _inventory(args)
+        utilisation = None
+        if args.prometheus:
+            utilisation = query_utilisation(args.prometheus, check_window(args.window))
+    except (UsageError, InventoryError, WatchConfigError, PrometheusError) as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
+    report = build_report(
+        inventory,
+        catalog,
+        usages,
+        utilisation,
+        window=args.window if args.prometheus else None,
+        idle_threshold=args.idle_below,
+    )
+    sys.stdout.write(render(report, args.output))
+    return EXIT_OK
+
+
+def _inventory(args: argparse.Namespace) -> tuple[Inventory, list[PodUsage]]:
+    if args.kubeconfig:
+        if args.pods:
+            raise UsageError("--pods goes with --inventory; --kubeconfig reads the pods from the cluster")
+        return _from_cluster(args.kubeconfig, args.context)
+    if not args.inventory:
+        raise UsageError(
+            "say where the nodes are: --kubeconfig FILE, or --inventory NODES.yaml [--pods PODS.yaml]"
+        )
+    return load_with_pods(args.inventory, args.pods)
+
+
+def _from_cluster(kubeconfig: str, context: str | None) -> tuple[Inventory, list[PodUsage]]:
+    source = ClusterInventorySource(kubeconfig, context=context)
+    try:
+        inventory = source.sync_once()
+    except ApiException as exc:
+        raise WatchConfigError(f"{kubeconfig}: the API server answered {exc.status} {exc.reason}") from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise WatchConfigError(f"{kubeconfig}: cannot reach the API server: {exc}") from exc
+    return inventory, list(source.pod_usage())

@@ -1,0 +1,76 @@
+"""Prefer nodes that already run accelerator pods and still have free devices of the chosen slice.
+
+A preferred (soft) node affinity the scheduler weighs: small pods pack onto busy nodes instead
+of spreading one slice per node, which keeps whole nodes free for large jobs. It needs a live
+inventory that counts pods, and it is added to Pods only: a workload's template outlives the
+moment the node list is right. A pod that already prefers nodes by name keeps its preference,
+so a second pass adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.core.env import Env
+from webhook.core.model import Finding, GpuNode, Inventory, Pod, SliceOffer
+from webhook.core.mutators._pod import child, child_list, spec
+from webhook.core.profiles import GPU
+
+WEIGHT = 100
+MAX_NODES = 16
+_NAME_FIELD = "metadata.name"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def mutate(pod: Pod, env: Env) -> list[Finding]:
+    offer = env.plan.offer
+    if offer is None or not env.inventory.usage_known or env.view.base != "spec":
+        return []
+    if _already_prefers_by_name(pod):
+        return []
+    devices = max(1, env.view.effective(offer.resource), env.view.effective(GPU))
+    names = packed_nodes(env.inventory, offer, devices)
+    if not names:
+        return []
+    affinity = child(child(spec(pod), "affinity"), "nodeAffinity")
+    preference = {"matchFields": [{"key": _NAME_FIELD, "operator": "In", "values": names}]}
+    child_list(affinity, _PREFERRED).append({"weight": WEIGHT, "preference": preference})
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    message = f"prefers busy nodes with a free {offer.profile}: {shown}"
+    return [Finding("PreferredPackedNodes", f"{env.view.base}.affinity.nodeAffinity.{_PREFERRED}", message)]
+
+
+def packed_nodes(inventory: Inventory, offer: SliceOffer, devices: int) -> list[str]:
+    """Nodes of the offer that run accelerator pods and have room, fullest first (best fit)."""
+    busy = [
+        node
+        for node in inventory.nodes
+        if node.accelerator_pods > 0 and _serves(node, offer) and node.free(offer.resource) >= devices
+    ]
+    busy.sort(key=lambda n: (n.free(offer.resource), -n.accelerator_pods, n.name))
+    return [node.name for node in busy[:MAX_NODES]]
+
+
+def _serves(node: GpuNode, offer: SliceOffer) -> bool:
+    if node.strategy != offer.strategy or offer.profile not in node.slices:
+        return False
+    if offer.strategy == "gke":
+        return node.gke_accelerator in offer.gke_accelerators
+    return node.product in offer.products
+
+
+def _already_prefers_by_name(pod: Pod) -> bool:
+    affinity = _get(_get(pod.get("spec"), "affinity"), "nodeAffinity")
+    terms = _get(affinity, _PREFERRED)
+    return isinstance(terms, list) and any(_prefers_by_name(term) for term in terms)
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
+
+
+def _prefers_by_name(term: Any) -> bool:
+    preference = term.get("preference") if isinstance(term, Mapping) else None
+    fields = preference.get("matchFields") if isinstance(preference, Mapping) else None
+    return any(isinstance(f, Mapping) and f.get("key") == _NAME_FIELD for f in fields or ())

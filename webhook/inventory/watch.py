@@ -1,0 +1,461 @@
+"""The live inventory: list, then watch, the cluster's Nodes and bound Pods through the `kubernetes` client.
+
+Each kind runs in its own thread: a paginated list, then watches from the list's
+resourceVersion (bookmarks keep it fresh). An expired resourceVersion (410 Gone, as an HTTP
+status or as an ERROR event) lists again at once; any other error waits a bounded exponential
+backoff with jitter first. Events update a compact ClusterState; a third thread publishes a new
+immutable Inventory at most once per `rebuild_interval`, swapped in as one reference.
+
+Start it after gunicorn forks (post_fork): threads started before the fork do not run in
+the workers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import urllib3
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+
+from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory
+from webhook.inventory.nodes import advertised_names, assemble_inventory, node_allocatable, parse_node
+from webhook.inventory.usage import PodUsage, pod_usage
+
+log = logging.getLogger(__name__)
+
+POD_FIELD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+_EXPIRED_REASONS = ("Expired", "Gone")
+
+
+class WatchConfigError(ValueError):
+    """No usable cluster configuration (kubeconfig or in-cluster service account)."""
+
+
+class ResourceExpired(Exception):
+    """The resourceVersion or continue token is too old: list again from scratch."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    gpu: GpuNode | None
+    """The parsed GPU node; None for a node without NVIDIA devices."""
+    advertised: frozenset[str]
+
+
+def node_record(node: Mapping[str, Any]) -> NodeRecord:
+    allocatable = node_allocatable(node)
+    name = str(_mapping(node.get("metadata")).get("name") or "")
+    return NodeRecord(name, parse_node(node, allocatable), frozenset(advertised_names(allocatable)))
+
+
+class ClusterState:
+    """Nodes and accelerator pods as last seen, kept compact.
+
+    Events update per-node usage counters in O(1); `snapshot()` assembles an immutable
+    Inventory in O(GPU nodes). Thread-safe: one lock around every read and write.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[str, NodeRecord] = {}
+        self._interned: dict[frozenset[str], frozenset[str]] = {}
+        self._pods: dict[str, PodUsage] = {}
+        self._used: dict[str, dict[str, int]] = {}
+        self._pod_counts: dict[str, int] = {}
+
+    def replace_nodes(self, records: Iterable[NodeRecord]) -> None:
+        fresh = {r.name: self._intern(r) for r in records}
+        with self._lock:
+            self._nodes = fresh
+
+    def apply_node(self, event: str, node: Mapping[str, Any]) -> None:
+        record = node_record(node)
+        with self._lock:
+            if event == "DELETED":
+                self._nodes.pop(record.name, None)
+            else:
+                self._nodes[record.name] = self._intern(record)
+
+    def replace_pods(self, usages: Iterable[PodUsage]) -> None:
+        with self._lock:
+            self._pods, self._used, self._pod_counts = {}, {}, {}
+            for usage in usages:
+                self._put(usage)
+
+    def apply_pod(self, event: str, pod: Mapping[str, Any]) -> None:
+        usage = None if event == "DELETED" else pod_usage(pod)
+        metadata = _mapping(pod.get("metadata"))
+        key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name') or ''}"
+        with self._lock:
+            old = self._pods.pop(key, None)
+            if old is not None:
+                self._count(old, -1)
+            if usage is not None:
+                self._put(usage)
+
+    def snapshot(self) -> Inventory:
+        with self._lock:
+            gpu_nodes = sorted((r.gpu for r in self._nodes.values() if r.gpu), key=lambda n: n.name)
+            distinct = {id(r.advertised): r.advertised for r in self._nodes.values()}
+            usage = {node: (dict(self._used.get(node, {})), n) for node, n in self._pod_counts.items()}
+        return assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage)
+
+    def pod_usage(self) -> tuple[PodUsage, ...]:
+        with self._lock:
+            return tuple(self._pods.values())
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            gpu = sum(1 for r in self._nodes.values() if r.gpu is not None)
+            return {"nodes": len(self._nodes), "gpuNodes": gpu, "acceleratorPods": len(self._pods)}
+
+    def _intern(self, record: NodeRecord) -> NodeRecord:
+        """Nodes of one pool advertise the same names: keep one copy of each set."""
+        shared = self._interned.setdefault(record.advertised, record.advertised)
+        return record if shared is record.advertised else replace(record, advertised=shared)
+
+    def _put(self, usage: PodUsage) -> None:
+        self._pods[usage.key] = usage
+        self._count(usage, 1)
+
+    def _count(self, usage: PodUsage, sign: int) -> None:
+        counter = self._used.setdefault(usage.node, {})
+        for resource, amount in usage.counts:
+            counter[resource] = counter.get(resource, 0) + sign * amount
+            if counter[resource] <= 0:
+                del counter[resource]
+        self._pod_counts[usage.node] = self._pod_counts.get(usage.node, 0) + sign
+        if self._pod_counts[usage.node] <= 0:
+            del self._pod_counts[usage.node]
+            self._used.pop(usage.node, None)
+
+
+@dataclass
+class Backoff:
+    """Bounded exponential backoff with equal jitter: half the step fixed, half random."""
+
+    base: float = 0.5
+    cap: float = 30.0
+    rng: random.Random = field(default_factory=random.Random)
+    attempt: int = 0
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=8))
+
+    def next_delay(self) -> float:
+        step = min(self.cap, self.base * 2.0**self.attempt)
+        self.attempt += 1
+        delay = step / 2 + self.rng.uniform(0, step / 2)
+        self.recent.append(delay)
+        return delay
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+@dataclass
+class _Stream:
+    """One kind being listed and watched, and what /readyz shows about it."""
+
+    name: str
+    list_fn: Callable[..., Any]
+    parse: Callable[[Mapping[str, Any]], Any]
+    replace: Callable[[Iterable[Any]], None]
+    apply: Callable[[str, Mapping[str, Any]], None]
+    field_selector: str | None
+    backoff: Backoff
+    synced: bool = False
+    resource_version: str = ""
+    lists: int = 0
+    relists_after_expiry: int = 0
+    errors: int = 0
+    bookmarks: int = 0
+    events: int = 0
+    expired_in_a_row: int = 0
+    last_error: str | None = None
+    current_watch: watch.Watch | None = None
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "synced": self.synced,
+            "resourceVersion": self.resource_version,
+            "lists": self.lists,
+            "relistsAfterExpiry": self.relists_after_expiry,
+            "errors": self.errors,
+            "events": self.events,
+            "bookmarks": self.bookmarks,
+            "lastError": self.last_error,
+            "recentBackoffSeconds": [round(d, 3) for d in self.backoff.recent],
+        }
+
+
+class ClusterInventorySource:
+    """An InventorySource that follows the cluster: Nodes and the Pods bound to them."""
+
+    def __init__(
+        self,
+        kubeconfig: str | None = None,
+        *,
+        context: str | None = None,
+        rebuild_interval: float = 1.0,
+        watch_timeout: int = 300,
+        page_size: int = 500,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._kubeconfig = kubeconfig
+        self._context = context
+        self._rebuild_interval = rebuild_interval
+        self._watch_timeout = watch_timeout
+        self._page_size = page_size
+        self._backoff = (backoff_base, backoff_cap, rng or random.Random())
+        self._state = ClusterState()
+        self._inventory: Inventory | None = None
+        self._published_at = 0.0
+        self._rebuilds = 0
+        self._dirty = threading.Event()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._streams: list[_Stream] = []
+
+    def start(self) -> None:
+        api = client.CoreV1Api(self._api_client())
+        self._stopping.clear()
+        self._streams = [self._node_stream(api), self._pod_stream(api)]
+        self._threads = [
+            *(
+                threading.Thread(target=self._run, args=(s,), name=f"inventory-{s.name}", daemon=True)
+                for s in self._streams
+            ),
+            threading.Thread(target=self._rebuild_loop, name="inventory-rebuild", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._dirty.set()
+        for stream in self._streams:
+            if stream.current_watch is not None:
+                stream.current_watch.stop()  # type: ignore[no-untyped-call]
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def sync_once(self) -> Inventory:
+        """List Nodes and Pods once, without watching (the `report` command); errors propagate."""
+        api = client.CoreV1Api(self._api_client())
+        self._streams = [self._node_stream(api), self._pod_stream(api)]
+        for stream in self._streams:
+            try:
+                self._list(stream)
+            except ResourceExpired as exc:
+                raise WatchConfigError(f"{stream.name}: the list expired while paging: {exc}") from exc
+        self._publish()
+        return self.current()
+
+    def current(self) -> Inventory:
+        """The last published snapshot; the unknown inventory until both lists are in."""
+        return self._inventory or UNKNOWN_INVENTORY
+
+    def ready(self) -> bool:
+        return self._inventory is not None
+
+    def pod_usage(self) -> tuple[PodUsage, ...]:
+        return self._state.pod_usage()
+
+    def status(self) -> dict[str, Any]:
+        age = time.monotonic() - self._published_at if self._inventory is not None else None
+        return {
+            "source": self._kubeconfig or "in-cluster",
+            "synced": self.ready(),
+            **self._state.counts(),
+            "snapshotAgeSeconds": round(age, 3) if age is not None else None,
+            "rebuilds": self._rebuilds,
+            "lastError": next((s.last_error for s in self._streams if s.last_error), None),
+            "streams": {s.name: s.status() for s in self._streams},
+        }
+
+    def _api_client(self) -> client.ApiClient:
+        try:
+            if self._kubeconfig:
+                built: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                    config_file=self._kubeconfig, context=self._context, persist_config=False
+                )
+                return built
+            configuration = client.Configuration()
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return client.ApiClient(configuration)
+        except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+            where = f"kubeconfig {self._kubeconfig}" if self._kubeconfig else "in-cluster service account"
+            raise WatchConfigError(f"cannot reach the cluster: {where}: {exc}") from exc
+
+    def _node_stream(self, api: client.CoreV1Api) -> _Stream:
+        state = self._state
+        return self._stream("nodes", api.list_node, node_record, state.replace_nodes, state.apply_node, None)
+
+    def _pod_stream(self, api: client.CoreV1Api) -> _Stream:
+        state = self._state
+        list_fn = api.list_pod_for_all_namespaces
+        return self._stream(
+            "pods", list_fn, pod_usage, state.replace_pods, state.apply_pod, POD_FIELD_SELECTOR
+        )
+
+    def _stream(
+        self,
+        name: str,
+        list_fn: Callable[..., Any],
+        parse: Callable[[Mapping[str, Any]], Any],
+        replace_all: Callable[[Iterable[Any]], None],
+        apply: Callable[[str, Mapping[str, Any]], None],
+        field_selector: str | None,
+    ) -> _Stream:
+        base, cap, rng = self._backoff
+        backoff = Backoff(base=base, cap=cap, rng=rng)
+        return _Stream(name, list_fn, parse, replace_all, apply, field_selector, backoff)
+
+    def _run(self, stream: _Stream) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._list(stream)
+                stream.backoff.reset()
+                self._watch(stream)
+            except ResourceExpired as exc:
+                stream.relists_after_expiry += 1
+                stream.expired_in_a_row += 1
+                log.info("%s: %s; listing again", stream.name, exc)
+                if stream.expired_in_a_row > 1:  # expired again before any event: do not spin
+                    self._stopping.wait(stream.backoff.next_delay())
+            except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
+                if not self._stopping.is_set():
+                    self._failed(stream, exc)
+
+    def _failed(self, stream: _Stream, exc: Exception) -> None:
+        stream.errors += 1
+        stream.last_error = f"{stream.name}: {_describe(exc)}"
+        delay = stream.backoff.next_delay()
+        log.warning("%s; retrying in %.2fs", stream.last_error, delay)
+        self._stopping.wait(delay)
+
+    def _list(self, stream: _Stream) -> None:
+        """A paginated list, parsed page by page so raw objects never pile up."""
+        parsed: list[Any] = []
+        token: str | None = None
+        while True:
+            page = self._get_page(stream, token)
+            parsed.extend(p for p in map(stream.parse, page.get("items") or ()) if p is not None)
+            metadata = _mapping(page.get("metadata"))
+            token = metadata.get("continue") or None
+            if token is None:
+                break
+        stream.replace(parsed)
+        stream.resource_version = str(metadata.get("resourceVersion") or "")
+        stream.lists += 1
+        stream.synced = True
+        stream.last_error = None
+        self._changed(initial=True)
+
+    def _get_page(self, stream: _Stream, token: str | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"limit": self._page_size, "_preload_content": False}
+        if token:
+            kwargs["_continue"] = token
+        if stream.field_selector:
+            kwargs["field_selector"] = stream.field_selector
+        try:
+            response = stream.list_fn(**kwargs, _request_timeout=(10, 120))
+        except ApiException as exc:
+            raise _expired_or(exc) from exc
+        try:
+            data = json.loads(response.data)
+        finally:
+            response.release_conn()
+        if not isinstance(data, dict):
+            raise ValueError(f"{stream.name}: the list response is not an object")
+        return data
+
+    def _watch(self, stream: _Stream) -> None:
+        """Watch until stopped; a normal end of the stream (server timeout) watches again."""
+        while not self._stopping.is_set():
+            stream.current_watch = watch.Watch(return_type=object)  # type: ignore[no-untyped-call]
+            kwargs: dict[str, Any] = {
+                "resource_version": stream.resource_version,
+                "allow_watch_bookmarks": True,
+                "timeout_seconds": self._watch_timeout,
+                "_request_timeout": (10, self._watch_timeout + 30),
+            }
+            if stream.field_selector:
+                kwargs["field_selector"] = stream.field_selector
+            try:
+                events = stream.current_watch.stream(stream.list_fn, **kwargs)  # type: ignore[no-untyped-call]
+                for event in events:
+                    self._handle(stream, event)
+            except ApiException as exc:
+                raise _expired_or(exc) from exc
+
+    def _handle(self, stream: _Stream, event: Mapping[str, Any]) -> None:
+        kind, obj = event.get("type"), _mapping(event.get("raw_object"))
+        if kind == "ERROR":
+            reason = f"{obj.get('reason')}: {obj.get('message')}"
+            raise _expired_or(ApiException(status=obj.get("code"), reason=reason))
+        version = _mapping(obj.get("metadata")).get("resourceVersion")
+        if version:
+            stream.resource_version = str(version)
+        stream.expired_in_a_row = 0
+        if kind == "BOOKMARK":
+            stream.bookmarks += 1
+            return
+        stream.apply(str(kind), obj)
+        stream.events += 1
+        stream.backoff.reset()
+        self._changed()
+
+    def _changed(self, initial: bool = False) -> None:
+        if initial and self._inventory is None and all(s.synced for s in self._streams):
+            self._publish()  # ready as soon as both first lists are in
+        else:
+            self._dirty.set()
+
+    def _rebuild_loop(self) -> None:
+        """Publish at most once per interval however many events arrive."""
+        while not self._stopping.is_set():
+            self._dirty.wait()
+            if self._stopping.is_set():
+                return
+            pause = self._published_at + self._rebuild_interval - time.monotonic()
+            if pause > 0 and self._stopping.wait(pause):
+                return
+            self._dirty.clear()
+            if all(s.synced for s in self._streams):
+                self._publish()
+
+    def _publish(self) -> None:
+        self._inventory = self._state.snapshot()
+        self._published_at = time.monotonic()
+        self._rebuilds += 1
+
+
+def _expired_or(exc: ApiException) -> Exception:
+    """410 Gone, or an expired resourceVersion named another way, means list again."""
+    text = f"{exc.reason or ''} {getattr(exc, 'body', '') or ''}"
+    expired = "too old resource version" in text.lower() or text.startswith(_EXPIRED_REASONS)
+    if exc.status == 410 or expired:
+        return ResourceExpired(f"resource version expired ({exc.status} {exc.reason})")
+    return exc
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ApiException):
+        return f"API server answered {exc.status} {exc.reason}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

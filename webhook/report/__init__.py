@@ -1,0 +1,1 @@
+"""Node-level GPU visibility: allocatable, allocated and free devices, waste and its cost."""

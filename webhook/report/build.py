@@ -1,0 +1,145 @@
+"""Inventory (with pod usage) + catalog (+ utilisation) -> Report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from webhook.core.model import Catalog, GpuNode, Inventory
+from webhook.core.profiles import GPU, resource_for_profile
+from webhook.inventory.usage import PodUsage
+from webhook.report.model import (
+    WHOLE_GPU,
+    Costs,
+    DeviceLine,
+    IdleGpu,
+    NodeReport,
+    Report,
+    WastefulPod,
+)
+from webhook.report.prices import base_product, gpu_price, merged_prices, slice_share
+from webhook.report.utilisation import GpuUtilisation
+from webhook.report.waste import WasteFinder
+
+IDLE_THRESHOLD_PERCENT = 5.0
+
+
+def build_report(
+    inventory: Inventory,
+    catalog: Catalog,
+    usages: Iterable[PodUsage] = (),
+    utilisation: Sequence[GpuUtilisation] | None = None,
+    *,
+    window: str | None = None,
+    idle_threshold: float = IDLE_THRESHOLD_PERCENT,
+    waste_finder: WasteFinder | None = None,
+) -> Report:
+    prices = merged_prices(catalog)
+    nodes = tuple(_node_report(node, prices) for node in inventory.nodes)
+    by_name = {node.name: node for node in inventory.nodes}
+    whole_gpu_pods = [u for u in usages if _holds_real_gpus(u, by_name)]
+    finder = waste_finder or WasteFinder()
+    wasteful = tuple(
+        _wasteful(usage, verdict.template, verdict.profile or "", verdict.share, by_name, prices)
+        for usage, verdict in finder.verdicts(whole_gpu_pods, catalog, inventory)
+    )
+    idle = None if utilisation is None else tuple(_idle(utilisation, idle_threshold, by_name, prices))
+    costs = Costs(
+        unallocated_per_hour=sum(n.unallocated_cost_per_hour for n in nodes)
+        if inventory.usage_known
+        else None,
+        wasteful_per_hour=sum(w.cost_per_hour or 0.0 for w in wasteful) if inventory.usage_known else None,
+        idle_per_hour=None if idle is None else sum(i.cost_per_hour or 0.0 for i in idle),
+    )
+    unpriced = sorted({base_product(n.product) for n in inventory.nodes if gpu_price(n, prices) is None})
+    return Report(
+        nodes=nodes,
+        wasteful=tuple(sorted(wasteful, key=lambda w: (-(w.cost_per_hour or 0), w.namespace, w.name))),
+        idle=idle,
+        costs=costs,
+        usage_known=inventory.usage_known,
+        unpriced_products=tuple(unpriced),
+        window=window,
+        idle_threshold_percent=idle_threshold,
+    )
+
+
+def _node_report(node: GpuNode, prices: Mapping[str, float]) -> NodeReport:
+    price = gpu_price(node, prices)
+    lines = []
+    if node.strategy in ("none", "mixed") and (node.allocatable.get(GPU, 0) or node.used.get(GPU, 0)):
+        lines.append(_line(node, WHOLE_GPU, GPU, 1.0, price))
+    for profile in sorted(node.slices, key=lambda p: (slice_share(node, p), p)):
+        resource = resource_for_profile(profile) if node.strategy == "mixed" else GPU
+        lines.append(_line(node, profile, resource, slice_share(node, profile), price))
+    taints = tuple(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in node.taints)
+    return NodeReport(node.name, node.product, node.strategy, tuple(lines), node.accelerator_pods, taints)
+
+
+def _line(node: GpuNode, profile: str, resource: str, share: float, price: float | None) -> DeviceLine:
+    return DeviceLine(
+        profile=profile,
+        resource=resource,
+        allocatable=node.allocatable.get(resource, 0),
+        allocated=node.used.get(resource, 0),
+        gpu_share=share,
+        price_per_hour=None if price is None else price * share,
+    )
+
+
+def _holds_real_gpus(usage: PodUsage, nodes: Mapping[str, GpuNode]) -> bool:
+    """Whole GPUs on a node where nvidia.com/gpu is a GPU (not a single-strategy or GKE slice)."""
+    node = nodes.get(usage.node)
+    return node is not None and node.strategy in ("none", "mixed") and usage.count(GPU) > 0
+
+
+def _wasteful(
+    usage: PodUsage,
+    template: str | None,
+    profile: str,
+    share: float,
+    nodes: Mapping[str, GpuNode],
+    prices: Mapping[str, float],
+) -> WastefulPod:
+    gpus = usage.count(GPU)
+    freed = gpus * (1.0 - share)
+    price = gpu_price(nodes[usage.node], prices)
+    return WastefulPod(
+        namespace=usage.namespace,
+        name=usage.name,
+        node=usage.node,
+        template=template,
+        gpus=gpus,
+        profile=profile,
+        gpus_freed=freed,
+        cost_per_hour=None if price is None else freed * price,
+    )
+
+
+def _idle(
+    readings: Sequence[GpuUtilisation],
+    threshold: float,
+    nodes: Mapping[str, GpuNode],
+    prices: Mapping[str, float],
+) -> list[IdleGpu]:
+    found = []
+    for reading in readings:
+        if not reading.pod or reading.percent >= threshold:
+            continue
+        node = nodes.get(reading.hostname)
+        price = gpu_price(node, prices) if node is not None else None
+        share = slice_share(node, reading.profile) if node is not None and reading.profile else 1.0
+        found.append(
+            IdleGpu(
+                node=reading.hostname,
+                gpu=reading.gpu,
+                uuid=reading.uuid,
+                model=reading.model,
+                profile=reading.profile or WHOLE_GPU,
+                namespace=reading.namespace,
+                pod=reading.pod,
+                utilisation_percent=reading.percent,
+                metric=reading.metric,
+                cost_per_hour=None if price is None else price * share,
+            )
+        )
+    return sorted(found, key=lambda i: (i.node, i.gpu, i.profile))

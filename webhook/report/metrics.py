@@ -1,0 +1,75 @@
+"""Prometheus gauges of the inventory, computed from the current report at scrape time.
+
+Every gunicorn worker follows the cluster itself, so any worker's gauges are the whole truth:
+serve them from a registry of their own, next to (not merged through) the multiprocess files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from webhook.report.model import Report
+from webhook.report.prices import base_product
+from webhook.report.service import ReportService
+
+LABELS = ["node", "model", "profile"]
+
+
+class InventoryCollector(Collector):
+    """allocatable/allocated/free devices by node, model and profile; estimated idle cost per hour."""
+
+    def __init__(self, service: ReportService) -> None:
+        self._service = service
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        synced = GaugeMetricFamily(
+            "gpu_webhook_inventory_synced", "1 when the inventory and catalog are loaded, else 0."
+        )
+        ready = self._service.ready()
+        synced.add_metric([], 1.0 if ready else 0.0)
+        yield synced
+        if ready:
+            yield from _families(self._service.current())
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())
+
+
+def _families(report: Report) -> Iterator[GaugeMetricFamily]:
+    allocatable = GaugeMetricFamily(
+        "gpu_webhook_devices_allocatable", "GPUs or MIG slices the node advertises.", labels=LABELS
+    )
+    allocated = GaugeMetricFamily(
+        "gpu_webhook_devices_allocated", "GPUs or MIG slices requested by bound pods.", labels=LABELS
+    )
+    free = GaugeMetricFamily("gpu_webhook_devices_free", "GPUs or MIG slices not requested.", labels=LABELS)
+    for node in report.nodes:
+        for line in node.lines:
+            labels = [node.name, base_product(node.product), line.profile]
+            allocatable.add_metric(labels, float(line.allocatable))
+            if report.usage_known:
+                allocated.add_metric(labels, float(line.allocated))
+                free.add_metric(labels, float(line.free))
+    cost = GaugeMetricFamily(
+        "gpu_webhook_idle_cost_per_hour",
+        "Estimated cost per hour of idle capacity: unallocated, or held by pods a slice would serve.",
+        labels=["kind"],
+    )
+    for kind, hourly in (
+        ("unallocated", report.costs.unallocated_per_hour),
+        ("wasteful", report.costs.wasteful_per_hour),
+    ):
+        if hourly is not None:
+            cost.add_metric([kind], hourly)
+    yield from (allocatable, allocated, free, cost)
+
+
+def inventory_registry(service: ReportService) -> CollectorRegistry:
+    """A registry holding only the inventory gauges: `generate_latest(registry)` on /metrics."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(InventoryCollector(service))
+    return registry

@@ -1,0 +1,195 @@
+"""The report as values: per node and per device kind, what is allocatable, allocated and free,
+what pods waste, what allocated GPUs sit idle, and what it all costs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+HOURS_PER_MONTH = 730
+WHOLE_GPU = "gpu"
+"""The profile name a report uses for whole GPUs."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceLine:
+    """One kind of device on a node: whole GPUs, or one MIG profile."""
+
+    profile: str
+    resource: str
+    allocatable: int
+    allocated: int
+    gpu_share: float
+    """GPU-equivalents per device: 1 for a whole GPU, the compute share for a slice."""
+    price_per_hour: float | None
+    """Price of one device-hour (the GPU's price times the share); None when unpriced."""
+
+    @property
+    def free(self) -> int:
+        return max(0, self.allocatable - self.allocated)
+
+    @property
+    def unallocated_cost_per_hour(self) -> float:
+        return self.free * (self.price_per_hour or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    name: str
+    product: str
+    strategy: str
+    lines: tuple[DeviceLine, ...]
+    accelerator_pods: int
+    taints: tuple[str, ...]
+
+    @property
+    def gpu_equivalents(self) -> tuple[float, float, float]:
+        """(allocatable, allocated, free) in GPU-equivalents."""
+        total = sum(line.allocatable * line.gpu_share for line in self.lines)
+        used = sum(line.allocated * line.gpu_share for line in self.lines)
+        return total, used, total - used
+
+    @property
+    def unallocated_cost_per_hour(self) -> float:
+        return sum(line.unallocated_cost_per_hour for line in self.lines)
+
+
+@dataclass(frozen=True, slots=True)
+class WastefulPod:
+    """A pod holding whole GPUs although its template fits a slice: `decide` would rewrite it."""
+
+    namespace: str
+    name: str
+    node: str
+    template: str | None
+    gpus: int
+    profile: str
+    gpus_freed: float
+    """GPU-equivalents a rewrite frees: the whole GPUs less the slices they become."""
+    cost_per_hour: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class IdleGpu:
+    """An allocated GPU (or MIG device) whose average utilisation over the window is below the bar."""
+
+    node: str
+    gpu: str
+    uuid: str
+    model: str
+    profile: str
+    namespace: str
+    pod: str
+    utilisation_percent: float
+    metric: str
+    cost_per_hour: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Costs:
+    unallocated_per_hour: float | None
+    """None when pod usage is unknown (a node list without pods)."""
+    wasteful_per_hour: float | None
+    idle_per_hour: float | None
+    """None when no utilisation was read (no --prometheus)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    nodes: tuple[NodeReport, ...]
+    wasteful: tuple[WastefulPod, ...]
+    idle: tuple[IdleGpu, ...] | None
+    costs: Costs
+    usage_known: bool
+    unpriced_products: tuple[str, ...]
+    window: str | None = None
+    idle_threshold_percent: float = 5.0
+
+    def totals_by_profile(self) -> list[dict[str, Any]]:
+        """Cluster-wide allocatable, allocated and free per (product, profile)."""
+        rows: dict[tuple[str, str], list[float]] = {}
+        for node in self.nodes:
+            for line in node.lines:
+                row = rows.setdefault((_base(node.product), line.profile), [0, 0, 0, 0.0])
+                row[0] += line.allocatable
+                row[1] += line.allocated
+                row[2] += line.free
+                row[3] += line.unallocated_cost_per_hour
+        return [
+            {"product": product, "profile": profile, "allocatable": int(a), "allocated": int(b)}
+            | {"free": int(c), "unallocatedCostPerHour": round(d, 4)}
+            for (product, profile), (a, b, c, d) in sorted(rows.items())
+        ]
+
+    def gpu_equivalents(self) -> tuple[float, float, float]:
+        sums = [sum(n.gpu_equivalents[i] for n in self.nodes) for i in range(3)]
+        return sums[0], sums[1], sums[2]
+
+    def to_dict(self) -> dict[str, Any]:
+        total, used, free = self.gpu_equivalents()
+        costs = self.costs
+        return {
+            "usageKnown": self.usage_known,
+            "totals": {
+                "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)},
+                "byProfile": self.totals_by_profile(),
+            },
+            "costs": {
+                "unallocated": _cost(costs.unallocated_per_hour),
+                "wasteful": _cost(costs.wasteful_per_hour),
+                "idle": _cost(costs.idle_per_hour),
+                "unpricedProducts": list(self.unpriced_products),
+            },
+            "nodes": [_node_dict(n) for n in self.nodes],
+            "wasteful": [_camel(asdict(w)) for w in self.wasteful],
+            "idle": None if self.idle is None else [_camel(asdict(i)) for i in self.idle],
+            "window": self.window,
+            "idleThresholdPercent": self.idle_threshold_percent,
+        }
+
+
+def _node_dict(node: NodeReport) -> dict[str, Any]:
+    total, used, free = node.gpu_equivalents
+    return {
+        "name": node.name,
+        "product": node.product,
+        "strategy": node.strategy,
+        "acceleratorPods": node.accelerator_pods,
+        "taints": list(node.taints),
+        "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)},
+        "unallocatedCostPerHour": _r(node.unallocated_cost_per_hour),
+        "devices": [
+            {
+                "profile": line.profile,
+                "resource": line.resource,
+                "allocatable": line.allocatable,
+                "allocated": line.allocated,
+                "free": line.free,
+                "gpuShare": _r(line.gpu_share),
+                "pricePerHour": None if line.price_per_hour is None else _r(line.price_per_hour),
+            }
+            for line in node.lines
+        ],
+    }
+
+
+def _cost(hourly: float | None) -> dict[str, float | None]:
+    if hourly is None:
+        return {"perHour": None, "perMonth": None}
+    return {"perHour": _r(hourly), "perMonth": _r(hourly * HOURS_PER_MONTH)}
+
+
+def _camel(data: dict[str, Any]) -> dict[str, Any]:
+    def camel(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(part.title() for part in rest)
+
+    return {camel(k): (_r(v) if isinstance(v, float) else v) for k, v in data.items()}
+
+
+def _r(value: float) -> float:
+    return round(value, 4)
+
+
+def _base(product: str) -> str:
+    return product.split("-MIG-", 1)[0]

@@ -1,0 +1,146 @@
+"""The report as text (for a terminal), JSON (for programs) or CSV (for spreadsheets)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from webhook.report.model import HOURS_PER_MONTH, Report
+
+CSV_FIELDS = (
+    "section",
+    "node",
+    "product",
+    "strategy",
+    "profile",
+    "allocatable",
+    "allocated",
+    "free",
+    "gpu_share",
+    "namespace",
+    "pod",
+    "utilisation_percent",
+    "cost_per_hour",
+    "cost_per_month",
+)
+
+
+def render(report: Report, output: str) -> str:
+    if output == "json":
+        return json.dumps(report.to_dict(), indent=2) + "\n"
+    if output == "csv":
+        return render_csv(report)
+    return render_text(report)
+
+
+def render_text(report: Report) -> str:
+    lines = [
+        f"{'NODE':<16} {'PRODUCT':<34} {'DEVICE':<9} {'ALLOC':>6} {'USED':>6} {'FREE':>6} {'FREE $/h':>9}"
+    ]
+    for node in report.nodes:
+        for line in node.lines:
+            cost = _money(line.unallocated_cost_per_hour if line.price_per_hour is not None else None)
+            lines.append(
+                f"{node.name:<16} {node.product:<34} {line.profile:<9} {line.allocatable:>6} "
+                f"{line.allocated:>6} {line.free:>6} {cost:>9}"
+            )
+    total, used, free = report.gpu_equivalents()
+    lines += ["", f"GPU-equivalents: {total:.2f} allocatable, {used:.2f} allocated, {free:.2f} free"]
+    if not report.usage_known:
+        lines.append("note: no pods given (--pods or --kubeconfig): allocated counts are unknown, shown as 0")
+    lines += _cost_lines(report)
+    lines += _waste_lines(report)
+    lines += _idle_lines(report)
+    return "\n".join(lines) + "\n"
+
+
+def _cost_lines(report: Report) -> list[str]:
+    costs = report.costs
+    lines = ["", "COST            PER HOUR   PER MONTH (730 h)"]
+    for name, hourly in (
+        ("unallocated", costs.unallocated_per_hour),
+        ("wasteful", costs.wasteful_per_hour),
+        ("idle", costs.idle_per_hour),
+    ):
+        monthly = None if hourly is None else hourly * HOURS_PER_MONTH
+        lines.append(f"{name:<14} {_money(hourly):>10} {_money(monthly):>11}")
+    if report.unpriced_products:
+        lines.append(f"not priced (add to a policy's prices): {', '.join(report.unpriced_products)}")
+    return lines
+
+
+def _waste_lines(report: Report) -> list[str]:
+    if not report.wasteful:
+        return ["", "No pod holds whole GPUs that a slice would serve."]
+    lines = ["", "WHOLE GPUS A SLICE WOULD SERVE (decide would rewrite them)"]
+    for pod in report.wasteful:
+        lines.append(
+            f"  {pod.namespace}/{pod.name} on {pod.node}: {pod.gpus} GPU -> {pod.profile} "
+            f"({pod.template}), frees {pod.gpus_freed:.2f} GPU, {_money(pod.cost_per_hour)}/h"
+        )
+    return lines
+
+
+def _idle_lines(report: Report) -> list[str]:
+    if report.idle is None:
+        return []
+    window, bar = report.window or "?", report.idle_threshold_percent
+    if not report.idle:
+        return ["", f"No allocated GPU averaged under {bar:g}% over {window}."]
+    lines = ["", f"ALLOCATED BUT IDLE (average under {bar:g}% over {window})"]
+    for gpu in report.idle:
+        lines.append(
+            f"  {gpu.node} gpu {gpu.gpu} {gpu.profile} held by {gpu.namespace}/{gpu.pod}: "
+            f"{gpu.utilisation_percent:.1f}% ({gpu.metric}), {_money(gpu.cost_per_hour)}/h"
+        )
+    return lines
+
+
+def render_csv(report: Report) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for node in report.nodes:
+        for line in node.lines:
+            priced = line.price_per_hour is not None
+            writer.writerow(
+                _row("device", node.name, node.product, strategy=node.strategy, profile=line.profile)
+                | {"allocatable": line.allocatable, "allocated": line.allocated, "free": line.free}
+                | {"gpu_share": f"{line.gpu_share:.4f}"}
+                | _costs(line.unallocated_cost_per_hour if priced else None)
+            )
+    for pod in report.wasteful:
+        writer.writerow(
+            _row("wasteful", pod.node, "", profile=pod.profile, namespace=pod.namespace, pod=pod.name)
+            | {"allocated": pod.gpus, "free": f"{pod.gpus_freed:.4f}"}
+            | _costs(pod.cost_per_hour)
+        )
+    for gpu in report.idle or ():
+        writer.writerow(
+            _row("idle", gpu.node, gpu.model, profile=gpu.profile, namespace=gpu.namespace, pod=gpu.pod)
+            | {"utilisation_percent": f"{gpu.utilisation_percent:.2f}"}
+            | _costs(gpu.cost_per_hour)
+        )
+    costs = report.costs
+    for name, hourly in (
+        ("unallocated", costs.unallocated_per_hour),
+        ("wasteful", costs.wasteful_per_hour),
+        ("idle", costs.idle_per_hour),
+    ):
+        writer.writerow(_row(f"total-{name}", "", "") | _costs(hourly))
+    return buffer.getvalue()
+
+
+def _row(section: str, node: str, product: str, **fields: str) -> dict[str, object]:
+    return {"section": section, "node": node, "product": product, **fields}
+
+
+def _costs(hourly: float | None) -> dict[str, object]:
+    if hourly is None:
+        return {"cost_per_hour": "", "cost_per_month": ""}
+    return {"cost_per_hour": f"{hourly:.4f}", "cost_per_month": f"{hourly * HOURS_PER_MONTH:.2f}"}
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"

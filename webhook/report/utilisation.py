@@ -1,0 +1,109 @@
+"""Per-GPU utilisation from dcgm-exporter metrics, averaged over a window, via the Prometheus HTTP API.
+
+dcgm-exporter labels each series with `Hostname`, `gpu` (index), `UUID` and `modelName`; MIG
+devices add `GPU_I_PROFILE` and `GPU_I_ID`; with its Kubernetes mapping on (the GPU Operator's
+default) it adds the `pod`, `namespace` and `container` holding the device. When Prometheus
+scrapes the exporter through a ServiceMonitor, its own target labels take `pod`/`namespace` (the
+exporter's) and the device's move to `exported_pod`/`exported_namespace`, which win here.
+`DCGM_FI_PROF_GR_ENGINE_ACTIVE` (a 0..1 ratio, per MIG device too) is preferred where present;
+`DCGM_FI_DEV_GPU_UTIL` (percent) fills in the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+_WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus could not be asked or answered something unusable; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuUtilisation:
+    hostname: str
+    gpu: str
+    uuid: str
+    model: str
+    profile: str
+    """The MIG profile for a MIG device; empty for a whole GPU."""
+    instance: str
+    namespace: str
+    pod: str
+    percent: float
+    metric: str
+
+
+def check_window(window: str) -> str:
+    if not _WINDOW.match(window):
+        raise PrometheusError(f"--window {window!r} is not a Prometheus duration such as 1h, 30m or 7d")
+    return window
+
+
+def query_utilisation(url: str, window: str, timeout: float = 10.0) -> list[GpuUtilisation]:
+    """Average utilisation per GPU or MIG device over the window, engine-active first."""
+    check_window(window)
+    found: dict[tuple[str, str, str, str], GpuUtilisation] = {}
+    for metric, scale in ((ENGINE_ACTIVE, 100.0), (GPU_UTIL, 1.0)):
+        for series in _query(url, f"avg_over_time({metric}[{window}])", timeout):
+            reading = reading_from_series(series, metric, scale)
+            if reading is not None:
+                found.setdefault((reading.hostname, reading.gpu, reading.uuid, reading.instance), reading)
+    return sorted(found.values(), key=lambda r: (r.hostname, r.gpu, r.instance))
+
+
+def _query(url: str, promql: str, timeout: float) -> list[Mapping[str, Any]]:
+    endpoint = url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    try:
+        with urllib.request.urlopen(endpoint, timeout=timeout) as response:  # noqa: S310 - an http(s) URL
+            body = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise PrometheusError(f"{url}: {promql}: HTTP {exc.code}: {_error_text(exc)}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise PrometheusError(f"{url}: cannot reach Prometheus: {getattr(exc, 'reason', exc)}") from exc
+    except ValueError as exc:
+        raise PrometheusError(f"{url}: the answer to {promql} is not JSON") from exc
+    if body.get("status") != "success" or body.get("data", {}).get("resultType") != "vector":
+        raise PrometheusError(f"{url}: {promql}: {body.get('error') or 'unexpected answer'}")
+    result = body["data"].get("result") or []
+    return [r for r in result if isinstance(r, Mapping)]
+
+
+def reading_from_series(series: Mapping[str, Any], metric: str, scale: float) -> GpuUtilisation | None:
+    labels = series.get("metric") or {}
+    try:
+        value = float(series["value"][1]) * scale
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    hostname = str(labels.get("Hostname") or labels.get("kubernetes_node") or "")
+    if not hostname or value != value:  # NaN: no samples in the window
+        return None
+    return GpuUtilisation(
+        hostname=hostname,
+        gpu=str(labels.get("gpu") or ""),
+        uuid=str(labels.get("UUID") or ""),
+        model=str(labels.get("modelName") or ""),
+        profile=str(labels.get("GPU_I_PROFILE") or ""),
+        instance=str(labels.get("GPU_I_ID") or ""),
+        namespace=str(labels.get("exported_namespace") or labels.get("namespace") or ""),
+        pod=str(labels.get("exported_pod") or labels.get("pod") or ""),
+        percent=round(value, 3),
+        metric=metric,
+    )
+
+
+def _error_text(exc: urllib.error.HTTPError) -> str:
+    try:
+        return str(json.loads(exc.read()).get("error") or exc.reason)
+    except ValueError:
+        return str(exc.reason)

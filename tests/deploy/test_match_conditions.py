@@ -29,21 +29,31 @@ CORPUS = SHARED / "corpus" / "manifests"
 TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
 
 
-@pytest.fixture(scope="module")
-def admits(rendered: Callable[[str], Objects]) -> Callable[[Pod], bool]:
-    (webhook,) = all_of(rendered("default"), "ValidatingWebhookConfiguration")[0]["webhooks"]
+def _conditions(rendered: Callable[[str], Objects], name: str) -> Callable[[Pod], bool]:
+    (configuration,) = all_of(rendered("default"), "ValidatingWebhookConfiguration")
+    (webhook,) = [w for w in configuration["webhooks"] if w["name"] == name]
     environment = celpy.Environment()
     programs = [
         environment.program(environment.compile(condition["expression"]))
         for condition in webhook["matchConditions"]
     ]
 
-    def evaluate(pod: Pod) -> bool:
-        results = [program.evaluate({"object": celpy.json_to_cel(pod)}) for program in programs]
+    def evaluate(obj: Pod) -> bool:
+        results = [program.evaluate({"object": celpy.json_to_cel(obj)}) for program in programs]
         assert all(isinstance(r, celpy.celtypes.BoolType) for r in results), f"evaluation error: {results}"
         return all(bool(r) for r in results)
 
     return evaluate
+
+
+@pytest.fixture(scope="module")
+def admits(rendered: Callable[[str], Objects]) -> Callable[[Pod], bool]:
+    return _conditions(rendered, "validate.gpu.aethervirt.io")
+
+
+@pytest.fixture(scope="module")
+def admits_workload(rendered: Callable[[str], Objects]) -> Callable[[Pod], bool]:
+    return _conditions(rendered, "validate-workloads.gpu.aethervirt.io")
 
 
 @pytest.mark.parametrize(
@@ -142,3 +152,44 @@ def test_no_corpus_pod_the_core_cares_about_is_filtered_out(admits: Callable[[Po
     missed = [source for source, pod in pods if _core_cares(pod) and not admits(pod)]
     assert not missed
     assert any(admits(pod) for _, pod in pods) and not all(admits(pod) for _, pod in pods)
+
+
+def _corpus_controllers() -> Iterator[tuple[str, Pod, Pod]]:
+    """(source, the controller object, its pod template as a pod) for every corpus controller."""
+    for path in sorted(CORPUS.glob("*.yaml")):
+        for index, document in enumerate(_documents(path)):
+            if document.get("kind") in (*TEMPLATE_KINDS, "CronJob"):
+                pod = _pod_of(document)
+                if pod is not None:
+                    yield f"{path.name}#{index}", document, pod
+
+
+def test_no_corpus_controller_the_core_cares_about_is_filtered_out(
+    admits_workload: Callable[[Pod], bool],
+) -> None:
+    controllers = list(_corpus_controllers())
+    assert len(controllers) > 30, "the corpus should yield Deployments, Jobs, CronJobs..."
+    missed = [source for source, obj, pod in controllers if _core_cares(pod) and not admits_workload(obj)]
+    assert not missed
+    assert not all(admits_workload(obj) for _, obj, _ in controllers), "CPU-only workloads skip the call"
+
+
+@pytest.mark.parametrize(
+    ("kind", "template_at"),
+    [("Deployment", ("spec", "template")), ("CronJob", ("spec", "jobTemplate", "spec", "template"))],
+)
+def test_controller_conditions_look_inside_the_pod_template(
+    admits_workload: Callable[[Pod], bool], kind: str, template_at: tuple[str, ...]
+) -> None:
+    def wrap(pod: Pod) -> Pod:
+        obj: Pod = {"kind": kind, "metadata": {"name": "w"}}
+        node = obj
+        for step in template_at[:-1]:
+            node = node.setdefault(step, {})
+        node[template_at[-1]] = {"metadata": pod.get("metadata", {}), "spec": pod["spec"]}
+        return obj
+
+    assert admits_workload(wrap(make_pod("g").container("c", gpu=1).build()))
+    assert admits_workload(wrap(make_pod("l").container("c").label(TEMPLATE_LABEL, "notebook").build()))
+    assert not admits_workload(wrap(make_pod("cpu").container("c", limits={"cpu": "1"}).build()))
+    assert not admits_workload({"kind": kind, "metadata": {"name": "empty"}, "spec": {}})

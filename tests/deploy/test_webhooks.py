@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
+from tests.conftest import ROOT
 from tests.deploy.conftest import Objects, all_of, one
 from webhook.core.model import TEMPLATE_LABEL
 
@@ -28,24 +31,54 @@ def test_every_webhook_has_the_safe_basics(objects: Objects) -> None:
         assert "objectSelector" not in webhook, "a label on the pod must not opt it out"
 
 
-def test_mutation_fails_open_and_validation_fails_closed(objects: Objects) -> None:
-    policies = {kind: webhook["failurePolicy"] for kind, webhook in _webhooks(objects)}
-    assert policies == {"MutatingWebhookConfiguration": "Ignore", "ValidatingWebhookConfiguration": "Fail"}
+def _by_name(objects: Objects) -> dict[str, dict[str, Any]]:
+    return {webhook["name"]: webhook for _, webhook in _webhooks(objects)}
+
+
+def test_mutation_fails_open_and_only_pod_validation_fails_closed(objects: Objects) -> None:
+    policies = {name: webhook["failurePolicy"] for name, webhook in _by_name(objects).items()}
+    assert policies == {
+        "mutate.gpu.aethervirt.io": "Ignore",
+        "mutate-workloads.gpu.aethervirt.io": "Ignore",
+        "mutate-ai-jobs.gpu.aethervirt.io": "Ignore",
+        "validate.gpu.aethervirt.io": "Fail",
+        "validate-workloads.gpu.aethervirt.io": "Ignore",
+        "validate-ai-jobs.gpu.aethervirt.io": "Ignore",
+    }
     mutating = [w for kind, w in _webhooks(objects) if kind.startswith("Mutating")]
     assert all(w["reinvocationPolicy"] == "IfNeeded" for w in mutating)
 
 
-def test_rules_match_pod_create_only(objects: Objects) -> None:
-    for _, webhook in _webhooks(objects):
-        assert webhook["rules"] == [
-            {
-                "apiGroups": [""],
-                "apiVersions": ["v1"],
-                "operations": ["CREATE"],
-                "resources": ["pods"],
-                "scope": "Namespaced",
-            }
-        ]
+def _resources(webhook: dict[str, Any]) -> set[tuple[str, str, tuple[str, ...]]]:
+    return {
+        (group, resource, tuple(rule["operations"]))
+        for rule in webhook["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+
+
+def test_rules_cover_pods_controllers_and_ai_jobs_in_separate_entries(objects: Objects) -> None:
+    for verb in ("mutate", "validate"):
+        webhooks = _by_name(objects)
+        assert _resources(webhooks[f"{verb}.gpu.aethervirt.io"]) == {("", "pods", ("CREATE",))}
+        controllers = {(g, r) for g, r, ops in _resources(webhooks[f"{verb}-workloads.gpu.aethervirt.io"])}
+        assert controllers == {
+            ("apps", "deployments"),
+            ("apps", "replicasets"),
+            ("apps", "statefulsets"),
+            ("apps", "daemonsets"),
+            ("batch", "jobs"),
+            ("batch", "cronjobs"),
+        }
+        jobs = _resources(webhooks[f"{verb}-ai-jobs.gpu.aethervirt.io"])
+        assert {
+            ("kubeflow.org", "pytorchjobs"),
+            ("ray.io", "rayclusters"),
+            ("serving.kserve.io", "inferenceservices"),
+        } <= {(g, r) for g, r, _ in jobs}
+        assert all(ops == ("CREATE", "UPDATE") for *_, ops in jobs)
+        assert not any(r.endswith("/status") for _, r, _ in jobs), "status updates must not reach us"
 
 
 def test_system_namespaces_are_excluded_by_the_immutable_name_label(objects: Objects) -> None:
@@ -58,15 +91,25 @@ def test_system_namespaces_are_excluded_by_the_immutable_name_label(objects: Obj
         assert set(expression["values"]) == EXCLUDED
 
 
-def test_match_conditions_are_present_bounded_and_identical(objects: Objects) -> None:
-    conditions = [webhook.get("matchConditions") or [] for _, webhook in _webhooks(objects)]
-    for listed in conditions:
-        assert 1 <= len(listed) <= 64
-        for condition in listed:
+def test_match_conditions_are_present_bounded_and_agree(objects: Objects) -> None:
+    webhooks = _by_name(objects)
+    for suffix in ("", "-workloads"):
+        mutating = webhooks[f"mutate{suffix}.gpu.aethervirt.io"].get("matchConditions") or []
+        validating = webhooks[f"validate{suffix}.gpu.aethervirt.io"].get("matchConditions") or []
+        assert mutating == validating, "mutating and validating must agree"
+        assert 1 <= len(mutating) <= 64
+        for condition in mutating:
             assert condition["name"] and condition["expression"].strip()
             assert TEMPLATE_LABEL in condition["expression"]
             assert "has(" in condition["expression"]
-    assert all(listed == conditions[0] for listed in conditions), "mutating and validating must agree"
+    assert "matchConditions" not in webhooks["validate-ai-jobs.gpu.aethervirt.io"]
+
+
+def test_checked_in_webhooks_match_their_generator() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gen_webhooks.py"), "--check"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
 
 
 def test_webhooks_call_our_service_on_https_paths(objects: Objects) -> None:

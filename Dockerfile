@@ -33,4 +33,4 @@ WORKDIR /tmp
 EXPOSE 8443
 # `gpu-webhook` is the entrypoint so the same image runs `certs` (the deploy/ Job passes args).
 ENTRYPOINT ["gpu-webhook"]
-CMD ["serve", "--bind=0.0.0.0:8443", "--cert-dir=/etc/gpu-webhook/tls", "--templates=/etc/gpu-webhook/templates", "--policies=/etc/gpu-webhook/policies", "--workers=2"]
+CMD ["serve", "--bind=0.0.0.0:8443", "--cert-dir=/etc/gpu-webhook/tls", "--templates=/etc/gpu-webhook/templates", "--policies=/etc/gpu-webhook/policies", "--in-cluster", "--workers=2"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from webhook import __version__
 
 DESCRIPTION = "Right-size GPU requests to MIG slices and reject wrong accelerator requests."
-COMMANDS = ("check", "lint", "test", "krm", "certs", "report")
+COMMANDS = ("check", "lint", "test", "krm", "certs", "serve", "report")
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -30,7 +30,7 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 
 
 def _second_webhook(fake_api: FakeApiServer) -> None:
-    """Give the mutating configuration two entries, so 'every entry' means something."""
+    """Give the mutating configuration one more entry, with an old bundle of its own."""
     configuration = copy.deepcopy(fake_api.get(MUTATING))
     extra = copy.deepcopy(configuration["webhooks"][0])
     extra["name"] = "mutate-again.gpu.aethervirt.io"
@@ -61,7 +61,9 @@ def test_patch_sets_the_bundle_on_every_webhook_entry(
         assert all(op["value"] == expected for op in adds)
         assert [op["value"] for op in tests] == [w["name"] for w in webhooks]
         assert all(w["clientConfig"]["caBundle"] == expected for w in webhooks)
-    assert len(fake_api.get(MUTATING)["webhooks"]) == 2
+    shipped = yaml.safe_load_all((Path(__file__).parents[2] / "deploy/base/webhooks.yaml").read_text())
+    entries = next(doc for doc in shipped if doc["kind"] == "MutatingWebhookConfiguration")["webhooks"]
+    assert len(fake_api.get(MUTATING)["webhooks"]) == len(entries) + 1
 
 
 def test_patching_again_sends_no_patch(

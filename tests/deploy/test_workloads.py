@@ -16,6 +16,7 @@ SERVE_ARGS = [
     "--cert-dir=/etc/gpu-webhook/tls",
     "--templates=/etc/gpu-webhook/templates",
     "--policies=/etc/gpu-webhook/policies",
+    "--in-cluster",
     "--workers=2",
 ]
 

@@ -1,0 +1,435 @@
+"""Server benchmark: `/mutate` on a typical GPU pod review against a trivial allow-all flask app.
+
+Both run under the same gunicorn settings (webhook/server/gunicorn_conf.py, TLS with the
+reloading context) in this run, on loopback, for each worker class (gthread, sync). Prints:
+- throughput (req/s) of the trivial app and of /mutate, and their ratio (target >= 0.8x);
+- p50/p99 latency of /mutate at half the trivial app's saturating rate (target p99 < 10 ms),
+  measured open-loop from each request's scheduled time (no coordinated omission).
+
+The load generator is `wrk` when installed (keep-alive, C), else standard-library threads with
+keep-alive TLS connections. Both share the 2 CPUs with the server: the figures are ratios
+measured in the same run, not absolute capacity.
+
+    python benchmarks/bench_server.py [--seconds 5] [--connections 8] [--generator auto|wrk|python]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+REVIEW = ROOT / "examples" / "admission" / "pod-review.json"
+WORKERS = 2
+THREADS = 4
+WORKER_CLASSES = ("gthread", "sync")
+HEADERS = {"Content-Type": "application/json"}
+PACED_START = 0.5
+
+
+# --- the servers (run in a child process: gunicorn's master owns its process) ------------------
+def serve(app: str, worker_class: str, cert_dir: Path, port_file: Path) -> None:
+    from webhook.server.gunicorn_app import ServerSettings, WebhookServer
+    from webhook.tls.reload import TLSFiles
+
+    threads = THREADS if worker_class == "gthread" else 1  # gunicorn turns sync with threads into gthread
+    settings = ServerSettings(
+        "127.0.0.1:0", TLSFiles.in_directory(cert_dir), WORKERS, threads, worker_class=worker_class
+    )
+    factory = trivial_app if app == "trivial" else None
+    WebhookServer(settings, default_sources, partial(write_port, port_file), factory).run()
+
+
+def default_sources() -> tuple[Any, Any]:
+    from webhook.sources import FileInventorySource, StaticCatalogSource
+
+    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
+    return catalog, FileInventorySource(ROOT / "examples" / "inventories" / "mixed-cluster.yaml")
+
+
+def trivial_app(sources: Any) -> Any:
+    """The baseline: parse the review, allow it, echo the uid. Nothing else."""
+    from flask import Flask, Response, request
+
+    app = Flask("trivial")
+
+    def mutate() -> Response:
+        uid = json.loads(request.get_data())["request"]["uid"]
+        answer = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+        body = json.dumps({**answer, "response": {"uid": uid, "allowed": True}})
+        return Response(body, 200, mimetype="application/json")
+
+    app.add_url_rule("/mutate", "mutate", mutate, methods=["POST"])
+    app.add_url_rule("/readyz", "readyz", lambda: "ok")
+    return app
+
+
+def write_port(port_file: Path, addresses: Any) -> None:
+    port_file.write_text(str(addresses[0][1]))
+
+
+@dataclass(frozen=True)
+class Server:
+    port: int
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of gunicorn's master and its workers so far (Linux /proc)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        total = 0
+        for pid in [str(self.pid), *children]:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / ticks
+
+
+@contextmanager
+def running(app: str, worker_class: str, workdir: Path) -> Iterator[Server]:
+    port_file = workdir / f"{app}-{worker_class}.port"
+    log = (workdir / f"{app}-{worker_class}.log").open("wb")
+    command = [sys.executable, __file__, "serve", app, worker_class, str(workdir / "certs"), str(port_file)]
+    process = subprocess.Popen(command, stdout=log, stderr=log, cwd=ROOT)
+    try:
+        port = wait_ready(process, port_file, workdir / "certs" / "ca.crt")
+        yield Server(port, process.pid)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+
+
+def wait_ready(process: subprocess.Popen[bytes], port_file: Path, ca: Path) -> int:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if port_file.exists() and port_file.read_text():
+            port = int(port_file.read_text())
+            try:
+                if request(connect(port, ca), "GET", "/readyz", b"")[0] == 200:
+                    return port
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise RuntimeError(f"the {port_file.stem} server did not start; see {port_file.with_suffix('.log')}")
+
+
+# --- load ------------------------------------------------------------------------------------
+def connect(port: int, ca: Path) -> http.client.HTTPSConnection:
+    context = ssl.create_default_context(cafile=str(ca))
+    return http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=30)
+
+
+def request(conn: http.client.HTTPSConnection, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+    conn.request(method, path, body=body or None, headers=HEADERS if body else {})
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, latency: float | None) -> None:
+        with self.lock:
+            if latency is None:
+                self.errors += 1
+            else:
+                self.latencies.append(latency)
+
+
+def post(conn: http.client.HTTPSConnection, body: bytes) -> bool:
+    try:
+        status, _ = request(conn, "POST", "/mutate", body)
+    except (OSError, http.client.HTTPException):
+        conn.close()
+        return False
+    return status == 200
+
+
+def saturate_python(port: int, ca: Path, body: bytes, connections: int, seconds: float) -> int:
+    """Closed loop: every connection sends its next request as soon as the last one is answered."""
+    tally = Tally()
+    stop_at = time.monotonic() + seconds
+
+    def loop() -> None:
+        conn = connect(port, ca)
+        while time.monotonic() < stop_at:
+            tally.add(0.0 if post(conn, body) else None)
+        conn.close()
+
+    run_threads(loop, connections)
+    check_errors(tally)
+    return len(tally.latencies)
+
+
+@dataclass(frozen=True)
+class Latency:
+    rate: float
+    achieved: float
+    p50: float
+    p99: float
+    count: int
+
+
+def wrk(port: int, body: bytes, connections: int, seconds: float, workdir: Path, delay_ms: float = 0) -> str:
+    """Run wrk against /mutate; with `delay_ms`, each connection waits that long between requests."""
+    script = workdir / "post.lua"
+    lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(body.decode())}"]
+    lines.append('wrk.headers["Content-Type"] = "application/json"')
+    if delay_ms:
+        lines.append(f"function delay() return {delay_ms:.3f} end")
+    script.write_text("\n".join(lines) + "\n")
+    url = f"https://127.0.0.1:{port}/mutate"
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{round(seconds)}s", "--latency", "-s", str(script), url]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    if failed or "requests in" not in output:
+        raise RuntimeError(f"wrk failed:\n{output}")
+    return output
+
+
+def saturate_wrk(port: int, body: bytes, connections: int, seconds: float, workdir: Path) -> int:
+    return int(_found(r"(\d+) requests in", wrk(port, body, connections, seconds, workdir))[0])
+
+
+def paced_wrk(port: int, body: bytes, rate: float, seconds: float, workdir: Path, conns: int) -> Latency:
+    """Each connection pauses conns/rate between requests: at most `rate` req/s in all, fewer
+    (reported) by the time the answers take. Latency is from send to answer (wrk, not wrk2)."""
+    output = wrk(port, body, conns, seconds, workdir, delay_ms=conns * 1000 / rate)
+    achieved = float(_found(r"Requests/sec:\s+([\d.]+)", output)[0])
+    answered = int(_found(r"(\d+) requests in", output)[0])
+    return Latency(rate, achieved, _wrk_ms(output, "50%"), _wrk_ms(output, "99%"), answered)
+
+
+def _wrk_ms(output: str, percent: str) -> float:
+    value, unit = _found(rf"^\s+{percent}\s+([\d.]+)(us|ms|s)\s*$", output)
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def _found(pattern: str, output: str) -> tuple[str, ...]:
+    match = re.search(pattern, output, re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"cannot read wrk's output ({pattern}):\n{output}")
+    return match.groups()
+
+
+def paced_python(port: int, ca: Path, body: bytes, rate: float, seconds: float, connections: int) -> Latency:
+    began = time.monotonic()
+    tally = paced(port, ca, body, rate, seconds, connections)
+    samples = [s * 1000 for s in tally.latencies]
+    achieved = len(samples) / (time.monotonic() - began - PACED_START)
+    return Latency(rate, achieved, percentile(samples, 0.50), percentile(samples, 0.99), len(samples))
+
+
+def paced(port: int, ca: Path, body: bytes, rate: float, seconds: float, connections: int) -> Tally:
+    """Open loop at `rate` req/s; latency counts from the scheduled send time."""
+    tally = Tally()
+    interval = connections / rate
+    start = time.monotonic() + PACED_START
+
+    def loop(offset: float) -> None:
+        conn = connect(port, ca)
+        post(conn, body)  # handshake and warm-up outside the measurement
+        scheduled = start + offset
+        while scheduled < start + seconds:
+            time.sleep(max(0.0, scheduled - time.monotonic()))
+            ok = post(conn, body)
+            tally.add(time.monotonic() - scheduled if ok else None)
+            scheduled += interval
+        conn.close()
+
+    threads = [threading.Thread(target=loop, args=(i * interval / connections,)) for i in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    check_errors(tally)
+    return tally
+
+
+def run_threads(target: Any, count: int) -> None:
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def check_errors(tally: Tally) -> None:
+    if tally.errors:
+        raise RuntimeError(f"{tally.errors} requests failed")
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+# --- the run ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sample:
+    rate: float
+    """Requests answered per second."""
+    cpu_ms: float
+    """Server CPU per request (master + workers): what a dedicated machine's capacity follows."""
+
+
+@dataclass
+class Run:
+    seconds: float
+    connections: int
+    use_wrk: bool
+    workdir: Path
+    body: bytes = field(default_factory=REVIEW.read_bytes)
+
+    @property
+    def ca(self) -> Path:
+        return self.workdir / "certs" / "ca.crt"
+
+    def saturate(self, server: Server, seconds: float | None = None) -> Sample:
+        seconds = seconds or self.seconds
+        cpu, started = server.cpu_seconds(), time.monotonic()
+        if self.use_wrk:
+            answered = saturate_wrk(server.port, self.body, self.connections, seconds, self.workdir)
+        else:
+            answered = saturate_python(server.port, self.ca, self.body, self.connections, seconds)
+        elapsed, used = time.monotonic() - started, server.cpu_seconds() - cpu
+        return Sample(answered / elapsed, used * 1000 / max(answered, 1))
+
+    def latency(self, server: Server, rate: float) -> Latency:
+        if self.use_wrk:
+            return paced_wrk(server.port, self.body, rate, self.seconds, self.workdir, self.connections)
+        return paced_python(server.port, self.ca, self.body, rate, self.seconds, self.connections)
+
+
+@dataclass
+class Figures:
+    trivial: list[Sample] = field(default_factory=list)
+    webhook: list[Sample] = field(default_factory=list)
+    latencies: dict[str, Latency] = field(default_factory=dict)
+
+    def rate(self, app: str) -> float:
+        return statistics.median(s.rate for s in getattr(self, app))
+
+    def cpu_ms(self, app: str) -> float:
+        return statistics.median(s.cpu_ms for s in getattr(self, app))
+
+    @property
+    def ratio(self) -> float:
+        """Median of the per-round ratios: each round measures both apps back to back."""
+        return statistics.median(w.rate / t.rate for t, w in zip(self.trivial, self.webhook, strict=True))
+
+
+def measure(run: Run, worker_class: str, rounds: int) -> Figures:
+    """Both servers up at once (an idle one costs nothing); rounds alternate between them so a
+    change in the machine's background load hits both alike."""
+    figures = Figures()
+    with (
+        running("trivial", worker_class, run.workdir) as trivial,
+        running("webhook", worker_class, run.workdir) as hook,
+    ):
+        run.saturate(trivial, 1)  # warm-up
+        run.saturate(hook, 1)
+        for _ in range(rounds):
+            figures.trivial.append(run.saturate(trivial))
+            figures.webhook.append(run.saturate(hook))
+        figures.latencies["half /mutate's"] = run.latency(hook, figures.rate("webhook") / 2)
+        if worker_class == "gthread":
+            figures.latencies["half the trivial app's"] = run.latency(hook, figures.rate("trivial") / 2)
+    return figures
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=3, help="per measurement (default: 3)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: 3)")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--generator", choices=("auto", "wrk", "python"), default="auto")
+    args = parser.parse_args()
+    use_wrk = args.generator == "wrk" or (args.generator == "auto" and shutil.which("wrk") is not None)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as temporary:
+        run = Run(args.seconds, args.connections, use_wrk, Path(temporary))
+        write_certificates(run.workdir / "certs")
+        results = {worker_class: measure(run, worker_class, args.rounds) for worker_class in WORKER_CLASSES}
+        decide_ms = in_process_decide_ms(run.body)
+    report(results, decide_ms, "wrk" if use_wrk else "python threads", time.monotonic() - started)
+    return 0
+
+
+def write_certificates(directory: Path) -> None:
+    from webhook.tls.certgen import ensure_self_signed
+
+    ensure_self_signed(directory, ["127.0.0.1", "localhost"])
+
+
+def in_process_decide_ms(body: bytes, repeat: int = 300) -> float:
+    """parse + decide + response for the same review, in this process (no HTTP, no TLS)."""
+    from webhook import admission
+
+    catalog, inventory = default_sources()
+    catalog.start()
+    inventory.start()
+    timings = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        review = admission.parse_body(body)
+        admission.mutation_response(
+            review, admission.decide_review(review, catalog.current(), inventory.current())
+        )
+        timings.append(time.perf_counter() - began)
+    return statistics.median(timings) * 1000
+
+
+def report(results: dict[str, Figures], decide_ms: float, generator: str, elapsed: float) -> None:
+    print(f"gpu-webhook server benchmark: {WORKERS} workers, {THREADS} threads (gthread), TLS, loopback")
+    print(f"load generator: {generator}; review: {REVIEW.relative_to(ROOT)}; medians of alternating rounds")
+    print(f"{'worker class':<14}{'trivial req/s':>15}{'/mutate req/s':>15}{'ratio':>8}   (target >= 0.8x)")
+    for worker_class, figures in results.items():
+        trivial, webhook = figures.rate("trivial"), figures.rate("webhook")
+        print(f"{worker_class:<14}{trivial:>15.0f}{webhook:>15.0f}{figures.ratio:>7.2f}x")
+    heading = f"{'worker class':<14}{'trivial CPU ms':>15}{'/mutate CPU ms':>15}{'ratio':>8}"
+    print(heading + "   (server CPU per request: the ratio a dedicated machine would show)")
+    for worker_class, figures in results.items():
+        trivial, webhook = figures.cpu_ms("trivial"), figures.cpu_ms("webhook")
+        print(f"{worker_class:<14}{trivial:>15.2f}{webhook:>15.2f}{trivial / webhook:>7.2f}x")
+    print(f"in-process parse + decide + response of the same review: {decide_ms:.2f} ms")
+    gthread, sync = (results[c].rate("webhook") for c in ("gthread", "sync"))
+    print(f"/mutate throughput, gthread vs sync: {gthread / sync:.2f}x")
+    print("/mutate latency (target p99 < 10 ms at half the trivial app's saturating rate):")
+    for worker_class, figures in results.items():
+        for which, latency in figures.latencies.items():
+            overload = "  (above /mutate's capacity)" if latency.rate > figures.rate("webhook") else ""
+            print(
+                f"  {worker_class:<8} asked {latency.rate:5.0f} req/s ({which} saturating rate), "
+                f"got {latency.achieved:5.0f}: p50 {latency.p50:7.2f} ms  p99 {latency.p99:7.2f} ms"
+                f"  n={latency.count}{overload}"
+            )
+    print(f"total time {elapsed:.0f} s")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

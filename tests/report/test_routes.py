@@ -1,0 +1,139 @@
+"""GET /report, GET /dashboard and the inventory gauges, on a flask app with the blueprint registered."""
+
+from __future__ import annotations
+
+import csv
+import io
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from flask import Flask
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import ROOT
+from webhook.report.files import StaticUsageInventorySource
+from webhook.report.service import ReportService
+from webhook.server.report_routes import report_blueprint, report_metrics
+from webhook.sources import FileInventorySource, StaticCatalogSource
+
+NODES = ROOT / "examples" / "inventories" / "mixed-cluster.yaml"
+PODS = ROOT / "examples" / "inventories" / "mixed-cluster-pods.yaml"
+
+
+def sources(pods: bool = True, start: bool = True) -> tuple[Any, StaticCatalogSource]:
+    inventory: Any = StaticUsageInventorySource(NODES, PODS) if pods else FileInventorySource(NODES)
+    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
+    if start:
+        inventory.start()
+        catalog.start()
+    return inventory, catalog
+
+
+def app_for(inventory: Any, catalog: StaticCatalogSource) -> Flask:
+    app = Flask("test")
+    app.register_blueprint(report_blueprint(inventory, catalog))
+    return app
+
+
+class Rows(HTMLParser):
+    """Collects the elements a reader scans: node rows, device bars and waste rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[str] = []
+        self.devices = 0
+        self.waste = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        classes = (found.get("class") or "").split()
+        if "node-row" in classes:
+            self.nodes.append(found.get("data-node") or "")
+        self.devices += "device" in classes
+        self.waste += "waste-row" in classes
+
+
+def test_report_json_has_nodes_totals_costs_and_waste() -> None:
+    response = app_for(*sources()).test_client().get("/report")
+    assert response.status_code == 200
+    data = response.get_json()
+    assert len(data["nodes"]) == 7
+    assert {"gpuEquivalents", "byProfile"} <= set(data["totals"])
+    assert {"unallocated", "wasteful", "idle"} <= set(data["costs"])
+    assert len(data["wasteful"]) == 5
+    assert data["idle"] is None
+
+
+def test_report_csv_and_bad_format() -> None:
+    client = app_for(*sources()).test_client()
+    response = client.get("/report?format=csv")
+    assert response.status_code == 200
+    assert response.content_type.startswith("text/csv")
+    assert list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))[0]["section"] == "device"
+    bad = client.get("/report?format=xml")
+    assert bad.status_code == 400
+    assert "format" in bad.get_json()["error"]
+
+
+def test_not_ready_answers_503() -> None:
+    client = app_for(*sources(start=False)).test_client()
+    assert client.get("/report").status_code == 503
+    page = client.get("/dashboard")
+    assert page.status_code == 503
+    assert page.content_type.startswith("text/html")
+
+
+def test_dashboard_has_a_row_per_node_a_bar_per_device_and_the_waste_list() -> None:
+    inventory, catalog = sources()
+    client = app_for(inventory, catalog).test_client()
+    page = client.get("/dashboard")
+    assert page.status_code == 200
+    rows = Rows()
+    rows.feed(page.get_data(as_text=True))
+    data = client.get("/report").get_json()
+    assert rows.nodes == [n["name"] for n in data["nodes"]]
+    node_bars = sum(len(n["devices"]) for n in data["nodes"])
+    assert rows.devices == node_bars + len(data["totals"]["byProfile"])
+    assert rows.waste == len(data["wasteful"]) == 5
+
+
+def test_dashboard_without_pods_warns_that_usage_is_unknown() -> None:
+    page = app_for(*sources(pods=False)).test_client().get("/dashboard")
+    assert page.status_code == 200
+    assert 'class="note warn"' in page.get_data(as_text=True)
+
+
+def test_gauges_by_node_model_and_profile() -> None:
+    inventory, catalog = sources()
+    families = {
+        f.name: f
+        for f in text_string_to_metric_families(generate_latest(report_metrics(inventory, catalog)).decode())
+    }
+    free = {
+        (s.labels["node"], s.labels["profile"]): s.value for s in families["gpu_webhook_devices_free"].samples
+    }
+    assert free[("a100-mig-0", "1g.10gb")] == 4
+    assert free[("h100-whole-0", "gpu")] == 2
+    allocatable = families["gpu_webhook_devices_allocatable"].samples
+    assert {s.labels["model"] for s in allocatable} >= {"NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"}
+    cost = {s.labels["kind"]: s.value for s in families["gpu_webhook_idle_cost_per_hour"].samples}
+    assert cost["unallocated"] == pytest.approx(33.7097, abs=1e-3)
+    assert families["gpu_webhook_inventory_synced"].samples[0].value == 1
+
+
+def test_gauges_before_sync_and_without_usage() -> None:
+    waiting = report_metrics(*sources(start=False))
+    names = {f.name for f in text_string_to_metric_families(generate_latest(waiting).decode())}
+    assert names == {"gpu_webhook_inventory_synced"}
+    no_pods = report_metrics(*sources(pods=False))
+    families = {f.name: f for f in text_string_to_metric_families(generate_latest(no_pods).decode())}
+    assert families["gpu_webhook_devices_allocatable"].samples
+    assert not families["gpu_webhook_devices_free"].samples
+
+
+def test_one_report_per_snapshot() -> None:
+    inventory, catalog = sources()
+    service = ReportService(inventory, catalog)
+    assert service.current() is service.current()

@@ -1,0 +1,127 @@
+"""Requests that are not usable AdmissionReviews get a 4xx with a JSON error, from the real server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.server.conftest import Served
+from tests.server.support import Reply, metric_value, vector
+from webhook.server.app import MAX_BODY
+
+
+def check_error(reply: Reply, status: int, code: str) -> dict[str, Any]:
+    assert reply.status == status, reply.body
+    assert reply.headers["Content-Type"] == "application/json"
+    assert b"Traceback" not in reply.body
+    body: dict[str, Any] = reply.json()
+    assert body["error"]["code"] == code
+    assert body["error"]["message"]
+    return body
+
+
+def configmap_review() -> dict[str, Any]:
+    document = vector("create-pod-gpu.json")
+    document["request"]["uid"] = "configmap-review"
+    document["request"]["kind"] = {"group": "", "version": "v1", "kind": "ConfigMap"}
+    document["request"]["resource"] = {"group": "", "version": "v1", "resource": "configmaps"}
+    document["request"]["object"] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "default"},
+        "data": {"nvidia.com/gpu": "1"},
+    }
+    return document
+
+
+ENVELOPE = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+
+
+@pytest.mark.parametrize("endpoint", ["mutate", "validate"])
+@pytest.mark.parametrize(
+    ("body", "code", "field"),
+    [
+        (b"this is not json", "NotJson", ""),
+        (json.dumps(ENVELOPE).encode()[:-1] + b', "request": ', "NotJson", ""),
+        (b"[1, 2, 3]", "NotAdmissionReview", ""),
+        (json.dumps({**ENVELOPE, "apiVersion": "v1"}).encode(), "NotAdmissionReview", "apiVersion"),
+        (json.dumps({**ENVELOPE, "request": {}}).encode(), "MissingField", "request.uid"),
+    ],
+)
+def test_malformed_reviews_are_400(served: Served, endpoint: str, body: bytes, code: str, field: str) -> None:
+    error = check_error(served.client.post(f"/{endpoint}", body), 400, code)
+    assert error["error"]["field"] == field
+
+
+@pytest.mark.parametrize("endpoint", ["mutate", "validate"])
+def test_an_object_that_is_not_a_pod_is_4xx_with_the_uid(served: Served, endpoint: str) -> None:
+    body = check_error(served.client.post(f"/{endpoint}", configmap_review()), 422, "UnsupportedKind")
+    assert body["uid"] == "configmap-review"
+    assert body["error"]["field"] == "request.kind.kind"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_a_body_not_declared_json_is_415(served: Served, content_type: str | None) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    body = json.dumps(vector("create-pod-gpu.json")).encode()
+    reply = served.client.request("POST", "/mutate", body, headers)
+    assert check_error(reply, 415, "UnsupportedMediaType")["error"]["field"] == "Content-Type"
+
+
+def test_json_with_a_charset_is_fine(served: Served) -> None:
+    body = json.dumps(vector("create-pod-gpu.json")).encode()
+    headers = {"Content-Type": "application/json; charset=utf-8"}
+    reply = served.client.request("POST", "/mutate", body, headers)
+    assert reply.status == 200
+
+
+def test_a_declared_oversize_body_is_413_before_it_is_sent(served: Served) -> None:
+    """Only the headers and 1 KiB go out: the answer cannot depend on reading the other 7 MiB."""
+    conn = served.client.connection()
+    try:
+        conn.putrequest("POST", "/mutate")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(MAX_BODY + 1))
+        conn.endheaders(message_body=b"{" + b" " * 1023)
+        response = conn.getresponse()
+        reply = Reply(response.status, dict(response.getheaders()), response.read())
+    finally:
+        conn.close()
+    check_error(reply, 413, "BodyTooLarge")
+
+
+def test_a_chunked_body_over_the_cap_is_413(served: Served) -> None:
+    def chunks() -> Iterator[bytes]:
+        """Just over the cap: what the server does not read fits in what gunicorn drains."""
+        for _ in range(MAX_BODY // 65536):
+            yield b" " * 65536
+        yield b"[]" + b" " * 100
+
+    # http.client sends an iterable without Content-Length as Transfer-Encoding: chunked
+    reply = served.client.request("POST", "/mutate", chunks(), {"Content-Type": "application/json"})
+    check_error(reply, 413, "BodyTooLarge")
+
+
+def test_a_large_body_under_the_cap_is_read(served: Served) -> None:
+    document = vector("create-pod-gpu.json")
+    document["request"]["object"]["metadata"]["annotations"] = {"pad": "x" * (3 * 1024 * 1024)}
+    reply = served.client.post("/validate", document)
+    assert reply.status == 200
+    assert reply.json()["response"]["uid"] == document["request"]["uid"]
+
+
+def test_wrong_method_and_unknown_path_are_json(served: Served) -> None:
+    check_error(served.client.get("/mutate"), 405, "MethodNotAllowed")
+    check_error(served.client.get("/nope"), 404, "NotFound")
+
+
+def test_bad_requests_are_counted_by_reason(served: Served) -> None:
+    before = served.client.get("/metrics").body.decode()
+    served.client.post("/validate", b"nope")
+    after = served.client.get("/metrics").body.decode()
+    labels = {"endpoint": "validate", "reason": "NotJson"}
+    name = "gpu_webhook_bad_requests_total"
+    assert metric_value(after, name, **labels) - metric_value(before, name, **labels) == 1

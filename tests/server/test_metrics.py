@@ -1,0 +1,52 @@
+"""/metrics under gunicorn with 2 workers: whichever worker answers, it counts every worker's reviews."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from tests.server.conftest import Served
+from tests.server.support import metric_value, vector
+
+BATCH = 16
+MAX_BATCHES = 20
+
+
+def post_review(served: Served, uid: str) -> int:
+    document = vector("create-pod-gpu.json")
+    document["request"]["uid"] = uid
+    return served.client.post("/mutate", document).status
+
+
+def pids_that_served(served: Served, uids: set[str]) -> set[int]:
+    return {line["pid"] for line in served.process.log_lines() if line.get("uid") in uids}
+
+
+def test_counts_from_every_worker_are_merged(served: Served) -> None:
+    name, labels = "gpu_webhook_reviews_total", {"endpoint": "mutate", "dry_run": "false"}
+    before = metric_value(served.client.get("/metrics").body.decode(), name, **labels)
+    sent: set[str] = set()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for batch in range(MAX_BATCHES):
+            uids = [f"metrics-{batch}-{i}" for i in range(BATCH)]
+            assert set(pool.map(lambda uid: post_review(served, uid), uids)) == {200}
+            sent.update(uids)
+            if len(pids_that_served(served, sent)) >= 2:
+                break
+    assert len(pids_that_served(served, sent)) == 2, "both workers should have answered some reviews"
+    scrapes = [served.client.get("/metrics").body.decode() for _ in range(8)]
+    totals = {metric_value(text, name, **labels) - before for text in scrapes}
+    assert totals == {float(len(sent))}
+
+
+def test_the_exposition_names_every_metric(served: Served) -> None:
+    reply = served.client.get("/metrics")
+    assert reply.status == 200
+    assert reply.headers["Content-Type"].startswith("text/plain")
+    text = reply.body.decode()
+    for name in (
+        "gpu_webhook_reviews_total",
+        "gpu_webhook_violations_total",
+        "gpu_webhook_review_duration_seconds_bucket",
+        "gpu_webhook_mutations_total",
+    ):
+        assert f"\n{name}{{" in text

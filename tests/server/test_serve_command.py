@@ -1,0 +1,113 @@
+"""`gpu-webhook serve`: the embedded default end to end (its printed curl line, run for real), and
+every bad argument refused before gunicorn starts, with a message naming it and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.server.support import Client, WebhookProcess, write_serving_set
+from webhook.cli import main
+from webhook.commands.serve import parse_bind
+
+
+def test_the_embedded_default_prints_a_curl_line_that_works(tmp_path: Path) -> None:
+    process = WebhookProcess(tmp_path, cwd=tmp_path)
+    try:
+        ca = tmp_path / ".gpu-webhook" / "certs" / "ca.crt"
+        assert ca.is_file()
+        process.wait_ready(Client(process.port, ca))
+        (line,) = [line for line in process.stdout.read_text().splitlines() if line.startswith("try: ")]
+        command = shlex.split(line.removeprefix("try: "))
+        assert command[:3] == ["curl", "--cacert", ".gpu-webhook/certs/ca.crt"]
+        if shutil.which("curl") is None:
+            pytest.skip("curl is not installed")
+        command += ["--silent", "--show-error"]
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=30)
+        assert result.returncode == 0, result.stderr
+        review = json.loads(result.stdout)
+        example = json.loads((ROOT / "examples" / "admission" / "pod-review.json").read_text())
+        assert review["response"]["uid"] == example["request"]["uid"]
+        assert review["response"]["patchType"] == "JSONPatch"
+    finally:
+        process.stop()
+
+
+def serve(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert main(["serve", *args]) == 2
+    err: str = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+def test_a_bad_bind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "--bind" in serve(capsys, "--bind", "localhost")
+
+
+@pytest.mark.parametrize("option", ["--templates", "--policies", "--inventory"])
+def test_a_missing_path_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str) -> None:
+    assert str(tmp_path / "nowhere") in serve(capsys, option, str(tmp_path / "nowhere"))
+
+
+def test_a_catalog_that_does_not_load_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").write_text("apiVersion: gpu.aethervirt.io/v1\nkind: GpuTemplate\nspec: 3\n")
+    assert "broken.yaml" in serve(capsys, "--templates", str(tmp_path))
+
+
+def test_a_missing_kubeconfig_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert "--kubeconfig" in serve(capsys, "--kubeconfig", str(tmp_path / "config"))
+
+
+def test_an_unusable_kubeconfig_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "config").write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    assert "--kubeconfig" in serve(capsys, "--kubeconfig", str(tmp_path / "config"))
+
+
+def test_in_cluster_outside_a_cluster_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert "--in-cluster" in serve(capsys, "--in-cluster")
+
+
+def test_half_a_certificate_pair_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    write_serving_set(tmp_path)
+    (tmp_path / "tls.key").unlink()
+    err = serve(capsys, "--cert-dir", str(tmp_path))
+    assert "tls.key" in err
+    assert (tmp_path / "tls.crt").exists() and not (tmp_path / "tls.key").exists()
+
+
+@pytest.mark.parametrize("broken", ["tls.crt", "tls.key"])
+def test_unusable_certificate_files_are_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, broken: str
+) -> None:
+    write_serving_set(tmp_path)
+    (tmp_path / broken).write_text("not a PEM file\n")
+    assert broken in serve(capsys, "--cert-dir", str(tmp_path))
+
+
+def test_a_missing_client_ca_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    write_serving_set(tmp_path)
+    err = serve(capsys, "--cert-dir", str(tmp_path), "--client-ca", str(tmp_path / "clients.crt"))
+    assert "clients.crt" in err
+
+
+def test_inventory_and_kubeconfig_exclude_each_other(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--inventory", "a.yaml", "--kubeconfig", "b"])
+    assert exited.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("bind", "expected"),
+    [("127.0.0.1:8443", ("127.0.0.1", 8443)), ("0.0.0.0:0", ("0.0.0.0", 0)), ("[::1]:443", ("::1", 443))],
+)
+def test_bind_addresses(bind: str, expected: tuple[str, int]) -> None:
+    assert parse_bind(bind) == expected

@@ -1,0 +1,132 @@
+"""ReloadingContext with real TLS handshakes on loopback (no gunicorn): reload, SNI, bad files."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import threading
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from tests.server.support import write_serving_set
+from webhook.tls.certgen import CA_FILE, KeyPair, make_ca, make_serving, write_pair
+from webhook.tls.reload import ReloadingContext, TLSFiles, TLSFilesError, server_context
+
+
+def serial_of(path: Path) -> int:
+    return int(x509.load_pem_x509_certificate(path.read_bytes()).serial_number)
+
+
+def handshake(server: ssl.SSLContext, ca_file: Path, sni: str | None) -> int:
+    """One real handshake against `server`; the serial of the certificate the client saw."""
+    client = ssl.create_default_context(cafile=str(ca_file))
+    client.check_hostname = sni is not None
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def accept() -> None:
+            connection, _ = listener.accept()
+            with server.wrap_socket(connection, server_side=True) as tls:
+                tls.recv(1)
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        with (
+            socket.create_connection(("127.0.0.1", port)) as raw,
+            client.wrap_socket(raw, server_hostname=sni) as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+            assert der is not None
+        thread.join(timeout=10)
+    return int(x509.load_der_x509_certificate(der).serial_number)
+
+
+def renew(directory: Path, ca: KeyPair) -> int:
+    write_pair(directory, ca, make_serving(ca, ["127.0.0.1", "localhost"]))
+    return serial_of(directory / "tls.crt")
+
+
+@pytest.mark.parametrize("sni", ["localhost", None], ids=["with-sni", "without-sni"])
+def test_a_context_built_once_serves_the_renewed_certificate(tmp_path: Path, sni: str | None) -> None:
+    """The sni_callback runs for every ClientHello, with or without SNI, and swaps the context."""
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    built_once = reloading.current()
+    first = serial_of(tmp_path / "tls.crt")
+    assert handshake(built_once, tmp_path / CA_FILE, sni) == first
+    renewed = renew(tmp_path, ca)
+    assert renewed != first
+    assert handshake(built_once, tmp_path / CA_FILE, sni) == renewed
+    assert reloading.current() is not built_once
+
+
+def kubelet_layout(root: Path, version: str, ca: KeyPair | None = None) -> KeyPair:
+    """A Secret volume as the kubelet writes it: files in ..<version>, reached through ..data."""
+    ca = write_serving_set(root / f"..{version}", ca)
+    staging = root / "..data_tmp"
+    staging.symlink_to(f"..{version}")
+    os.replace(staging, root / "..data")
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        if not (root / name).is_symlink():
+            (root / name).symlink_to(f"..data/{name}")
+    return ca
+
+
+def test_a_data_symlink_swap_is_picked_up(tmp_path: Path) -> None:
+    ca = kubelet_layout(tmp_path, "v1")
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    first = handshake(reloading.current(), tmp_path / CA_FILE, "localhost")
+    kubelet_layout(tmp_path, "v2", ca)
+    second = handshake(reloading.current(), tmp_path / CA_FILE, "localhost")
+    assert first == serial_of(tmp_path / "..v1" / "tls.crt")
+    assert second == serial_of(tmp_path / "..v2" / "tls.crt") != first
+
+
+def test_a_mismatched_pair_keeps_the_last_good_certificate(tmp_path: Path) -> None:
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    good = handshake(reloading.current(), tmp_path / CA_FILE, "localhost")
+    other = make_serving(ca, ["127.0.0.1", "localhost"])
+    (tmp_path / "tls.crt").write_bytes(other.certificate_pem())  # the key is still the old one
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == good
+    (tmp_path / "tls.key").write_bytes(other.key_pem())
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == serial_of(tmp_path / "tls.crt")
+
+
+def test_files_are_checked_at_most_every_interval(tmp_path: Path) -> None:
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=3600)
+    first = reloading.current()
+    renew(tmp_path, ca)
+    assert reloading.current() is first
+
+
+def test_only_tls_1_2_and_later(tmp_path: Path) -> None:
+    write_serving_set(tmp_path)
+    context = server_context(TLSFiles.in_directory(tmp_path))
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert context.verify_mode == ssl.CERT_NONE
+
+
+def test_a_client_ca_makes_client_certificates_required(tmp_path: Path) -> None:
+    write_serving_set(tmp_path)
+    client_ca = tmp_path / "client-ca.crt"
+    client_ca.write_bytes(make_ca("clients").certificate_pem())
+    context = server_context(TLSFiles.in_directory(tmp_path, client_ca))
+    assert context.verify_mode == ssl.CERT_REQUIRED
+
+
+@pytest.mark.parametrize("broken", ["tls.key", "tls.crt"])
+def test_unusable_files_are_named(tmp_path: Path, broken: str) -> None:
+    write_serving_set(tmp_path)
+    (tmp_path / broken).write_text("not PEM")
+    with pytest.raises(TLSFilesError, match=broken):
+        server_context(TLSFiles.in_directory(tmp_path))
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(TLSFilesError, match="tls.crt"):
+        TLSFiles.in_directory(tmp_path).digest()

@@ -1,0 +1,335 @@
+"""AdmissionReview v1 in, AdmissionReview v1 out: pure, no HTTP.
+
+`parse_body` turns the raw request body into a `Review` or raises `ReviewError` (a malformed
+review: the server answers 4xx with `ReviewError.body()`); `decide_review` runs the decision
+core; `mutation_response` / `validation_response` build the AdmissionReview the API server
+expects, following /work/shared/reference/admission/PROTOCOL.md: the same apiVersion, kind and
+uid; `patchType` only with a non-empty base64 JSONPatch and never from validation; a denial
+with status code 403 listing every violation; warnings kept under the API server's 4096-rune
+budget; audit annotations without the webhook prefix (the API server adds it).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from webhook.core.decide import MAX_WARNING, decide
+from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
+
+API_VERSION = "admission.k8s.io/v1"
+REVIEW_KIND = "AdmissionReview"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+MAX_DEPTH = 100
+"""Deeper objects are refused: no Kubernetes object nests anywhere near this."""
+WARNINGS_BUDGET = 4096 - 96
+"""The API server cuts every warning to 256 runes once all of them pass 4096 runes."""
+MAX_LISTED = 50
+SKIP_NOTES = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
+"""Info codes that say why nothing was checked: kept in /validate's audit annotations."""
+MAX_LINE = 400
+
+Decider = Callable[[dict[str, Any], Context], Decision]
+
+
+class ReviewError(ValueError):
+    """A request that is not a usable AdmissionReview v1; `field` says where, `status` is the 4xx."""
+
+    def __init__(self, code: str, field: str, message: str, uid: str | None = None, status: int = 400):
+        super().__init__(f"{field}: {message}" if field else message)
+        self.code, self.field, self.message, self.uid, self.status = code, field, message, uid, status
+
+    def body(self) -> dict[str, Any]:
+        error = {"code": self.code, "field": self.field, "message": self.message}
+        return {"error": error, **({"uid": self.uid} if self.uid else {})}
+
+
+@dataclass(frozen=True)
+class Review:
+    """The parts of an AdmissionReview request the webhook uses."""
+
+    uid: str
+    kind: str
+    operation: str
+    namespace: str
+    name: str
+    """request.name, else the object's name or generateName (controllers' pods have none yet)."""
+    dry_run: bool
+    obj: dict[str, Any]
+    """The object; empty for DELETE and CONNECT, which carry none."""
+    old_obj: dict[str, Any] | None
+
+
+def parse_body(raw: bytes) -> Review:
+    return parse_review(_decode(raw))
+
+
+def _decode(raw: bytes) -> object:
+    try:
+        return json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise ReviewError("TooDeep", "", "the body nests deeper than the JSON parser allows") from None
+    except ValueError as exc:
+        raise ReviewError("NotJson", "", f"the body is not JSON: {_clip(str(exc), 200)}") from None
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def parse_review(document: object) -> Review:
+    if not isinstance(document, dict):
+        raise ReviewError("NotAdmissionReview", "", f"the body is {_type(document)}, not an AdmissionReview")
+    request = document.get("request")
+    uid = request.get("uid") if isinstance(request, dict) else None
+    uid = uid if isinstance(uid, str) and uid else None
+    _check_envelope(document, uid)
+    if not isinstance(request, dict):
+        _wrong("request", "an object", request, uid)
+    if uid is None:
+        _wrong("request.uid", "a non-empty string (it is echoed in the response)", request.get("uid"), None)
+    return _parse_request(request, uid)
+
+
+def _check_envelope(document: dict[str, Any], uid: str | None) -> None:
+    for field, expected in (("apiVersion", API_VERSION), ("kind", REVIEW_KIND)):
+        if document.get(field) != expected:
+            message = (
+                f"is {_show(document.get(field))}, expected {expected!r} (admissionReviewVersions: [v1])"
+            )
+            raise ReviewError("NotAdmissionReview", field, message, uid)
+
+
+def _parse_request(request: dict[str, Any], uid: str) -> Review:
+    kind = _kind(request, uid)
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        _wrong("request.operation", f"one of {', '.join(OPERATIONS)}", operation, uid)
+    obj = _object(request, "object", uid, required=operation in ("CREATE", "UPDATE"))
+    old = _object(request, "oldObject", uid, required=False)
+    _check_object(obj or {}, kind, uid)
+    return Review(
+        uid=uid,
+        kind=kind,
+        operation=str(operation),
+        namespace=_optional_string(request, "namespace", uid),
+        name=_optional_string(request, "name", uid) or _object_name(obj or {}),
+        dry_run=_dry_run(request, uid),
+        obj=obj or {},
+        old_obj=old,
+    )
+
+
+def _kind(request: dict[str, Any], uid: str) -> str:
+    group_version_kind = request.get("kind")
+    if not isinstance(group_version_kind, dict):
+        _wrong("request.kind", "an object (group, version, kind)", group_version_kind, uid)
+    kind = group_version_kind.get("kind")
+    if not isinstance(kind, str) or not kind:
+        _wrong("request.kind.kind", "a non-empty string", kind, uid)
+    if not is_supported_kind(kind):
+        message = f"{_show(kind)} is not a Pod or a supported workload kind; check the webhook's rules"
+        raise ReviewError("UnsupportedKind", "request.kind.kind", message, uid, status=422)
+    return kind
+
+
+def _object(request: dict[str, Any], field: str, uid: str, required: bool) -> dict[str, Any] | None:
+    value = request.get(field)
+    if value is None and not required:
+        return None
+    if not isinstance(value, dict):
+        _wrong(f"request.{field}", "an object", value, uid)
+    if _nests_deeper(value, MAX_DEPTH):
+        raise ReviewError("TooDeep", f"request.{field}", f"nests deeper than {MAX_DEPTH} levels", uid)
+    return value
+
+
+def _check_object(obj: dict[str, Any], kind: str, uid: str) -> None:
+    if "kind" in obj and obj["kind"] != kind:
+        message = f"is {_show(obj['kind'])} but request.kind.kind is {kind!r}"
+        raise ReviewError("KindMismatch", "request.object.kind", message, uid)
+    for field in ("metadata", "spec"):
+        if obj.get(field) is not None and not isinstance(obj[field], dict):
+            _wrong(f"request.object.{field}", "an object", obj[field], uid)
+
+
+def _optional_string(request: dict[str, Any], field: str, uid: str) -> str:
+    value = request.get(field)
+    if value is not None and not isinstance(value, str):
+        _wrong(f"request.{field}", "a string", value, uid)
+    return value or ""
+
+
+def _dry_run(request: dict[str, Any], uid: str) -> bool:
+    value = request.get("dryRun")
+    if value is not None and not isinstance(value, bool):
+        _wrong("request.dryRun", "true or false", value, uid)
+    return bool(value)
+
+
+def _object_name(obj: dict[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    name = metadata.get("name") or metadata.get("generateName") or ""
+    return name if isinstance(name, str) else ""
+
+
+def _wrong(field: str, expected: str, value: object, uid: str | None) -> NoReturn:
+    if value is None:
+        raise ReviewError("MissingField", field, f"is missing; it must be {expected}", uid)
+    shown = _show(value) if isinstance(value, str) else _type(value)
+    raise ReviewError("WrongType", field, f"must be {expected}, got {shown}", uid)
+
+
+def _nests_deeper(value: object, limit: int) -> bool:
+    """True when containers nest more than `limit` levels (iterative: no recursion on hostile input)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def is_supported_kind(kind: str) -> bool:
+    workloads = _workloads()
+    return kind == "Pod" or (workloads is not None and kind in workloads[0])
+
+
+def _workloads() -> tuple[frozenset[str], Decider] | None:
+    """The workload kinds and their decider, when the core has them (imported lazily, optional)."""
+    try:
+        from webhook.core.workloads import SUPPORTED_KINDS, decide_workload
+    except ImportError:
+        return None
+    return SUPPORTED_KINDS, decide_workload
+
+
+def decide_review(review: Review, catalog: Catalog, inventory: Inventory) -> Decision:
+    context = Context(
+        catalog=catalog,
+        inventory=inventory,
+        namespace=review.namespace,
+        operation=review.operation,
+        dry_run=review.dry_run,
+        old_object=review.old_obj,
+    )
+    if review.kind == "Pod":
+        return decide(review.obj, context)
+    workloads = _workloads()
+    if workloads is None or review.kind not in workloads[0]:
+        raise ReviewError(
+            "UnsupportedKind", "request.kind.kind", f"{review.kind!r} is not supported", review.uid
+        )
+    return workloads[1](review.obj, context)
+
+
+def mutation_response(review: Review, decision: Decision) -> dict[str, Any]:
+    """Warnings for warn-mode problems and each mutation; the patch only when allowed, and only
+    for an operation that carries an object (the API server fails a patch on DELETE or CONNECT
+    with an error that no failurePolicy softens)."""
+    patchable = decision.allowed and review.operation in ("CREATE", "UPDATE") and bool(review.obj)
+    patch = list(decision.patch) if patchable else []
+    return _response(review, decision, decision.warnings, patch, decision.violations)
+
+
+def validation_response(review: Review, decision: Decision) -> dict[str, Any]:
+    """Never a patch; warnings and codes leave out mutations (none is made here)."""
+    warnings = [_warning(v) for v in decision.violations if v.outcome == "warn"]
+    found = [v for v in decision.violations if v.outcome != "info" or v.code in SKIP_NOTES]
+    return _response(review, decision, warnings, [], found)
+
+
+def unchanged_response(review: Review, warning: str) -> dict[str, Any]:
+    """Allowed, untouched: what /mutate answers when something inside the webhook broke."""
+    return envelope({"uid": review.uid, "allowed": True, "warnings": [_clip(warning, MAX_WARNING)]})
+
+
+def envelope(response: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": REVIEW_KIND, "response": response}
+
+
+def _response(
+    review: Review,
+    decision: Decision,
+    warnings: Sequence[str],
+    patch: list[dict[str, Any]],
+    annotated: Iterable[Violation],
+) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": review.uid, "allowed": decision.allowed}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = encode_patch(patch)
+    if not decision.allowed:
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": denial_message(review, decision)}
+    if warnings:
+        response["warnings"] = bounded_warnings(warnings)
+    response["auditAnnotations"] = audit_annotations(decision, annotated)
+    return envelope(response)
+
+
+def encode_patch(patch: Iterable[dict[str, Any]]) -> str:
+    return base64.b64encode(json.dumps(list(patch), separators=(",", ":")).encode()).decode("ascii")
+
+
+def denial_message(review: Review, decision: Decision) -> str:
+    """Every violation, denials first, one per line: code, path and message."""
+    subject = f"{review.kind} {review.name or '(unnamed)'}"
+    where = f" in namespace {review.namespace}" if review.namespace else ""
+    head = f"gpu-webhook denied {subject}{where} (policy {decision.policy}, template {decision.template})"
+    ordered = sorted(decision.violations, key=lambda v: v.outcome != "deny")
+    lines = [_clip(_line(v), MAX_LINE) for v in ordered[:MAX_LISTED]]
+    if len(ordered) > MAX_LISTED:
+        lines.append(f"- and {len(ordered) - MAX_LISTED} more")
+    return "\n".join([head + ":", *lines])
+
+
+def _line(violation: Violation) -> str:
+    return f"- {violation.code} at {violation.path}: {violation.message}"
+
+
+def bounded_warnings(warnings: Sequence[str]) -> list[str]:
+    """Each warning at most 120 runes, all together under the API server's 4096-rune budget."""
+    kept: list[str] = []
+    total = 0
+    unique = list(dict.fromkeys(_clip(w, MAX_WARNING) for w in warnings))
+    for index, warning in enumerate(unique):
+        if total + len(warning) > WARNINGS_BUDGET:
+            kept.append(
+                f"{len(unique) - index} more warnings not shown; the codes are in the audit annotations"
+            )
+            break
+        kept.append(warning)
+        total += len(warning)
+    return kept
+
+
+def audit_annotations(decision: Decision, violations: Iterable[Violation]) -> dict[str, str]:
+    """`template`, `policy`, `mode` and `codes` (comma-separated, when any); the API server
+    prefixes each key with the webhook's name."""
+    annotations = {"template": decision.template or "none", "policy": decision.policy, "mode": decision.mode}
+    codes = ",".join(dict.fromkeys(v.code for v in violations))
+    return {**annotations, "codes": codes} if codes else annotations
+
+
+def _warning(violation: Violation) -> str:
+    return _clip(f"{violation.code}: {violation.message}", MAX_WARNING)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _show(value: object) -> str:
+    return _clip(repr(value), 80) if value is not None else "missing"
+
+
+def _type(value: object) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")

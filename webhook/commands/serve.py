@@ -1,0 +1,240 @@
+"""`gpu-webhook serve`: the admission webhook over HTTPS (flask under gunicorn).
+
+With no arguments it runs the embedded default: a self-signed certificate generated into
+.gpu-webhook/certs, the repository's templates/ and policies/ (reloaded when they change), and
+the example inventory examples/inventories/mixed-cluster.yaml with the pods bound to it
+(mixed-cluster-pods.yaml). Everything is checked before gunicorn starts, so a bad path or
+certificate is one clear message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+import socket
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from webhook.commands.common import EXIT_BAD_INPUT, UsageError, catalog_from, error, inventory_from
+from webhook.sources import CatalogSource, FileInventorySource, InventorySource, StaticCatalogSource
+from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
+from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
+
+if TYPE_CHECKING:
+    from webhook.server.gunicorn_app import SourcesFactory
+
+DEFAULT_CERT_DIR = ".gpu-webhook/certs"
+DEFAULT_INVENTORY = "examples/inventories/mixed-cluster.yaml"
+DEFAULT_PODS = "examples/inventories/mixed-cluster-pods.yaml"
+DEFAULT_RELOAD_SECONDS = 10.0
+EXAMPLE_REVIEW = "examples/admission/pod-review.json"
+WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = commands.add_parser("serve", help="run the admission webhook over HTTPS (gunicorn)")
+    parser.add_argument("--bind", default="127.0.0.1:8443", metavar="HOST:PORT", help="default: %(default)s")
+    parser.add_argument(
+        "--cert-dir",
+        default=DEFAULT_CERT_DIR,
+        metavar="DIR",
+        help="tls.crt and tls.key; a self-signed set is generated when absent (default: %(default)s)",
+    )
+    parser.add_argument("--templates", metavar="DIR", help="templates folder (default: templates)")
+    parser.add_argument("--policies", metavar="DIR", help="policies folder (default: policies)")
+    nodes = parser.add_mutually_exclusive_group()
+    nodes.add_argument("--inventory", metavar="FILE", help=f"node list YAML (default: {DEFAULT_INVENTORY})")
+    nodes.add_argument("--kubeconfig", metavar="FILE", help="watch the cluster's nodes instead of a file")
+    nodes.add_argument(
+        "--in-cluster", action="store_true", help="watch the nodes with the pod's service account"
+    )
+    parser.add_argument(
+        "--pods",
+        metavar="FILE",
+        help=f"pods bound to the --inventory nodes (default with it: {DEFAULT_PODS})",
+    )
+    parser.add_argument(
+        "--reload-seconds",
+        type=float,
+        default=DEFAULT_RELOAD_SECONDS,
+        metavar="S",
+        help="how often to look for changed templates and policies; 0 loads them once (default: %(default)s)",
+    )
+    parser.add_argument("--client-ca", metavar="FILE", help="require client certificates signed by this CA")
+    parser.add_argument("--workers", type=_positive, metavar="N", help="processes (default: CPU count)")
+    parser.add_argument("--threads", type=_positive, metavar="N", help="threads per worker (default: 4)")
+    parser.add_argument(
+        "--cert-check-seconds",
+        type=float,
+        default=DEFAULT_INTERVAL,
+        metavar="S",
+        help="how often to look for a renewed certificate (default: %(default)s)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        plan = _plan(args)
+    except UsageError as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
+    from webhook.server.gunicorn_app import ServerSettings, WebhookServer  # gunicorn only when serving
+
+    settings = ServerSettings(plan.bind, plan.tls, args.workers, args.threads, args.cert_check_seconds)
+    WebhookServer(settings, plan.sources, announce=partial(_announce, plan)).run()
+    return 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    bind: str
+    host: str
+    tls: TLSFiles
+    ca_file: Path | None
+    sources: SourcesFactory
+    """Builds the (catalog, inventory) sources; called in each worker, after the fork."""
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    host, port = parse_bind(args.bind)
+    templates = _default_path(args.templates, "templates")
+    policies = _default_path(args.policies, "policies")
+    catalog_from(str(templates), str(policies))
+    if args.kubeconfig or args.in_cluster:
+        if args.pods:
+            raise UsageError("--pods goes with --inventory; a watched cluster brings its own pods")
+        inventory: Any = partial(_cluster_source(args.kubeconfig), kubeconfig=args.kubeconfig)
+    else:
+        inventory = _file_inventory(args)
+    if args.reload_seconds < 0:
+        raise UsageError(f"--reload-seconds must be 0 or more, got {args.reload_seconds}")
+    tls, ca_file = _certificates(Path(args.cert_dir), host, args.client_ca)
+    sources = partial(_sources, (templates, policies), inventory, args.reload_seconds)
+    return Plan(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host, tls, ca_file, sources)
+
+
+def _file_inventory(args: argparse.Namespace) -> Any:
+    """Nodes from a file, with the pods bound to them when a pod list is given (or by default)."""
+    path = _default_path(args.inventory, DEFAULT_INVENTORY)
+    inventory_from(str(path))
+    pods = args.pods
+    if pods is None and args.inventory is None:
+        pods = str(_here_or_in_checkout(DEFAULT_PODS))
+    if pods is None:
+        return partial(FileInventorySource, path)
+    if not Path(pods).is_file():
+        raise UsageError(f"--pods: no such file: {pods}")
+    from webhook.report.files import StaticUsageInventorySource
+
+    return partial(StaticUsageInventorySource, path, pods)
+
+
+def _sources(
+    catalog_paths: Sequence[Path], inventory: Any, reload_seconds: float
+) -> tuple[CatalogSource, InventorySource]:
+    source: InventorySource = inventory()
+    if reload_seconds == 0:
+        return StaticCatalogSource(catalog_paths), source
+    from webhook.catalog.reload import ReloadingCatalogSource
+
+    return ReloadingCatalogSource(catalog_paths, interval=reload_seconds), source
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    host, separator, port = bind.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    if not separator or not port.isdigit() or int(port) > 65535:
+        raise UsageError(f"--bind must be HOST:PORT (e.g. 127.0.0.1:8443 or 0.0.0.0:8443), got {bind!r}")
+    return host, int(port)
+
+
+def _default_path(given: str | None, relative: str) -> Path:
+    """What the user named; else the path under the working directory, else in this checkout."""
+    path = Path(given) if given is not None else _here_or_in_checkout(relative)
+    if not path.exists():
+        raise UsageError(f"no such file or directory: {given or relative}")
+    return path
+
+
+def _here_or_in_checkout(relative: str) -> Path:
+    """The path under the working directory if it is there, else in the source checkout."""
+    here = Path(relative)
+    return here if here.exists() else Path(__file__).resolve().parents[2] / relative
+
+
+def _cluster_source(kubeconfig: str | None) -> Any:
+    """The watcher class, once the cluster configuration has been checked here in the master."""
+    if kubeconfig is not None and not Path(kubeconfig).is_file():
+        raise UsageError(f"--kubeconfig: no such file: {kubeconfig}")
+    try:
+        module = importlib.import_module("webhook.inventory.watch")
+    except ImportError as exc:
+        raise UsageError(f"watching the cluster needs webhook.inventory.watch (missing): {exc}") from exc
+    _check_cluster_config(kubeconfig)
+    return module.ClusterInventorySource
+
+
+def _check_cluster_config(kubeconfig: str | None) -> None:
+    from kubernetes import client, config
+
+    target = client.Configuration()
+    try:
+        if kubeconfig is not None:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=target)  # type: ignore[no-untyped-call]
+        else:
+            config.load_incluster_config(client_configuration=target)  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+        where = f"--kubeconfig {kubeconfig}" if kubeconfig else "--in-cluster"
+        raise UsageError(f"{where}: cannot configure the cluster client: {exc}") from exc
+
+
+def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TLSFiles, Path | None]:
+    """The serving files (generated when the folder has neither), checked by loading them once."""
+    certificate, key = directory / CERT_FILE, directory / KEY_FILE
+    if certificate.exists() != key.exists():
+        present, missing = (certificate, key) if certificate.exists() else (key, certificate)
+        raise UsageError(f"{present} exists but {missing} does not; provide both or neither")
+    if client_ca is not None and not Path(client_ca).is_file():
+        raise UsageError(f"--client-ca: no such file: {client_ca}")
+    named = socket.gethostname() if host in WILDCARDS else host
+    hosts = list(dict.fromkeys([named, "localhost", "127.0.0.1"]))
+    try:
+        if ensure_self_signed(directory, hosts):
+            print(f"generated a self-signed certificate for {', '.join(hosts)} in {directory}", flush=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write certificates to {directory}: {exc.strerror or exc}") from exc
+    files = TLSFiles.in_directory(directory, client_ca)
+    try:
+        server_context(files)
+    except TLSFilesError as exc:
+        raise UsageError(str(exc)) from exc
+    ca_file = directory / CA_FILE
+    return files, ca_file if ca_file.exists() else None
+
+
+def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
+    """Print where the webhook listens and a curl line that posts the example review."""
+    port = addresses[0][1] if addresses and isinstance(addresses[0], tuple) else 0
+    host = "127.0.0.1" if plan.host in WILDCARDS else plan.host
+    url = f"https://{f'[{host}]' if ':' in host else host}:{port}"
+    trust = ["--cacert", str(plan.ca_file)] if plan.ca_file else ["--insecure"]
+    client = ["--cert", "CLIENT.crt", "--key", "CLIENT.key"] if plan.tls.client_ca else []
+    example = _here_or_in_checkout(EXAMPLE_REVIEW)
+    curl = ["curl", *trust, *client, "-H", "Content-Type: application/json"]
+    curl += ["--data-binary", f"@{example}", f"{url}/mutate"]
+    print(f"gpu-webhook serving {url} (POST /mutate /validate, GET /healthz /readyz /metrics)", flush=True)
+    print(f"try: {shlex.join(curl)}", flush=True)
+    sys.stdout.flush()
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

@@ -1,0 +1,208 @@
+"""The flask app: /mutate, /validate, /healthz, /readyz and /metrics.
+
+HTTP only; the AdmissionReview rules live in `webhook.admission`. Once a review parses the
+answer is HTTP 200 with an AdmissionResponse; a request that is not a usable AdmissionReview
+gets a 4xx with a JSON error body (415 wrong Content-Type, 413 body over 7 MiB, 422 a kind
+the webhook does not handle, 400 anything else).
+
+Internal errors (an exception while deciding, or no catalog loaded yet) are logged as one
+JSON line with the uid and the traceback, counted in `gpu_webhook_internal_errors_total`,
+and never shown to the client:
+- `/mutate` answers 200 `allowed: true`, no patch, one warning: a bug in a mutation must
+  never block pods (the same outcome as `failurePolicy: Ignore`).
+- `/validate` answers 500 (503 when not ready) with a JSON error, so the API server applies
+  the webhook's `failurePolicy` (Fail by default: the pod is refused, the error is visible).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flask import Flask, Response, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, UnsupportedMediaType
+
+from webhook import admission
+from webhook.admission import Review, ReviewError
+from webhook.core.model import Decision
+from webhook.server.logs import LOGGER
+from webhook.server.metrics import Metrics, create_metrics
+from webhook.server.runtime import DEFAULT_RETRY_SECONDS, NotReady, Runtime
+from webhook.sources import CatalogSource, InventorySource
+
+EXTENSION = "gpu_webhook"
+MAX_BODY = 7 * 1024 * 1024
+"""What controller-runtime accepts: an old and a new object of up to 3 MiB each, and 1 MiB more."""
+
+Respond = Callable[[Review, Decision], dict[str, Any]]
+
+
+def create_app(
+    catalog_source: CatalogSource,
+    inventory_source: InventorySource,
+    *,
+    metrics: Metrics | None = None,
+    retry_seconds: float = DEFAULT_RETRY_SECONDS,
+    extra_metrics: Sequence[CollectorRegistry] = (),
+) -> Flask:
+    """A new app around the sources; they are started by `start_sources` (gunicorn: post_worker_init).
+
+    `extra_metrics`: registries appended to /metrics as they are (e.g. gauges computed from this
+    worker's inventory at scrape time); blueprints (e.g. /report) register on the returned app.
+    """
+    app = Flask("gpu_webhook")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY + 1  # werkzeug stops a chunked body there, silently
+    log = logging.getLogger(f"{LOGGER}.server")
+    runtime = Runtime(catalog_source, inventory_source, metrics or create_metrics(), log, retry_seconds)
+    app.extensions[EXTENSION] = runtime
+    routes = Routes(runtime, tuple(extra_metrics))
+    app.add_url_rule("/mutate", "mutate", routes.mutate, methods=["POST"])
+    app.add_url_rule("/validate", "validate", routes.validate, methods=["POST"])
+    app.add_url_rule("/healthz", "healthz", routes.healthz, methods=["GET"])
+    app.add_url_rule("/readyz", "readyz", routes.readyz, methods=["GET"])
+    app.add_url_rule("/metrics", "metrics", routes.metrics, methods=["GET"])
+    app.register_error_handler(HTTPException, _http_error)
+    return app
+
+
+def runtime_of(app: Flask) -> Runtime:
+    runtime: Runtime = app.extensions[EXTENSION]
+    return runtime
+
+
+def start_sources(app: Flask) -> None:
+    """Start the app's sources in this process (gunicorn: each worker); other apps are left alone."""
+    if EXTENSION in app.extensions:
+        runtime_of(app).start()
+
+
+def stop_sources(app: Flask) -> None:
+    if EXTENSION in app.extensions:
+        runtime_of(app).stop()
+
+
+class Routes:
+    def __init__(self, runtime: Runtime, extra_metrics: tuple[CollectorRegistry, ...] = ()) -> None:
+        self._runtime = runtime
+        self._extra_metrics = extra_metrics
+        self._metrics = runtime.metrics
+        self._log = runtime.log
+
+    def mutate(self) -> Response:
+        return self._review("mutate", admission.mutation_response)
+
+    def validate(self) -> Response:
+        return self._review("validate", admission.validation_response)
+
+    def healthz(self) -> Response:
+        return _json({"alive": True}, 200)
+
+    def readyz(self) -> Response:
+        report = self._runtime.readiness()
+        return _json(report, 200 if report["ready"] else 503)
+
+    def metrics(self) -> Response:
+        body = self._metrics.exposition() + b"".join(generate_latest(r) for r in self._extra_metrics)
+        return Response(body, 200, content_type=CONTENT_TYPE_LATEST)
+
+    def _review(self, endpoint: str, respond: Respond) -> Response:
+        started = time.perf_counter()
+        try:
+            review = admission.parse_body(_read_body())
+        except HTTPException as error:
+            return self._refuse(endpoint, _as_review_error(error))
+        except ReviewError as error:
+            return self._refuse(endpoint, error)
+        try:
+            decision = admission.decide_review(review, *self._runtime.snapshot())
+            answer = respond(review, decision)
+        except Exception as exc:  # the documented internal-error answer; see the module docstring
+            return self._internal_error(endpoint, review, exc)
+        seconds = time.perf_counter() - started
+        self._metrics.review(endpoint, review.kind, review.dry_run, decision, seconds)
+        fields = _review_fields(endpoint, review, decision, answer, seconds)
+        self._log.info("review", extra={"fields": fields})
+        return _json(answer, 200)
+
+    def _refuse(self, endpoint: str, error: ReviewError) -> Response:
+        self._metrics.bad_request(endpoint, error)
+        fields = {"endpoint": endpoint, "status": error.status, "uid": error.uid, **error.body()["error"]}
+        self._log.warning("bad request", extra={"fields": fields})
+        return _json(error.body(), error.status)
+
+    def _internal_error(self, endpoint: str, review: Review, exc: Exception) -> Response:
+        self._metrics.internal_error(endpoint, review.dry_run)
+        not_ready = isinstance(exc, NotReady)
+        fields = {**_identity(endpoint, review), "error": f"{type(exc).__name__}: {exc}"}
+        if not_ready:
+            self._log.error("not ready", extra={"fields": fields})
+        else:
+            self._log.exception("internal error", extra={"fields": fields})
+        what = "is not ready" if not_ready else "hit an internal error"
+        if endpoint == "mutate":
+            return _json(admission.unchanged_response(review, f"gpu-webhook {what}; admitted unchanged"), 200)
+        code = "NotReady" if not_ready else "InternalError"
+        message = f"gpu-webhook {what}; see its log for uid {review.uid}"
+        body = {"error": {"code": code, "message": message}, "uid": review.uid}
+        return _json(body, 503 if not_ready else 500)
+
+
+def _read_body() -> bytes:
+    """The raw body, refusing before reading when it is too large or not declared as JSON."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise RequestEntityTooLarge()
+    if request.mimetype != "application/json":
+        raise UnsupportedMediaType()
+    body = request.get_data(cache=False)
+    if len(body) > MAX_BODY:  # a chunked body (no Content-Length), cut at MAX_BODY + 1
+        raise RequestEntityTooLarge()
+    return body
+
+
+def _as_review_error(error: HTTPException) -> ReviewError:
+    if isinstance(error, RequestEntityTooLarge):
+        message = f"the body is larger than {MAX_BODY} bytes"
+        return ReviewError("BodyTooLarge", "", message, status=RequestEntityTooLarge.code)
+    if isinstance(error, UnsupportedMediaType):
+        message = f"Content-Type is {request.mimetype or 'missing'!r}; send application/json"
+        return ReviewError("UnsupportedMediaType", "Content-Type", message, status=UnsupportedMediaType.code)
+    return ReviewError("BadRequest", "", error.description or error.name, status=error.code or 400)
+
+
+def _http_error(error: HTTPException) -> Response:
+    """Routing errors (404, 405...) as JSON, like every other answer."""
+    body = {"error": {"code": error.name.replace(" ", ""), "message": error.description or error.name}}
+    return _json(body, error.code or 500)
+
+
+def _identity(endpoint: str, review: Review) -> dict[str, Any]:
+    return {
+        "uid": review.uid,
+        "endpoint": endpoint,
+        "kind": review.kind,
+        "namespace": review.namespace,
+        "name": review.name,
+        "operation": review.operation,
+        "dryRun": review.dry_run,
+    }
+
+
+def _review_fields(
+    endpoint: str, review: Review, decision: Decision, answer: dict[str, Any], seconds: float
+) -> dict[str, Any]:
+    return {
+        **_identity(endpoint, review),
+        "template": decision.template,
+        "codes": list(decision.codes),
+        "allowed": decision.allowed,
+        "patchBytes": len(answer["response"].get("patch", "")),
+        "latencyMs": round(seconds * 1000, 3),
+    }
+
+
+def _json(body: dict[str, Any], status: int) -> Response:
+    return Response(json.dumps(body, separators=(",", ":")), status, mimetype="application/json")

@@ -1,0 +1,104 @@
+"""Run the flask app under gunicorn from Python, with the settings in `gunicorn_conf`.
+
+Imports nothing that creates metrics: the master must not load prometheus-client before the
+config module has set PROMETHEUS_MULTIPROC_DIR. The app and its sources are built in each
+worker (`load`), after the fork.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from webhook.server import gunicorn_conf
+from webhook.sources import CatalogSource, InventorySource
+from webhook.tls.reload import DEFAULT_INTERVAL, ReloadingContext, TLSFiles
+
+SourcesFactory = Callable[[], tuple[CatalogSource, InventorySource]]
+Announce = Callable[[Sequence[Any]], None]
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    bind: str
+    tls: TLSFiles
+    workers: int | None = None
+    threads: int | None = None
+    cert_check_seconds: float = DEFAULT_INTERVAL
+    worker_class: str | None = None
+    """Override gunicorn_conf's worker class (the benchmark compares sync and gthread)."""
+
+
+class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's master process; `run()` returns only through SystemExit (a signal, an error)."""
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        sources: SourcesFactory,
+        announce: Announce | None = None,
+        app_factory: Callable[[SourcesFactory], Any] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._address = concrete_address(settings.bind)
+        self._sources = sources
+        self._announce = announce
+        self._app_factory = app_factory or _webhook_app
+        self._tls = ReloadingContext(settings.tls, settings.cert_check_seconds)
+        super().__init__(prog="gpu-webhook serve")
+
+    def load_config(self) -> None:
+        for name, value in vars(gunicorn_conf).items():
+            if name in self.cfg.settings:
+                self.cfg.set(name, value)
+        settings = self._settings
+        host, port = self._address
+        self.cfg.set("bind", [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"])
+        self.cfg.set("certfile", str(settings.tls.certificate))
+        self.cfg.set("keyfile", str(settings.tls.key))
+        self.cfg.set("ssl_context", self._tls.gunicorn_hook)
+        for name in ("workers", "threads", "worker_class"):
+            if getattr(settings, name) is not None:
+                self.cfg.set(name, getattr(settings, name))
+
+    def load(self) -> Any:
+        return self._app_factory(self._sources)
+
+    def announce(self, addresses: Sequence[Any]) -> None:
+        """Called by gunicorn_conf.when_ready; with reuse_port the workers bind, so none are known
+        yet and the address this server chose is announced."""
+        if self._announce is not None:
+            self._announce(list(addresses) or [self._address])
+
+
+def concrete_address(bind: str) -> tuple[str, int]:
+    """(host, port) of a HOST:PORT bind; port 0 becomes a free port now, because with reuse_port
+    every worker binds on its own and must bind the same port."""
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]")
+    if int(port) != 0:
+        return host, int(port)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return host, int(probe.getsockname()[1])
+
+
+def _webhook_app(sources: SourcesFactory) -> Any:
+    """The webhook app with the report routes and inventory gauges, built in each worker."""
+    from webhook.report.service import ReportService
+    from webhook.server.app import create_app
+    from webhook.server.metrics import create_metrics
+    from webhook.server.report_routes import report_blueprint, report_metrics
+
+    metrics = create_metrics()  # first: it points prometheus-client at the workers' shared files
+    catalog, inventory = sources()
+    service = ReportService(inventory, catalog)
+    gauges = report_metrics(inventory, catalog, service)
+    app = create_app(catalog, inventory, metrics=metrics, extra_metrics=[gauges])
+    app.register_blueprint(report_blueprint(inventory, catalog, service))
+    return app

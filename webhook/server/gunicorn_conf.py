@@ -1,0 +1,99 @@
+"""gunicorn settings and hooks for gpu-webhook (`gpu-webhook serve` loads this module).
+
+- `gthread`: a few threads per worker keep the API server's connections alive and overlap TLS
+  I/O. The sync worker closes every connection, so every review pays a TLS handshake, which
+  costs more than the decision: benchmarks/bench_server.py measured /mutate at 4-5x the
+  throughput under gthread (server CPU per request 1.4 ms against 2.7 ms with sync).
+- Workers default to the CPU count's worth of processes (the decision is CPU-bound Python).
+- Sources start in each worker (`post_worker_init`): threads started before the fork do not
+  run in the workers, so nothing is preloaded.
+- Metrics: the master prepares PROMETHEUS_MULTIPROC_DIR before any worker exists; `child_exit`
+  marks a dead worker's live gauges gone; `/metrics` merges every worker's files.
+- `reuse_port`: with one shared socket, the worker that wakes first accepts every connection a
+  client opens at once, and kept-alive connections never move: measured, one worker served all
+  of a load test's requests. With SO_REUSEPORT each worker listens on its own socket and the
+  kernel spreads connections over them. The price: a second server started on the same port by
+  the same user joins the group instead of failing, and connections still queued on a worker
+  that dies are reset.
+- `keepalive` outlasts the API server's idle-connection timeout (90 s), so the client, not the
+  server, closes idle connections: a POST on a connection the server just closed would fail.
+- TLS: `WebhookServer` (gunicorn_app.py) sets `certfile`/`keyfile` and the `ssl_context` hook to
+  a `ReloadingContext` (webhook/tls/reload.py): TLS 1.2+, reload on file change, client CA.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from webhook.server.logs import configure_logging
+
+METRICS_DIR_PREFIX = "gpu-webhook-metrics-"
+
+worker_class = "gthread"
+reuse_port = True  # each worker its own listening socket: the kernel spreads kept-alive connections
+workers = min(os.cpu_count() or 1, 4)
+threads = 4
+keepalive = 120
+timeout = 30
+graceful_timeout = 20
+preload_app = False
+errorlog = "-"
+loglevel = "info"
+accesslog = None
+proc_name = "gpu-webhook"
+control_socket_disable = True  # one fixed path per user: a second server would take it over
+
+
+def on_starting(server: Any) -> None:
+    configure_logging()
+    prepare_metrics_dir()
+
+
+def when_ready(server: Any) -> None:
+    announce = getattr(server.app, "announce", None)
+    if callable(announce):
+        announce([listener.sock.getsockname() for listener in server.LISTENERS])
+
+
+def post_worker_init(worker: Any) -> None:
+    from webhook.server.app import start_sources
+
+    start_sources(worker.wsgi)
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    if getattr(worker, "wsgi", None) is not None:
+        from webhook.server.app import stop_sources
+
+        stop_sources(worker.wsgi)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
+
+
+def on_exit(server: Any) -> None:
+    directory = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR", ""))
+    if directory.name.startswith(METRICS_DIR_PREFIX) and directory.parent == Path(tempfile.gettempdir()):
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def prepare_metrics_dir() -> Path:
+    """Use PROMETHEUS_MULTIPROC_DIR if set (emptied: old files would add stale counts), else a new
+    temporary folder, removed on exit. Runs in the master before the first fork."""
+    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not configured:
+        directory = Path(tempfile.mkdtemp(prefix=METRICS_DIR_PREFIX))
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+        return directory
+    directory = Path(configured)
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
+    return directory

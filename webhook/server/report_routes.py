@@ -1,0 +1,86 @@
+"""GET /report (JSON, or ?format=text|csv) and GET /dashboard (a server-rendered page).
+
+Register on the app: `app.register_blueprint(report_blueprint(inventory_source, catalog_source))`;
+serve the inventory gauges with `generate_latest(report_metrics(...))` on /metrics. Pass one
+ReportService to both to build each snapshot's report once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, Response, render_template, request
+from prometheus_client import CollectorRegistry
+
+from webhook.report.metrics import inventory_registry
+from webhook.report.model import HOURS_PER_MONTH
+from webhook.report.render import render
+from webhook.report.service import ReportService
+from webhook.sources import CatalogSource, InventorySource
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "report" / "templates"
+_TYPES = {"json": "application/json", "text": "text/plain; charset=utf-8", "csv": "text/csv; charset=utf-8"}
+
+
+def report_blueprint(
+    inventory_source: InventorySource, catalog_source: CatalogSource, service: ReportService | None = None
+) -> Blueprint:
+    service = service or ReportService(inventory_source, catalog_source)
+    blueprint = Blueprint("gpu_report", __name__, template_folder=str(TEMPLATES))
+
+    @blueprint.get("/report")
+    def report() -> Response:
+        output = request.args.get("format", "json")
+        if output not in _TYPES:
+            return _error(400, f"format must be one of {', '.join(_TYPES)}, not {output!r}")
+        if not service.ready():
+            return _error(503, "the inventory or catalog has not loaded yet; see /readyz")
+        return Response(render(service.current(), output), 200, content_type=_TYPES[output])
+
+    @blueprint.get("/dashboard")
+    def dashboard() -> Response:
+        if not service.ready():
+            page = render_template("report/not_ready.html", status=inventory_source.status())
+            return Response(page, 503, content_type="text/html; charset=utf-8")
+        page = render_template("report/dashboard.html", **_page(service))
+        return Response(page, 200, content_type="text/html; charset=utf-8")
+
+    return blueprint
+
+
+def report_metrics(
+    inventory_source: InventorySource, catalog_source: CatalogSource, service: ReportService | None = None
+) -> CollectorRegistry:
+    """A registry with the inventory gauges (allocatable/allocated/free devices, idle cost per hour)."""
+    return inventory_registry(service or ReportService(inventory_source, catalog_source))
+
+
+def _page(service: ReportService) -> dict[str, Any]:
+    report = service.current()
+    data = report.to_dict()
+    return {
+        "report": report,
+        "data": data,
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "status": service.inventory_source.status(),
+        "prometheus": service.prometheus_url,
+        "prometheus_error": service.prometheus_error,
+        "money": _money,
+        "pct": _pct,
+        "hours_per_month": HOURS_PER_MONTH,
+    }
+
+
+def _money(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"${value:,.{digits}f}"
+
+
+def _pct(part: float, whole: float) -> float:
+    return 0.0 if whole <= 0 else round(100.0 * part / whole, 1)
+
+
+def _error(status: int, message: str) -> Response:
+    return Response(json.dumps({"error": message}), status, content_type="application/json")

@@ -1,0 +1,150 @@
+"""Serve the newest certificate from files that may change under a running server.
+
+A mounted Secret is renewed by swapping the `..data` symlink; file events are not reliable,
+so the files' digest is compared, at most every `interval` seconds, when a TLS handshake
+starts. Every context this module builds carries an `sni_callback` (OpenSSL calls it for
+every ClientHello, with or without SNI) that moves the connection to the newest context, so
+a server that built its SSLContext once still serves the renewed certificate, and no
+connection in flight is touched. A half-written or mismatched pair keeps the last good one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+
+from webhook.tls.certgen import CERT_FILE, KEY_FILE
+
+DEFAULT_INTERVAL = 10.0
+
+
+class TLSFilesError(Exception):
+    """The certificate, key or client CA files cannot be used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    certificate: Path
+    key: Path
+    client_ca: Path | None = None
+
+    @classmethod
+    def in_directory(cls, directory: str | Path, client_ca: str | Path | None = None) -> TLSFiles:
+        """tls.crt and tls.key in a folder, as a mounted kubernetes.io/tls Secret provides them."""
+        folder = Path(directory)
+        return cls(folder / CERT_FILE, folder / KEY_FILE, Path(client_ca) if client_ca else None)
+
+    def paths(self) -> tuple[Path, ...]:
+        return (self.certificate, self.key) + ((self.client_ca,) if self.client_ca else ())
+
+    def digest(self) -> str:
+        """One digest over every file's content (read through symlinks, so `..data` swaps count)."""
+        hasher = hashlib.sha256()
+        for path in self.paths():
+            try:
+                hasher.update(path.read_bytes())
+            except OSError as exc:
+                raise TLSFilesError(f"cannot read {path}: {exc.strerror or exc}") from exc
+            hasher.update(b"\0")
+        return hasher.hexdigest()
+
+
+def server_context(files: TLSFiles) -> ssl.SSLContext:
+    """A TLS 1.2+ server context; with a client CA, clients must present a certificate it signed."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(certfile=str(files.certificate), keyfile=str(files.key))
+    except (OSError, ssl.SSLError) as exc:
+        raise TLSFilesError(f"cannot load {files.certificate} with {files.key}: {_reason(exc)}") from exc
+    if files.client_ca is not None:
+        try:
+            context.load_verify_locations(cafile=str(files.client_ca))
+        except (OSError, ssl.SSLError) as exc:
+            raise TLSFilesError(f"cannot load client CA {files.client_ca}: {_reason(exc)}") from exc
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def _reason(exc: OSError | ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLError):
+        return str(exc.reason or exc)
+    return str(exc.strerror or exc)
+
+
+class ReloadingContext:
+    """Hands out the SSLContext for the newest good certificate files.
+
+    Builds nothing until first asked, so it can be created before gunicorn forks and each
+    worker loads its own. Thread-safe: handshakes run on gunicorn's worker threads.
+    """
+
+    def __init__(
+        self,
+        files: TLSFiles,
+        interval: float = DEFAULT_INTERVAL,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._files = files
+        self._interval = interval
+        self._log = logger or logging.getLogger("gpu_webhook.tls")
+        self._lock = threading.Lock()
+        self._context: ssl.SSLContext | None = None
+        self._digest = ""
+        self._rejected = ""
+        self._checked = 0.0
+
+    def current(self) -> ssl.SSLContext:
+        """The newest context, checking the files first when `interval` has passed."""
+        with self._lock:
+            if self._context is None:
+                self._load(self._files.digest())
+            elif time.monotonic() - self._checked >= self._interval:
+                self._reload_if_changed()
+            assert self._context is not None
+            return self._context
+
+    def gunicorn_hook(self, conf: Any, default_ssl_context_factory: Any) -> ssl.SSLContext:
+        """gunicorn's `ssl_context(conf, default_ssl_context_factory)` setting."""
+        return self.current()
+
+    def _on_client_hello(self, connection: Any, server_name: str | None, context: ssl.SSLContext) -> None:
+        newest = self.current()
+        if connection.context is not newest:
+            connection.context = newest
+
+    def _reload_if_changed(self) -> None:
+        self._checked = time.monotonic()
+        digest = ""
+        try:
+            digest = self._files.digest()
+            if digest not in (self._digest, self._rejected):
+                self._load(digest)
+        except TLSFilesError as exc:
+            self._rejected = digest  # logged once per content; retried when the files change again
+            self._log.warning("certificate reload failed; serving the previous certificate: %s", exc)
+
+    def _load(self, digest: str) -> None:
+        """Build from the files; `digest` was taken before, so a change while loading is seen next time."""
+        context = server_context(self._files)
+        context.sni_callback = self._on_client_hello
+        self._context, self._digest, self._checked = context, digest, time.monotonic()
+        self._log.info("serving certificate %s", describe_certificate(self._files.certificate))
+
+
+def describe_certificate(path: Path) -> str:
+    """`path (serial 0x..., expires ...)` for the log; the path alone if it cannot be parsed."""
+    try:
+        certificate = x509.load_pem_x509_certificate(path.read_bytes())
+    except (OSError, ValueError):
+        return str(path)
+    expires = certificate.not_valid_after_utc.isoformat()
+    return f"{path} (serial {certificate.serial_number:#x}, expires {expires})"

@@ -95,6 +95,7 @@ def test_pods_are_listed_bound_and_unfinished_with_pages(server: FakeApiServer) 
         assert {s.query.get("fieldSelector") for s in lists} == {POD_FIELD_SELECTOR}
         assert [s.query.get("continue", "") for s in lists] == ["", "2", "4"]
         assert used(source.current(), "mig-0", MIG_1G) == 6
+        wait_for(lambda: bool(server.requests("pods", watch=True)), what="the pod watch after the list")
         watch = server.requests("pods", watch=True)[0].query
         assert watch["allowWatchBookmarks"] == "true"
         assert watch["resourceVersion"] == source.status()["streams"]["pods"]["resourceVersion"]

@@ -14,14 +14,28 @@ from webhook.core.reasons import REASONS
 MAX_WARNING = 120
 
 
-def decide(pod: Pod, context: Context) -> Decision:
-    metadata = _mapping(pod.get("metadata"))
+def governing(obj: Pod, context: Context, operations: tuple[str, ...]) -> tuple[str, Policy, Decision | None]:
+    """The namespace, its policy, and the final decision when the object is not looked at:
+    an excluded namespace, or an operation this kind of object is not checked on."""
+    metadata = _mapping(obj.get("metadata"))
     namespace = context.namespace or str(metadata.get("namespace") or "default")
     policy = policy_for(context.catalog, namespace)
     if is_excluded(policy, namespace):
-        return finish(policy, None, [excluded_note(namespace, policy)], None, [])
-    if context.operation != "CREATE":
-        return finish(policy, None, [], None, [])
+        note = Finding(
+            "NamespaceExcluded",
+            "metadata.namespace",
+            f"namespace {namespace} is excluded by policy {policy.name}",
+        )
+        return namespace, policy, finish(policy, None, [note], None, [])
+    if context.operation not in operations:
+        return namespace, policy, finish(policy, None, [], None, [])
+    return namespace, policy, None
+
+
+def decide(pod: Pod, context: Context) -> Decision:
+    namespace, policy, untouched = governing(pod, context, ("CREATE",))
+    if untouched is not None:
+        return untouched
     evaluation = evaluate(pod, context, namespace, policy, "spec", "metadata")
     template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
     name = template.name if template else None
@@ -37,11 +51,6 @@ def patch_for(original: Pod, mutated: Pod, where: str) -> tuple[list[dict[str, A
         return make_patch(original, mutated), []
     except PatchDoesNotApply as exc:
         return [], [Finding("MutationSkipped", where, f"left unchanged: the patch did not verify: {exc}")]
-
-
-def excluded_note(namespace: str, policy: Policy) -> Finding:
-    message = f"namespace {namespace} is excluded by policy {policy.name}"
-    return Finding("NamespaceExcluded", "metadata.namespace", message)
 
 
 def denies(findings: Iterable[Finding], mode: Mode) -> bool:

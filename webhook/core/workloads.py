@@ -14,9 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.core.decide import decide, denies, excluded_note, finish, patch_for
+from webhook.core.decide import decide, denies, finish, governing, patch_for
 from webhook.core.evaluate import copy_pod, evaluate, mutated_copy
-from webhook.core.matching import is_excluded, policy_for
 from webhook.core.model import Context, Decision, Finding, Pod, Policy
 
 Step = str | int
@@ -99,13 +98,9 @@ def decide_object(obj: Pod, context: Context) -> Decision:
 
 
 def decide_workload(obj: Pod, context: Context) -> Decision:
-    metadata = _mapping(obj.get("metadata"))
-    namespace = context.namespace or str(metadata.get("namespace") or "default")
-    policy = policy_for(context.catalog, namespace)
-    if is_excluded(policy, namespace):
-        return finish(policy, None, [excluded_note(namespace, policy)], None, [])
-    if context.operation not in ("CREATE", "UPDATE"):
-        return finish(policy, None, [], None, [])
+    namespace, policy, untouched = governing(obj, context, ("CREATE", "UPDATE"))
+    if untouched is not None:
+        return untouched
     findings: list[Finding] = []
     templates: list[str] = []
     mutate = policy.mutate_templates if context.mutate_templates is None else context.mutate_templates

@@ -6,11 +6,11 @@ matching, need, slice plan, checks and mutators, with paths rooted where the spe
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.core.checks import run_checks
+from webhook.core.clone import clone
 from webhook.core.env import Env
 from webhook.core.matching import resolve_template
 from webhook.core.model import Context, Finding, Pod, Policy, Template
@@ -60,9 +60,9 @@ def copy_pod(pod: Pod) -> Pod:
     copied: Pod = {}
     for key, value in pod.items():
         if key == "metadata" and isinstance(value, dict):
-            copied[key] = {k: v if k in _SHARED_FIELDS else copy.deepcopy(v) for k, v in value.items()}
+            copied[key] = {k: v if k in _SHARED_FIELDS else clone(v) for k, v in value.items()}
         else:
-            copied[key] = copy.deepcopy(value)
+            copied[key] = clone(value)
     return copied
 
 

@@ -24,26 +24,22 @@ from webhook.core.podview import PodView
 
 
 def policy_for(catalog: Catalog, namespace: str) -> Policy:
-    """The most specific policy naming this namespace: exact name, then the longest pattern."""
-    best: tuple[int, int, Policy] | None = None
-    for policy in catalog.policies:
-        for pattern in policy.namespaces:
-            rank = _namespace_rank(pattern, namespace)
-            if rank is not None and (best is None or rank > best[:2]):
-                best = (*rank, policy)
-    return best[2] if best else DEFAULT_POLICY
-
-
-def _namespace_rank(pattern: str, namespace: str) -> tuple[int, int] | None:
-    if pattern == namespace:
-        return (1, len(pattern))
-    if any(c in pattern for c in "*?[") and fnmatchcase(namespace, pattern):
-        return (0, len(pattern.replace("*", "")))
-    return None
+    """The most specific policy naming this namespace: exact name, then the longest pattern;
+    among equals the first in the catalog (webhook.core.catalog_index keeps them in that order)."""
+    return catalog.index.policy_for(namespace) or DEFAULT_POLICY
 
 
 def is_excluded(policy: Policy, namespace: str) -> bool:
-    return any(fnmatchcase(namespace, pattern) for pattern in policy.excluded_namespaces)
+    return any(_namespace_matches(namespace, pattern) for pattern in policy.excluded_namespaces)
+
+
+def _namespace_matches(namespace: str, pattern: str) -> bool:
+    """fnmatchcase, without compiling a pattern that has no wildcard."""
+    return namespace == pattern or (_is_pattern(pattern) and fnmatchcase(namespace, pattern))
+
+
+def _is_pattern(text: str) -> bool:
+    return "*" in text or "?" in text or "[" in text
 
 
 def template_allowed(policy: Policy, name: str) -> bool:
@@ -58,7 +54,8 @@ def resolve_template(
         return _explicit(explicit, catalog, policy, f'{view.meta}.labels["{TEMPLATE_LABEL}"]')
     if policy.default_template and policy.default_template in catalog.templates:
         return catalog.templates[policy.default_template], []
-    for template in catalog.ranked:
+    images = [c.image for c in view.containers]
+    for template in catalog.index.candidates(images, namespace):
         if template_allowed(policy, template.name) and matches(template.match, view, namespace):
             return template, []
     if policy.require_template:
@@ -90,13 +87,14 @@ def matches(match: TemplateMatch, view: PodView, namespace: str) -> bool:
         return False
     if match.namespaces and not any(fnmatchcase(namespace, n) for n in match.namespaces):
         return False
-    if any(view.labels.get(k) != v for k, v in match.match_labels.items()):
+    if match.match_labels and any(view.labels.get(k) != v for k, v in match.match_labels.items()):
         return False
-    if not all(_expression(e, view.labels) for e in match.match_expressions):
+    if match.match_expressions and not all(_expression(e, view.labels) for e in match.match_expressions):
         return False
-    if match.image_regex is not None:
-        return any(match.image_regex.match(c.image) for c in view.containers)
-    return True
+    regex = match.image_regex
+    if regex is None:
+        return True
+    return any(regex.match(c.image) for c in view.containers)
 
 
 def _expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

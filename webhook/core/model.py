@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from webhook.core.catalog_index import CatalogIndex, build_index
+
 Mode = Literal["enforce", "warn", "audit"]
 MigPreference = Literal["preferred", "allowed", "forbidden"]
 GpuRequirement = Literal["required", "optional", "forbidden"]
@@ -17,6 +19,8 @@ Outcome = Literal["deny", "warn", "audit", "info"]
 
 Pod = dict[str, Any]
 JsonObject = Mapping[str, Any]
+MAPPINGS = (dict, Mapping)
+"""For isinstance(): the same answer as Mapping, without the slower ABC check for a plain dict."""
 
 TEMPLATE_LABEL = "gpu.aethervirt.io/template"
 ANNOTATION_PREFIX = "gpu.aethervirt.io/"
@@ -192,6 +196,8 @@ class Inventory:
     profiles_by_product: Mapping[str, frozenset[str]]
     usage_known: bool = False
     """True when bound pods were counted, so free capacity is known (a live cluster)."""
+    packing: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
+    """Per offer, the nodes the packing preference may name, in its order (computed once with usage)."""
 
 
 UNKNOWN_INVENTORY = Inventory(
@@ -213,6 +219,11 @@ class Catalog:
     policies: tuple[Policy, ...]
     ranked: tuple[Template, ...]
     """Templates that match by namespace, selector or image, best first."""
+    index: CatalogIndex = field(init=False, repr=False, compare=False)
+    """Templates and policies filed for lookup, built once (webhook.core.catalog_index)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", build_index(self.ranked, self.policies))
 
 
 @dataclass(frozen=True, slots=True)

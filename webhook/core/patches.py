@@ -1,4 +1,17 @@
-"""JSONPatch from diffing the original pod against the mutated copy, checked before it is sent."""
+"""JSONPatch from diffing the original pod against the mutated copy, checked before it is sent.
+
+The diff is specialised to JSON documents (dicts, lists, scalars): objects are compared member by
+member, a member renamed with the very same value (a resource renamed to a MIG slice) becomes a
+`move`, lists are compared index by index and then grown or shrunk at the end (mutators append).
+It is not the shortest patch for an insertion in the middle of a list, but always a correct one.
+Values are compared by type as well as by value: 1, 1.0 and true are different JSON.
+
+Every patch is verified before it is returned: applied to the original by an RFC 6902 applier of
+its own (paths parsed back from the text, so an escaping or index mistake in the diff is caught),
+which copies only the containers on each operation's path and shares the rest, then compared with
+the mutated pod. jsonpatch did the same in about a millisecond per pod (a deep copy and pointer
+objects per operation); it still verifies patches holding operations this module never emits.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +21,246 @@ import jsonpatch
 
 from webhook.core.model import Pod
 
+Op = dict[str, Any]
+_OWN_OPS = frozenset({"add", "remove", "replace", "move"})
+_MISSING = object()
+
 
 class PatchDoesNotApply(RuntimeError):
     """The computed patch does not turn the original into the mutated pod: a bug, never sent."""
 
 
-def make_patch(original: Pod, mutated: Pod) -> list[dict[str, Any]]:
-    ops: list[dict[str, Any]] = jsonpatch.make_patch(original, mutated).patch
+def make_patch(original: Pod, mutated: Pod) -> list[Op]:
+    ops = diff(original, mutated)
     verify(original, mutated, ops)
     return ops
 
 
-def verify(original: Pod, mutated: Pod, ops: list[dict[str, Any]]) -> None:
+# --- diff -------------------------------------------------------------------------------------------
+
+
+def diff(old: Any, new: Any, path: str = "") -> list[Op]:
+    """The operations that turn `old` into `new`; values are shared with `new`, not copied."""
+    ops: list[Op] = []
+    if old is not new:
+        _diff(old, new, path, ops)
+    return ops
+
+
+def _diff(old: Any, new: Any, path: str, ops: list[Op]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        _diff_objects(old, new, path, ops)
+    elif isinstance(old, list) and isinstance(new, list):
+        _diff_arrays(old, new, path, ops)
+    elif type(old) is not type(new) or old != new:
+        ops.append({"op": "replace", "path": path, "value": new})
+
+
+def _diff_objects(old: dict[Any, Any], new: dict[Any, Any], path: str, ops: list[Op]) -> None:
+    moved: set[Any] = set()
+    if not old.keys() <= new.keys():
+        added = [k for k in new if k not in old]
+        for key in old:
+            if key not in new:
+                target = next((k for k in added if new[k] is old[key] and k not in moved), _MISSING)
+                if target is _MISSING:
+                    ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+                else:
+                    moved.add(target)
+                    ops.append(
+                        {"op": "move", "from": f"{path}/{escape(key)}", "path": f"{path}/{escape(target)}"}
+                    )
+    for key, value in new.items():
+        before = old.get(key, _MISSING)
+        if before is value or key in moved:
+            continue  # the copy shares scalars with the original
+        if before is _MISSING:
+            ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
+        else:
+            _diff(before, value, f"{path}/{escape(key)}", ops)
+
+
+def _diff_arrays(old: list[Any], new: list[Any], path: str, ops: list[Op]) -> None:
+    common = min(len(old), len(new))
+    for index in range(common):
+        if old[index] is not new[index]:
+            _diff(old[index], new[index], f"{path}/{index}", ops)
+    for index in range(len(old) - 1, common - 1, -1):
+        ops.append({"op": "remove", "path": f"{path}/{index}"})
+    for index in range(common, len(new)):
+        ops.append({"op": "add", "path": f"{path}/{index}", "value": new[index]})
+
+
+def escape(key: object) -> str:
+    """One JSON Pointer reference token (RFC 6901): `~` as `~0`, `/` as `~1`."""
+    text = str(key)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
+
+
+# --- verify -----------------------------------------------------------------------------------------
+
+
+def verify(original: Pod, mutated: Pod, ops: list[Op]) -> None:
     if not ops:
         if original != mutated:
             raise PatchDoesNotApply("empty patch for a changed pod")
         return
-    try:
-        applied = jsonpatch.apply_patch(original, ops, in_place=False)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-        raise PatchDoesNotApply(str(exc)) from exc
+    if all(op.get("op") in _OWN_OPS for op in ops):
+        applied = apply_patch(original, ops)
+    else:
+        applied = _apply_with_jsonpatch(original, ops)
     if applied != mutated:
         raise PatchDoesNotApply("patched pod differs from the mutated pod")
+
+
+def _apply_with_jsonpatch(original: Pod, ops: list[Op]) -> Any:
+    try:
+        return jsonpatch.apply_patch(original, ops, in_place=False)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+        raise PatchDoesNotApply(str(exc)) from exc
+
+
+def apply_patch(document: Any, ops: list[Op]) -> Any:
+    """Apply add/remove/replace/move operations to a copy of `document`, which is not changed.
+
+    Only the containers on an operation's path are copied (once each); the result shares every
+    untouched subtree with `document`. `walked` holds, root first, the "/"-terminated pointers of
+    the last parent reached and of its ancestors, `reached` the copied container at each: an
+    operation changes only a member of its parent, so the next one may start from any of them.
+    """
+    root = [document]
+    owned: dict[int, Any] = {}  # the copies by id, kept alive so that no id is reused
+    walked: list[str] = []
+    reached: list[Any] = []
+    for op in ops:
+        name = op.get("op")
+        if name == "move":
+            source, target = _pointer(op, "from"), _pointer(op, "path")
+            if target.startswith(source + "/"):
+                raise PatchDoesNotApply(f"{source}: cannot move a value into itself")
+            value = _take(source, root, owned, walked, reached)
+            _put("add", target, value, root, owned, walked, reached)
+        elif name == "remove":
+            _take(_pointer(op, "path"), root, owned, walked, reached)
+        elif (name == "add" or name == "replace") and "value" in op:
+            _put(name, _pointer(op, "path"), op["value"], root, owned, walked, reached)
+        else:
+            raise PatchDoesNotApply(f"not an operation this applier knows: {op!r}")
+    return root[0]
+
+
+def _pointer(op: Op, field: str) -> str:
+    pointer = op.get(field)
+    if not isinstance(pointer, str) or (pointer and pointer[0] != "/"):
+        raise PatchDoesNotApply(f"not a JSON pointer: {pointer!r}")
+    return pointer
+
+
+def _put(
+    name: str,
+    pointer: str,
+    value: Any,
+    root: list[Any],
+    owned: dict[int, Any],
+    walked: list[str],
+    reached: list[Any],
+) -> None:
+    if not pointer:
+        root[0] = value
+        walked.clear()
+        reached.clear()
+        return
+    cut = pointer.rindex("/") + 1
+    if not walked or walked[-1] != pointer[:cut]:
+        _walk_to(pointer[:cut], root, owned, walked, reached)
+    container, token = reached[-1], pointer[cut:]
+    if "~" in token:
+        token = _unescape(token, pointer)
+    if type(container) is dict:
+        if name == "replace" and token not in container:
+            raise PatchDoesNotApply(f"{pointer}: no member to replace")
+        container[token] = value
+    elif name == "add":
+        if token == "-":
+            container.append(value)
+        else:
+            container.insert(_index(token, len(container) + 1, pointer), value)
+    else:
+        container[_index(token, len(container), pointer)] = value
+
+
+def _take(pointer: str, root: list[Any], owned: dict[int, Any], walked: list[str], reached: list[Any]) -> Any:
+    if not pointer:
+        raise PatchDoesNotApply("cannot remove the whole document")
+    cut = pointer.rindex("/") + 1
+    if not walked or walked[-1] != pointer[:cut]:
+        _walk_to(pointer[:cut], root, owned, walked, reached)
+    container, token = reached[-1], pointer[cut:]
+    if "~" in token:
+        token = _unescape(token, pointer)
+    if type(container) is dict:
+        if token not in container:
+            raise PatchDoesNotApply(f"{pointer}: no member to remove")
+        return container.pop(token)
+    return container.pop(_index(token, len(container), pointer))
+
+
+def _walk_to(
+    parent: str, root: list[Any], owned: dict[int, Any], walked: list[str], reached: list[Any]
+) -> None:
+    """Extend `walked` and `reached` to `parent` from the longest part of them that leads there."""
+    while walked and not parent.startswith(walked[-1]):
+        walked.pop()
+        reached.pop()
+    if not walked:
+        walked.append("/")
+        reached.append(_own(root, 0, owned))
+    pointer, container = walked[-1], reached[-1]
+    for token in parent[len(pointer) : -1].split("/") if parent != pointer else ():
+        key = _member(container, _unescape(token, parent), parent)
+        child = container[key]
+        container = child if id(child) in owned else _own(container, key, owned)
+        pointer = f"{pointer}{token}/"
+        walked.append(pointer)
+        reached.append(container)
+
+
+def _own(parent: Any, key: Any, owned: dict[int, Any]) -> Any:
+    """Replace parent[key] by a shallow copy the operations may change."""
+    child = parent[key]
+    if isinstance(child, dict):
+        copied: Any = dict(child)
+    elif isinstance(child, list):
+        copied = list(child)
+    else:
+        raise PatchDoesNotApply(f"{key!r} is not an object or an array")
+    parent[key] = copied
+    owned[id(copied)] = copied
+    return copied
+
+
+def _unescape(token: str, path: str) -> str:
+    if "~" not in token:
+        return token
+    if token.count("~") != token.count("~0") + token.count("~1"):
+        raise PatchDoesNotApply(f"bad escape in JSON pointer {path!r}")
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _member(container: Any, token: str, path: str) -> Any:
+    if isinstance(container, dict):
+        if token not in container:
+            raise PatchDoesNotApply(f"{path}: no member {token!r}")
+        return token
+    return _index(token, len(container), path)
+
+
+def _index(token: str, size: int, path: str) -> int:
+    """An array index as RFC 6901 writes it: digits, no leading zero."""
+    if token.isdigit() and token.isascii() and (token[0] != "0" or token == "0"):
+        index = int(token)
+        if index < size:
+            return index
+    raise PatchDoesNotApply(f"{path}: no index {token!r} in an array of {size}")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from webhook.core.model import MAPPINGS
 from webhook.core.quantity import is_whole, parse_quantity
 from webhook.core.resources import Kind, classify
 
@@ -96,7 +97,7 @@ def build_view(
         if not isinstance(items, list):
             continue
         for index, item in enumerate(items):
-            if isinstance(item, Mapping):
+            if isinstance(item, MAPPINGS):
                 containers.append(_container(base, group, index, item, advertised, inventory_known))
     return PodView(
         base=base,
@@ -161,10 +162,10 @@ def parse_count(value: object) -> Decimal | None:
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, MAPPINGS) else {}
 
 
 def _str_map(value: object) -> Mapping[str, str]:
-    if not isinstance(value, Mapping):
+    if not isinstance(value, MAPPINGS):
         return {}
     return {str(k): str(v) for k, v in value.items()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -31,6 +32,18 @@ _MAX_MAGNITUDE = Decimal(2**63)  # Kubernetes keeps a quantity's value in an int
 
 def parse_quantity(value: object) -> Decimal:
     """Return the quantity as a Decimal; raise ValueError when it is not a quantity."""
+    if type(value) is str:
+        return _parse_text(value)
+    return _checked(value)
+
+
+@lru_cache(maxsize=1024)
+def _parse_text(value: str) -> Decimal:
+    """Pods repeat the same few quantities ("1", "16Gi"); a Decimal is immutable, so it is shared."""
+    return _checked(value)
+
+
+def _checked(value: object) -> Decimal:
     number = _parse(value)
     if abs(number) > _MAX_MAGNITUDE:
         raise ValueError(f"not a quantity: {value!r} is out of range")
@@ -72,6 +85,7 @@ def is_whole(value: Decimal) -> bool:
 _SCALABLE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<suffix>[A-Za-z]*)$")
 
 
+@lru_cache(maxsize=1024)
 def scale_quantity(value: str, factor: int) -> str:
     """Multiply a quantity by a device count, keeping its unit ("16Gi" x 2 -> "32Gi")."""
     match = _SCALABLE.match(value)

@@ -16,6 +16,7 @@ Pending until one frees up), `deny` rejects the pod and names what is free.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from webhook.core.model import (
     PROFILE_ANNOTATION,
@@ -62,12 +63,16 @@ def plan_slice(
     if devices == 0 or not need.known:
         return NO_PLAN
     fitting = [o for o in inventory.offers if _fits(o, need, devices, policy)]
-    right_sized = [o for o in fitting if _right_sized(o, need, policy)]
-    candidates = right_sized or (fitting if policy.when_no_slice_fits == "larger" else [])
+    right_sized = (o for o in fitting if _right_sized(o, need, policy))
+    larger = fitting if policy.when_no_slice_fits == "larger" else []
+    if not inventory.usage_known:  # the smallest candidate: no need to size up every offer
+        offer = next(right_sized, None) or next(iter(larger), None)
+        if offer is None:
+            return Plan(findings=(_no_fit(view, need, policy, fitting),))
+        return Plan(offer=offer, rewrite=True)
+    candidates = list(right_sized) or larger
     if not candidates:
         return Plan(findings=(_no_fit(view, need, policy, fitting),))
-    if not inventory.usage_known:
-        return Plan(offer=candidates[0], rewrite=True)
     return _choose_free(view, candidates, fitting, devices, policy)
 
 
@@ -133,24 +138,38 @@ def _fits(offer: SliceOffer, need: Need, devices: int, policy: Policy) -> bool:
 
 def _right_sized(offer: SliceOffer, need: Need, policy: Policy) -> bool:
     """True when no profile of the offer's GPU model that fits is smaller than the offer."""
-    model = model_for_product(offer.products[0]) if offer.products else None
-    if model is None and offer.gke_accelerators:
-        model = model_for_gke_accelerator(offer.gke_accelerators[0])
-    if model is None:
-        return True
-    size = (profile_nominal_gb(offer.profile) or 0, profile_compute_slices(offer.profile) or 0)
-    for profile, (g, memory_mib) in model.profiles.items():
-        if profile == offer.profile or "+" in profile or "-me" in profile:
-            continue
+    product = offer.products[0] if offer.products else None
+    gke_accelerator = offer.gke_accelerators[0] if offer.gke_accelerators else None
+    for profile, memory_mib, share in smaller_profiles(product, gke_accelerator, offer.profile):
         if policy.allowed_profiles is not None and profile not in policy.allowed_profiles:
             continue
-        share = g / model.compute_slices
         memory_fits = need.memory_bytes is None or memory_mib * MIB >= need.memory_bytes
         compute_fits = need.compute_share is None or share + _EPSILON >= need.compute_share
-        smaller = (profile_nominal_gb(profile) or 0, g) < size
-        if memory_fits and compute_fits and smaller:
+        if memory_fits and compute_fits:
             return False
     return True
+
+
+@lru_cache(maxsize=1024)
+def smaller_profiles(
+    product: str | None, gke_accelerator: str | None, profile: str
+) -> tuple[tuple[str, int, float], ...]:
+    """(profile, memory MiB, compute share) of the plain profiles of the model smaller than `profile`;
+    none when the model is unknown. Computed once per model and profile."""
+    model = model_for_product(product) if product is not None else None
+    if model is None and gke_accelerator is not None:
+        model = model_for_gke_accelerator(gke_accelerator)
+    if model is None:
+        return ()
+    size = (profile_nominal_gb(profile) or 0, profile_compute_slices(profile) or 0)
+    return tuple(
+        (name, memory_mib, g / model.compute_slices)
+        for name, (g, memory_mib) in model.profiles.items()
+        if name != profile
+        and "+" not in name
+        and "-me" not in name
+        and (profile_nominal_gb(name) or 0, g) < size
+    )
 
 
 def _gpu_path(view: PodView) -> str:
@@ -168,7 +187,9 @@ def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer]
     return Finding("KeptWholeGpu", path, f"no offered MIG slice fits {wanted}; kept the whole GPU")
 
 
+@lru_cache(maxsize=256)
 def describe_need(need: Need) -> str:
+    """A need in words ("1Gi", "20% compute"); cached, as float formatting costs and needs repeat."""
     parts = []
     if need.memory_bytes is not None:
         parts.append(f"{need.memory_bytes / 2**30:g}Gi")

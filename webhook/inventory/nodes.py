@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from webhook.core.model import GpuNode, Inventory, SliceOffer, Strategy, Taint
+from webhook.core.mutators.packing_affinity import packing_order
 from webhook.core.profiles import (
     GPU,
     MIG_PREFIX,
@@ -222,10 +223,11 @@ def _aggregate(
     for node in nodes:
         by_product[node.product].update(node.slices)
     whole = [n for n in nodes if n.strategy in ("none", "mixed") and n.allocatable.get(GPU, 0) > 0]
+    offers = _offers(nodes, usage_known)
     return Inventory(
         nodes=nodes,
         known=True,
-        offers=_offers(nodes, usage_known),
+        offers=offers,
         largest=largest,
         advertised=advertised,
         has_single_nodes=any(n.strategy == "single" for n in nodes),
@@ -233,7 +235,20 @@ def _aggregate(
         whole_gpu_taints=gpu_taints(whole),
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
         usage_known=usage_known,
+        packing=_packing(nodes, offers) if usage_known else {},
     )
+
+
+def _packing(
+    nodes: tuple[GpuNode, ...], offers: tuple[SliceOffer, ...]
+) -> dict[SliceOffer, tuple[GpuNode, ...]]:
+    """Each offer's packing order, so a request never scans the nodes (see packing_affinity)."""
+    busy: dict[tuple[str, str], list[GpuNode]] = defaultdict(list)
+    for node in nodes:
+        if node.accelerator_pods > 0:
+            for profile in node.slices:
+                busy[(node.strategy, profile)].append(node)
+    return {offer: packing_order(busy.get((offer.strategy, offer.profile), ()), offer) for offer in offers}
 
 
 def _schedulable_counts(node: GpuNode) -> dict[str, int]:

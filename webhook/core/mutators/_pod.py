@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from webhook.core.model import Pod
+from webhook.core.model import MAPPINGS, Pod
 
 
 def child(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def containers(
 
 def has_gpu(container: Mapping[str, Any]) -> bool:
     resources = container.get("resources")
-    if not isinstance(resources, Mapping):
+    if not isinstance(resources, MAPPINGS):
         return False
     names = [*(resources.get("limits") or {}), *(resources.get("requests") or {})]
     return any(n == "nvidia.com/gpu" or n.startswith("nvidia.com/mig-") for n in names)

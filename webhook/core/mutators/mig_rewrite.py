@@ -6,7 +6,7 @@ MIG devices are `nvidia.com/gpu` already; the pod is steered by node affinity in
 
 from __future__ import annotations
 
-import json
+from json.encoder import encode_basestring_ascii as json_string
 
 from webhook.core.env import Env
 from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod
@@ -35,11 +35,17 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         )
         if offer.resource != GPU:
             _rename(resources, offer.resource)
-    annotations[ORIGINAL_REQUEST_ANNOTATION] = json.dumps({GPU: original}, sort_keys=True)
+    annotations[ORIGINAL_REQUEST_ANNOTATION] = original_request_json(original)
     annotations[PROFILE_ANNOTATION] = offer.profile
     via = offer.resource if offer.resource != GPU else f"{GPU} on {offer.strategy} MIG nodes"
     message = f"{GPU} -> {offer.profile} slice ({via}): fits {describe_need(env.need)}"
     return [Finding("RewrittenToMig", first_path, message)]
+
+
+def original_request_json(limits: dict[str, str]) -> str:
+    """json.dumps({GPU: limits}, sort_keys=True), written out: dumps builds an encoder per call."""
+    inner = ", ".join(f"{json_string(k)}: {json_string(v)}" for k, v in sorted(limits.items()))
+    return f"{{{json_string(GPU)}: {{{inner}}}}}"
 
 
 def _rename(resources: dict[str, dict[str, object]], resource: str) -> None:

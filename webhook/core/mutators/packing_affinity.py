@@ -9,11 +9,12 @@ so a second pass adds nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Iterable
 from typing import Any
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, GpuNode, Inventory, Pod, SliceOffer
+from webhook.core.model import MAPPINGS, Finding, GpuNode, Inventory, Pod, SliceOffer
 from webhook.core.mutators._pod import child, child_list, spec
 from webhook.core.profiles import GPU
 
@@ -43,13 +44,25 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
 
 def packed_nodes(inventory: Inventory, offer: SliceOffer, devices: int) -> list[str]:
     """Nodes of the offer that run accelerator pods and have room, fullest first (best fit)."""
+    ranked = inventory.packing.get(offer)
+    if ranked is None:
+        ranked = packing_order(inventory.nodes, offer)
+    start = bisect_left(ranked, devices, key=lambda n: n.free(offer.resource))
+    return [node.name for node in ranked[start : start + MAX_NODES]]
+
+
+def packing_order(nodes: Iterable[GpuNode], offer: SliceOffer) -> tuple[GpuNode, ...]:
+    """The busy nodes serving the offer with a free device, by free devices, then busiest, then name.
+
+    The inventory keeps this per offer, so a request only skips the nodes with too few free devices.
+    """
     busy = [
         node
-        for node in inventory.nodes
-        if node.accelerator_pods > 0 and _serves(node, offer) and node.free(offer.resource) >= devices
+        for node in nodes
+        if node.accelerator_pods > 0 and _serves(node, offer) and node.free(offer.resource) >= 1
     ]
     busy.sort(key=lambda n: (n.free(offer.resource), -n.accelerator_pods, n.name))
-    return [node.name for node in busy[:MAX_NODES]]
+    return tuple(busy)
 
 
 def _serves(node: GpuNode, offer: SliceOffer) -> bool:
@@ -67,10 +80,10 @@ def _already_prefers_by_name(pod: Pod) -> bool:
 
 
 def _get(value: Any, key: str) -> Any:
-    return value.get(key) if isinstance(value, Mapping) else None
+    return value.get(key) if isinstance(value, MAPPINGS) else None
 
 
 def _prefers_by_name(term: Any) -> bool:
-    preference = term.get("preference") if isinstance(term, Mapping) else None
-    fields = preference.get("matchFields") if isinstance(preference, Mapping) else None
-    return any(isinstance(f, Mapping) and f.get("key") == _NAME_FIELD for f in fields or ())
+    preference = term.get("preference") if isinstance(term, MAPPINGS) else None
+    fields = preference.get("matchFields") if isinstance(preference, MAPPINGS) else None
+    return any(isinstance(f, MAPPINGS) and f.get("key") == _NAME_FIELD for f in fields or ())

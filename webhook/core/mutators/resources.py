@@ -23,19 +23,20 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     filled: list[str] = []
     for _, container in containers(pod, ("containers",)):
         devices = _devices(container)
-        wanted_requests = dict(inject.requests)
-        wanted_limits = dict(inject.limits)
-        if devices:
-            wanted_requests.update(
-                {k: scale_quantity(v, devices) for k, v in inject.per_gpu_requests.items()}
-            )
-            wanted_limits.update({k: scale_quantity(v, devices) for k, v in inject.per_gpu_limits.items()})
+        wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices)
+        wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices)
         if _fill(container, wanted_requests, wanted_limits):
             filled.append(name_of(container))
     if not filled:
         return []
     message = f"filled CPU/memory from template {template.name} for {', '.join(filled)}"
     return [Finding("InjectedResources", f"{env.view.base}.containers", message)]
+
+
+def _wanted(fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int) -> Mapping[str, str]:
+    if not devices or not per_gpu:
+        return fixed
+    return {**fixed, **{k: scale_quantity(v, devices) for k, v in per_gpu.items()}}
 
 
 def _devices(container: Mapping[str, Any]) -> int:
@@ -50,12 +51,14 @@ def _devices(container: Mapping[str, Any]) -> int:
     return total
 
 
-def _fill(container: dict[str, Any], requests: dict[str, str], limits: dict[str, str]) -> bool:
+def _fill(container: dict[str, Any], requests: Mapping[str, str], limits: Mapping[str, str]) -> bool:
     if not requests and not limits:
         return False
     resources = container.get("resources")
     have_requests = dict((resources or {}).get("requests") or {})
     have_limits = dict((resources or {}).get("limits") or {})
+    if requests.keys() <= have_requests.keys() and limits.keys() <= have_limits.keys():
+        return False  # all set already, as on the second pass over a mutated pod
     new_requests = {
         k: v for k, v in requests.items() if k not in have_requests and _at_most(v, have_limits.get(k))
     }

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Pod
+from webhook.core.model import MAPPINGS, Finding, Pod
 from webhook.core.mutators._pod import child_list, containers, has_gpu, spec
 
 SHM_PATH = "/dev/shm"
@@ -34,13 +34,13 @@ def _wants_shm(container: Mapping[str, Any], gpu: str) -> bool:
 
 def _mounts_shm(container: Mapping[str, Any]) -> bool:
     mounts = container.get("volumeMounts") or ()
-    return any(isinstance(m, Mapping) and m.get("mountPath") == SHM_PATH for m in mounts)
+    return any(isinstance(m, MAPPINGS) and m.get("mountPath") == SHM_PATH for m in mounts)
 
 
 def _ensure_volume(pod: Pod, size: str) -> str:
     volumes = child_list(spec(pod), "volumes")
     wanted = {"emptyDir": {"medium": "Memory", "sizeLimit": size}}
-    by_name = {v.get("name"): v for v in volumes if isinstance(v, Mapping)}
+    by_name = {v.get("name"): v for v in volumes if isinstance(v, MAPPINGS)}
     for name in VOLUME_NAMES:
         existing = by_name.get(name)
         if existing is None:

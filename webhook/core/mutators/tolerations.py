@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Pod, Taint
+from webhook.core.model import MAPPINGS, Finding, Pod, Taint
 from webhook.core.mutators._pod import child_list, containers, spec
 
 
@@ -18,7 +18,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     wanted = _wanted(pod, env)
     existing = spec(pod).get("tolerations")
     have = existing if isinstance(existing, list) else []
-    added = [t for t in wanted if not any(_tolerates(h, t) for h in have)]
+    added = [t for t in wanted if t not in have and not any(_tolerates(h, t) for h in have)]
     if not added:
         return []
     child_list(spec(pod), "tolerations").extend(added)
@@ -63,7 +63,7 @@ def _for_taint(taint: Taint) -> dict[str, Any]:
 
 def _tolerates(have: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
     """Whether toleration `have` already covers what `want` covers (Kubernetes semantics)."""
-    if not isinstance(have, Mapping):
+    if not isinstance(have, MAPPINGS):
         return False
     operator = have.get("operator") or "Equal"
     if operator == "Exists" and not have.get("key"):

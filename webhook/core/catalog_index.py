@@ -1,0 +1,137 @@
+"""Lookups into an immutable catalog, built once so a request does not scan every template or policy.
+
+Templates: one that matches by image is filed under the literal prefix of each of its patterns
+(what comes before the first `*`, `?` or `[`); one that matches by literal namespace names alone
+is filed under those names. The rest (an image pattern that starts with a wildcard, namespace
+patterns, label selectors alone) are candidates for every pod; for those that match by image, one
+regex of all their image regexes finds the best whose image regex matches, and the ones ranked
+above it are skipped. The index only narrows the search: each candidate is still matched in full,
+in the catalog's rank order, so the result is the one a scan of every template would give.
+
+Policies: exact namespace names in a dict, patterns longest first, each in catalog order, so the
+first hit is the policy a scan keeping the best (exact, then longest pattern, then first) finds.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import translate
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from webhook.core.model import Policy, Template
+
+_WILDCARDS = "*?["
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogIndex:
+    ranked: tuple[Template, ...]
+    by_prefix: Mapping[str, tuple[int, ...]]
+    """Literal image prefix -> positions in `ranked`."""
+    prefix_lengths: tuple[int, ...]
+    """Every prefix length in `by_prefix`, shortest first: the slices of an image to look up."""
+    by_namespace: Mapping[str, tuple[int, ...]]
+    always: tuple[int, ...]
+    """Positions of the templates without an index entry and without an image regex."""
+    by_image_regex: tuple[int, ...]
+    """Positions of the templates without an index entry that have an image regex, ascending."""
+    first_image_match: re.Pattern[str] | None
+    """Their regexes as one alternation in rank order, a group named after each position:
+    `match(image).lastgroup` is the best whose regex matches; those before it need no look."""
+    policy_by_name: Mapping[str, Policy]
+    policy_patterns: tuple[tuple[Callable[[str], object], Policy], ...]
+    """(the `match` of a namespace pattern, compiled as fnmatchcase would, its policy), best first."""
+
+    def candidates(self, images: Iterable[str], namespace: str) -> list[Template]:
+        """Templates that could match a pod with these container images, best first."""
+        positions = set(self.always)
+        positions.update(self.by_namespace.get(namespace, ()))
+        scan = self.first_image_match
+        first = len(self.ranked) if scan is not None else 0
+        for image in images:
+            for length in self.prefix_lengths:
+                if length > len(image):
+                    break
+                positions.update(self.by_prefix.get(image[:length], ()))
+            hit = scan.match(image) if scan is not None else None
+            if hit is not None and hit.lastgroup is not None:
+                first = min(first, int(hit.lastgroup[1:]))
+        positions.update(self.by_image_regex[bisect_left(self.by_image_regex, first) :])
+        return [self.ranked[p] for p in sorted(positions)]
+
+    def policy_for(self, namespace: str) -> Policy | None:
+        """The policy naming this namespace exactly, else the one with the longest matching pattern."""
+        found = self.policy_by_name.get(namespace)
+        if found is not None:
+            return found
+        return next((policy for match, policy in self.policy_patterns if match(namespace)), None)
+
+
+def build_index(ranked: tuple[Template, ...], policies: tuple[Policy, ...]) -> CatalogIndex:
+    by_prefix: dict[str, list[int]] = {}
+    by_namespace: dict[str, list[int]] = {}
+    always: list[int] = []
+    for position, template in enumerate(ranked):
+        match = template.match
+        prefixes = [literal_prefix(p) for p in match.images]
+        if match.images and all(prefixes):
+            for prefix in dict.fromkeys(prefixes):
+                by_prefix.setdefault(prefix, []).append(position)
+        elif not match.images and match.namespaces and not any(map(_has_wildcard, match.namespaces)):
+            for namespace in sorted(match.namespaces):
+                by_namespace.setdefault(namespace, []).append(position)
+        else:
+            always.append(position)
+    by_name: dict[str, Policy] = {}
+    patterns: list[tuple[int, int, str, Policy]] = []
+    for policy in policies:
+        for pattern in policy.namespaces:
+            by_name.setdefault(pattern, policy)
+            if _has_wildcard(pattern):
+                patterns.append((-len(pattern.replace("*", "")), len(patterns), pattern, policy))
+    regexes = {p: regex for p in always if (regex := ranked[p].match.image_regex) is not None}
+    alternatives = [f"(?P<p{p}>{regex.pattern})" for p, regex in regexes.items()]
+    return CatalogIndex(
+        ranked=ranked,
+        by_prefix={k: tuple(v) for k, v in by_prefix.items()},
+        prefix_lengths=tuple(sorted({len(k) for k in by_prefix})),
+        by_namespace={k: tuple(v) for k, v in by_namespace.items()},
+        always=tuple(p for p in always if p not in regexes),
+        by_image_regex=tuple(regexes),
+        first_image_match=_alternation(alternatives),
+        policy_by_name=by_name,
+        policy_patterns=tuple((_glob(p), policy) for *_, p, policy in sorted(patterns, key=_rank)),
+    )
+
+
+def _rank(entry: tuple[int, int, str, Policy]) -> tuple[int, int]:
+    return entry[0], entry[1]
+
+
+def _alternation(alternatives: list[str]) -> re.Pattern[str] | None:
+    """None when there is nothing to combine, or when the regexes do not combine (then every
+    template with an image regex is a candidate, as without the index)."""
+    try:
+        return re.compile("|".join(alternatives)) if alternatives else None
+    except re.error:
+        return None
+
+
+def _glob(pattern: str) -> Callable[[str], object]:
+    """fnmatchcase(name, pattern) as `_glob(pattern)(name)`, compiled once."""
+    return re.compile(translate(pattern)).match
+
+
+def literal_prefix(pattern: str) -> str:
+    for index, char in enumerate(pattern):
+        if char in _WILDCARDS:
+            return pattern[:index]
+    return pattern
+
+
+def _has_wildcard(pattern: str) -> bool:
+    return any(c in pattern for c in _WILDCARDS)

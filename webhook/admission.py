@@ -142,9 +142,19 @@ def _object(request: dict[str, Any], field: str, uid: str, required: bool) -> di
         return None
     if not isinstance(value, dict):
         _wrong(f"request.{field}", "an object", value, uid)
-    if _nests_deeper(value, MAX_DEPTH):
+    if _nests_deeper(_without_managed_fields(value), MAX_DEPTH):
         raise ReviewError("TooDeep", f"request.{field}", f"nests deeper than {MAX_DEPTH} levels", uid)
     return value
+
+
+def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as the webhook walks it: metadata.managedFields, often the larger part of a
+    review, is never copied, diffed or descended into (the core shares it as it is), so its
+    depth cannot hurt and is not worth measuring on every request."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict) or "managedFields" not in metadata:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
 
 
 def _check_object(obj: dict[str, Any], kind: str, uid: str) -> None:

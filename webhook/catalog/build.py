@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import translate
 from typing import Any
 
+from webhook.core.catalog_index import has_wildcard
 from webhook.core.model import Accelerator, Bounds, Injection, Policy, Template, TemplateMatch
 from webhook.core.quantity import parse_quantity, scale_quantity
 
@@ -83,19 +84,15 @@ def image_regex(patterns: Sequence[str]) -> re.Pattern[str]:
     parts: list[str] = []
     for pattern in patterns:
         inner = pattern[1:-1]
-        if len(pattern) > 2 and pattern[0] == pattern[-1] == "*" and not _has_wildcard(inner):
+        if len(pattern) > 2 and pattern[0] == pattern[-1] == "*" and not has_wildcard(inner):
             contained.append(re.escape(inner))
-        elif pattern.endswith("*") and not _has_wildcard(pattern[:-1]):
+        elif pattern.endswith("*") and not has_wildcard(pattern[:-1]):
             parts.append(f"(?s:{re.escape(pattern[:-1])})")
         else:
             parts.append(f"(?:{translate(pattern)})")
     if contained:
         parts.append(f"(?s:.*?(?:{'|'.join(contained)}))")
     return re.compile("|".join(parts))
-
-
-def _has_wildcard(text: str) -> bool:
-    return "*" in text or "?" in text or "[" in text
 
 
 def _accelerator(spec: Mapping[str, Any]) -> Accelerator:

@@ -12,9 +12,8 @@ from fnmatch import fnmatchcase
 from itertools import combinations
 from typing import Any
 
+from webhook.core.catalog_index import WILDCARDS, has_wildcard, literal_prefix
 from webhook.core.model import Policy, Template, TemplateMatch
-
-_WILDCARDS = "*?["
 
 
 def template_ties(templates: Sequence[Template]) -> Iterator[tuple[Template, Template, str]]:
@@ -54,27 +53,20 @@ def _images_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def _patterns_overlap(p: str, q: str) -> bool:
-    if not any(c in p for c in _WILDCARDS):
-        return fnmatchcase(p, q) if any(c in q for c in _WILDCARDS) else p == q
-    if not any(c in q for c in _WILDCARDS):
+    if not has_wildcard(p):
+        return fnmatchcase(p, q) if has_wildcard(q) else p == q
+    if not has_wildcard(q):
         return fnmatchcase(q, p)
-    prefix_p, prefix_q = _fixed_prefix(p), _fixed_prefix(q)
+    prefix_p, prefix_q = literal_prefix(p), literal_prefix(q)
     suffix_p, suffix_q = _fixed_suffix(p), _fixed_suffix(q)
     prefixes = prefix_p.startswith(prefix_q) or prefix_q.startswith(prefix_p)
     suffixes = suffix_p.endswith(suffix_q) or suffix_q.endswith(suffix_p)
     return prefixes and suffixes
 
 
-def _fixed_prefix(pattern: str) -> str:
-    for index, char in enumerate(pattern):
-        if char in _WILDCARDS:
-            return pattern[:index]
-    return pattern
-
-
 def _fixed_suffix(pattern: str) -> str:
     for index in range(len(pattern) - 1, -1, -1):
-        if pattern[index] in _WILDCARDS or pattern[index] == "]":
+        if pattern[index] in WILDCARDS or pattern[index] == "]":
             return pattern[index + 1 :]
     return pattern
 

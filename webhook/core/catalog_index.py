@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from webhook.core.model import Policy, Template
 
-_WILDCARDS = "*?["
+WILDCARDS = "*?["
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ def build_index(ranked: tuple[Template, ...], policies: tuple[Policy, ...]) -> C
         if match.images and all(prefixes):
             for prefix in dict.fromkeys(prefixes):
                 by_prefix.setdefault(prefix, []).append(position)
-        elif not match.images and match.namespaces and not any(map(_has_wildcard, match.namespaces)):
+        elif not match.images and match.namespaces and not any(map(has_wildcard, match.namespaces)):
             for namespace in sorted(match.namespaces):
                 by_namespace.setdefault(namespace, []).append(position)
         else:
@@ -91,7 +91,7 @@ def build_index(ranked: tuple[Template, ...], policies: tuple[Policy, ...]) -> C
     for policy in policies:
         for pattern in policy.namespaces:
             by_name.setdefault(pattern, policy)
-            if _has_wildcard(pattern):
+            if has_wildcard(pattern):
                 patterns.append((-len(pattern.replace("*", "")), len(patterns), pattern, policy))
     regexes = {p: regex for p in always if (regex := ranked[p].match.image_regex) is not None}
     alternatives = [f"(?P<p{p}>{regex.pattern})" for p, regex in regexes.items()]
@@ -128,10 +128,10 @@ def _glob(pattern: str) -> Callable[[str], object]:
 
 def literal_prefix(pattern: str) -> str:
     for index, char in enumerate(pattern):
-        if char in _WILDCARDS:
+        if char in WILDCARDS:
             return pattern[:index]
     return pattern
 
 
-def _has_wildcard(pattern: str) -> bool:
-    return any(c in pattern for c in _WILDCARDS)
+def has_wildcard(pattern: str) -> bool:
+    return any(c in pattern for c in WILDCARDS)

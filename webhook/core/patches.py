@@ -172,12 +172,7 @@ def _put(
         walked.clear()
         reached.clear()
         return
-    cut = pointer.rindex("/") + 1
-    if not walked or walked[-1] != pointer[:cut]:
-        _walk_to(pointer[:cut], root, owned, walked, reached)
-    container, token = reached[-1], pointer[cut:]
-    if "~" in token:
-        token = _unescape(token, pointer)
+    container, token = _locate(pointer, root, owned, walked, reached)
     if type(container) is dict:
         if name == "replace" and token not in container:
             raise PatchDoesNotApply(f"{pointer}: no member to replace")
@@ -194,17 +189,23 @@ def _put(
 def _take(pointer: str, root: list[Any], owned: dict[int, Any], walked: list[str], reached: list[Any]) -> Any:
     if not pointer:
         raise PatchDoesNotApply("cannot remove the whole document")
-    cut = pointer.rindex("/") + 1
-    if not walked or walked[-1] != pointer[:cut]:
-        _walk_to(pointer[:cut], root, owned, walked, reached)
-    container, token = reached[-1], pointer[cut:]
-    if "~" in token:
-        token = _unescape(token, pointer)
+    container, token = _locate(pointer, root, owned, walked, reached)
     if type(container) is dict:
         if token not in container:
             raise PatchDoesNotApply(f"{pointer}: no member to remove")
         return container.pop(token)
     return container.pop(_index(token, len(container), pointer))
+
+
+def _locate(
+    pointer: str, root: list[Any], owned: dict[int, Any], walked: list[str], reached: list[Any]
+) -> tuple[Any, str]:
+    """The (owned) container a non-empty pointer ends in, and its last token unescaped."""
+    cut = pointer.rindex("/") + 1
+    if not walked or walked[-1] != pointer[:cut]:
+        _walk_to(pointer[:cut], root, owned, walked, reached)
+    token = pointer[cut:]
+    return reached[-1], _unescape(token, pointer) if "~" in token else token
 
 
 def _walk_to(

@@ -20,6 +20,8 @@ from typing import Any
 
 import jsonpatch
 
+from tests.http_support import send_json
+
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 PLURALS = {
     "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
@@ -148,12 +150,7 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self._reply(*api.handle(self.command, path, content_type, body))
 
         def _reply(self, code: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, code, body)
 
         do_GET = do_POST = do_PUT = do_PATCH = _serve
 

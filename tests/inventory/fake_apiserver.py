@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
+from tests.http_support import send_json
 from webhook.tls.certgen import make_ca, make_serving
 
 TOKEN = "test-token"
@@ -297,12 +298,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(code, {**body, "reason": reason, "message": message})
 
     def _json(self, code: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, code, body)
 
 
 def _event_line(event: str, obj: dict[str, Any], selector: str, bookmarks: bool) -> bytes | None:

@@ -26,15 +26,24 @@ def validator(kind: str) -> Draft202012Validator:
 
 def schema_errors(kind: str, data: Any) -> list[tuple[list[str | int], str]]:
     """(JSON path, message) for every schema violation, sorted by path."""
-    found = []
+    found: list[tuple[list[str | int], str]] = []
     for error in validator(kind).iter_errors(data):
-        found.append((list(error.absolute_path), _message(error)))
+        path = list(error.absolute_path)
+        if error.validator == "additionalProperties":
+            found.extend(([*path, key], f"unknown field {key!r}") for key in _unknown_keys(error))
+        else:
+            found.append((path, _message(error)))
     return sorted(found, key=lambda item: [str(p) for p in item[0]])
 
 
+def _unknown_keys(error: Any) -> list[str]:
+    """The members additionalProperties refused, each reported at its own line and path."""
+    known = set(error.schema.get("properties") or ()) if isinstance(error.schema, dict) else set()
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    return [str(key) for key in instance if key not in known] or ["?"]
+
+
 def _message(error: Any) -> str:
-    if error.validator == "additionalProperties":
-        return str(error.message).replace("Additional properties are not allowed", "unknown field")
     if error.validator == "pattern" and isinstance(error.schema, dict) and error.schema.get("description"):
         return f"{error.instance!r} is not valid here: {error.schema['description']}"
     return str(error.message)

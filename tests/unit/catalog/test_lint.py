@@ -54,7 +54,7 @@ BROKEN = {
     "policies/not-a-kind.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
 }
 EXPECTED = {
-    ("templates/unknown-field.yaml", 10, "spec.inject"),
+    ("templates/unknown-field.yaml", 10, "spec.inject.colour"),
     ("templates/wrong-type.yaml", 7, "spec.priority"),
     ("templates/duplicate-key.yaml", 9, "spec.accelerator"),
     ("templates/cpu.yaml", 4, "metadata.name"),  # cpu-again.yaml is read first

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
+from webhook.core.workloads import SUPPORTED_KINDS, decide_workload
 
 API_VERSION = "admission.k8s.io/v1"
 REVIEW_KIND = "AdmissionReview"
@@ -31,8 +32,6 @@ MAX_LISTED = 50
 SKIP_NOTES = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
 """Info codes that say why nothing was checked: kept in /validate's audit annotations."""
 MAX_LINE = 400
-
-Decider = Callable[[dict[str, Any], Context], Decision]
 
 
 class ReviewError(ValueError):
@@ -208,17 +207,7 @@ def _nests_deeper(value: object, limit: int) -> bool:
 
 
 def is_supported_kind(kind: str) -> bool:
-    workloads = _workloads()
-    return kind == "Pod" or (workloads is not None and kind in workloads[0])
-
-
-def _workloads() -> tuple[frozenset[str], Decider] | None:
-    """The workload kinds and their decider, when the core has them (imported lazily, optional)."""
-    try:
-        from webhook.core.workloads import SUPPORTED_KINDS, decide_workload
-    except ImportError:
-        return None
-    return SUPPORTED_KINDS, decide_workload
+    return kind == "Pod" or kind in SUPPORTED_KINDS
 
 
 def decide_review(review: Review, catalog: Catalog, inventory: Inventory) -> Decision:
@@ -230,14 +219,11 @@ def decide_review(review: Review, catalog: Catalog, inventory: Inventory) -> Dec
         dry_run=review.dry_run,
         old_object=review.old_obj,
     )
-    if review.kind == "Pod":
+    if review.kind == "Pod":  # the review's kind decides: the object itself may not say
         return decide(review.obj, context)
-    workloads = _workloads()
-    if workloads is None or review.kind not in workloads[0]:
-        raise ReviewError(
-            "UnsupportedKind", "request.kind.kind", f"{review.kind!r} is not supported", review.uid
-        )
-    return workloads[1](review.obj, context)
+    if review.kind in SUPPORTED_KINDS:
+        return decide_workload(review.obj, context)
+    raise ReviewError("UnsupportedKind", "request.kind.kind", f"{review.kind!r} is not supported", review.uid)
 
 
 def mutation_response(review: Review, decision: Decision) -> dict[str, Any]:

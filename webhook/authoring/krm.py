@@ -20,7 +20,6 @@ from webhook.core.reasons import REASONS
 from webhook.core.workloads import SUPPORTED_KINDS, decide_object
 from webhook.inventory.files import InventoryError, load_inventory
 
-RESOURCE_LIST_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
 PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
 INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")

@@ -133,6 +133,16 @@ def test_mutated_object_and_patch(case: Path) -> None:
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda p: p.name)
+def test_deciding_leaves_the_input_unchanged(case: Path) -> None:
+    """The mutated copy shares what it does not change with the input (webhook.core.writable)."""
+    original = _read(case / "input.yaml")
+    decision = _decide(case, original)
+    assert original == _read(case / "input.yaml")
+    if decision.mutated is not None:
+        assert decision.mutated != original
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda p: p.name)
 def test_second_pass_changes_nothing(case: Path) -> None:
     expected = _read(case / "expected.yaml")
     again = _decide(case, expected)

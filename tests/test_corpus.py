@@ -13,6 +13,7 @@ and the line; where a lenient loader still reads them, their pods are decided to
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Mapping
 from functools import cache
@@ -207,8 +208,10 @@ def _namespace(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "default")
 
 
-def _check_decision(decision: Decision, obj: dict[str, Any], redo: Any) -> None:
-    """The patch applies and gives the mutated object; a second decision adds nothing; still valid."""
+def _check_decision(decision: Decision, obj: dict[str, Any], pristine: Any, redo: Any) -> None:
+    """The input is unchanged; the patch applies and gives the mutated object; a second decision
+    adds nothing; the object is still valid."""
+    assert obj == pristine, "deciding changed the object it was given"
     if not decision.patch:
         assert decision.mutated is None
         return
@@ -236,16 +239,18 @@ def test_manifest(path: Path, catalog: Catalog, every_inventory: dict[str, Inven
             _decide_every_pod(document, catalog, inventory, name)
             if document.get("kind") in SUPPORTED_KINDS:
                 context = Context(catalog, inventory, _namespace(document), mutate_templates=True)
+                pristine = copy.deepcopy(document)
                 decision = decide_object(document, context)
-                _check_decision(decision, document, lambda obj, c=context: decide_object(obj, c))
+                _check_decision(decision, document, pristine, lambda obj, c=context: decide_object(obj, c))
 
 
 def _decide_every_pod(document: dict[str, Any], catalog: Catalog, inventory: Inventory, name: str) -> None:
     for where, pod in pods_in(document):
         context = Context(catalog, inventory, _namespace(pod) if where == "" else _namespace(document))
+        pristine = copy.deepcopy(pod)
         decision = decide(pod, context)
         try:
-            _check_decision(decision, pod, lambda obj, c=context: decide(obj, c))
+            _check_decision(decision, pod, pristine, lambda obj, c=context: decide(obj, c))
         except AssertionError as exc:
             raise AssertionError(f"pod at {where or '(top level)'} with inventory {name}: {exc}") from exc
 

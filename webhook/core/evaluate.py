@@ -14,10 +14,11 @@ from webhook.core.clone import clone
 from webhook.core.env import Env
 from webhook.core.matching import resolve_template
 from webhook.core.model import Context, Finding, Pod, Policy, Template
-from webhook.core.mutators import MutationDidNotSettle, mutate
+from webhook.core.mutators import mutate
 from webhook.core.need import resolve_need
 from webhook.core.podview import build_view
 from webhook.core.selection import plan_slice
+from webhook.core.writable import writable_copy
 
 _SHARED_FIELDS = frozenset({"managedFields"})
 
@@ -47,16 +48,17 @@ def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: s
 
 def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
     """A mutated copy of the pod and what changed; MutationSkipped and the original on a bug."""
-    mutated = copy_pod(pod)
+    mutated = writable_copy(pod)
     try:
         return mutated, mutate(mutated, env)
-    except (MutationDidNotSettle, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
         return pod, [skipped]
 
 
-def copy_pod(pod: Pod) -> Pod:
-    """Deep-copy what mutators may touch, in the original key order; share managedFields."""
+def copy_object(pod: Pod) -> Pod:
+    """A deep copy in the original key order, sharing managedFields: the root of a workload, whose
+    pod templates are put back in place (a pod's own copy is `writable_copy`)."""
     copied: Pod = {}
     for key, value in pod.items():
         if key == "metadata" and isinstance(value, dict):

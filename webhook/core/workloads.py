@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.core.decide import decide, denies, finish, governing, patch_for
-from webhook.core.evaluate import copy_pod, evaluate, mutated_copy
+from webhook.core.evaluate import copy_object, evaluate, mutated_copy
 from webhook.core.model import Context, Decision, Finding, Pod, Policy
 
 Step = str | int
@@ -104,7 +104,7 @@ def decide_workload(obj: Pod, context: Context) -> Decision:
     findings: list[Finding] = []
     templates: list[str] = []
     mutate = policy.mutate_templates if context.mutate_templates is None else context.mutate_templates
-    mutated = copy_pod(obj) if mutate else None
+    mutated = copy_object(obj) if mutate else None
     for site in pod_sites(obj):
         site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy, mutate)
         findings.extend(site_findings)

@@ -1,4 +1,4 @@
-"""Run one mutator on a copy of a pod, prepared the way decide prepares it, and check it is idempotent."""
+"""Run one mutator on the copy decide gives it; check it leaves the original alone and is idempotent."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from tests.builders import make_env
 from webhook.core.env import Env
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Finding, Inventory, Pod
+from webhook.core.writable import writable_copy
 
 Mutator = Callable[[Pod, Env], list[Finding]]
 
@@ -22,9 +23,11 @@ def apply(
 ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """The mutated copy and (code, path) of what the mutator reported; asserts a second run is a no-op."""
     env = make_env(pod, catalog, inventory, namespace)
-    mutated = copy.deepcopy(pod)
+    pristine = copy.deepcopy(pod)
+    mutated = writable_copy(pod)
     findings = mutator(mutated, env)
-    again = copy.deepcopy(mutated)
+    assert pod == pristine, "the mutator wrote where webhook.core.writable does not copy"
+    again = writable_copy(mutated)
     assert mutator(again, env) == [], "a mutator changed its own output"
     assert again == mutated
     return mutated, [(f.code, f.path) for f in findings]

@@ -123,32 +123,22 @@ def _apply_with_jsonpatch(original: Pod, ops: list[Op]) -> Any:
 
 
 def apply_patch(document: Any, ops: list[Op]) -> Any:
-    """Apply add/remove/replace/move operations to a copy of `document`, which is not changed.
-
-    Only the containers on an operation's path are copied (once each); the result shares every
-    untouched subtree with `document`. `walked` holds, root first, the "/"-terminated pointers of
-    the last parent reached and of its ancestors, `reached` the copied container at each: an
-    operation changes only a member of its parent, so the next one may start from any of them.
-    """
-    root = [document]
-    owned: dict[int, Any] = {}  # the copies by id, kept alive so that no id is reused
-    walked: list[str] = []
-    reached: list[Any] = []
+    """Apply add/remove/replace/move operations to a copy of `document`, which is not changed."""
+    applier = _Applier(document)
     for op in ops:
         name = op.get("op")
         if name == "move":
             source, target = _pointer(op, "from"), _pointer(op, "path")
             if target.startswith(source + "/"):
                 raise PatchDoesNotApply(f"{source}: cannot move a value into itself")
-            value = _take(source, root, owned, walked, reached)
-            _put("add", target, value, root, owned, walked, reached)
+            applier.put("add", target, applier.take(source))
         elif name == "remove":
-            _take(_pointer(op, "path"), root, owned, walked, reached)
+            applier.take(_pointer(op, "path"))
         elif (name == "add" or name == "replace") and "value" in op:
-            _put(name, _pointer(op, "path"), op["value"], root, owned, walked, reached)
+            applier.put(name, _pointer(op, "path"), op["value"])
         else:
             raise PatchDoesNotApply(f"not an operation this applier knows: {op!r}")
-    return root[0]
+    return applier.root[0]
 
 
 def _pointer(op: Op, field: str) -> str:
@@ -158,79 +148,81 @@ def _pointer(op: Op, field: str) -> str:
     return pointer
 
 
-def _put(
-    name: str,
-    pointer: str,
-    value: Any,
-    root: list[Any],
-    owned: dict[int, Any],
-    walked: list[str],
-    reached: list[Any],
-) -> None:
-    if not pointer:
-        root[0] = value
-        walked.clear()
-        reached.clear()
-        return
-    container, token = _locate(pointer, root, owned, walked, reached)
-    if type(container) is dict:
-        if name == "replace" and token not in container:
-            raise PatchDoesNotApply(f"{pointer}: no member to replace")
-        container[token] = value
-    elif name == "add":
-        if token == "-":
-            container.append(value)
+class _Applier:
+    """A copy of a document being patched: every container an operation reaches is copied the
+    first time (`owned` holds the copies by id, and keeps them alive so that no id is reused);
+    the result shares every untouched subtree with the original.
+
+    It remembers the parent container of the last operation: the diff writes operations in
+    document order, so the next one most often has the same parent. That parent is still at
+    its place, since an operation changes only a member of its parent, never the parent itself.
+    """
+
+    def __init__(self, document: Any) -> None:
+        self.root = [document]
+        self.owned: dict[int, Any] = {}
+        self.last_parent: str | None = None
+        self.last_container: Any = None
+
+    def put(self, name: str, pointer: str, value: Any) -> None:
+        if not pointer:
+            self.root[0] = value
+            self.last_parent = None
+            return
+        container, token = self.parent(pointer)
+        if type(container) is dict:
+            if name == "replace" and token not in container:
+                raise PatchDoesNotApply(f"{pointer}: no member to replace")
+            container[token] = value
+        elif name == "add":
+            if token == "-":
+                container.append(value)
+            else:
+                container.insert(_index(token, len(container) + 1, pointer), value)
         else:
-            container.insert(_index(token, len(container) + 1, pointer), value)
-    else:
-        container[_index(token, len(container), pointer)] = value
+            container[_index(token, len(container), pointer)] = value
 
+    def take(self, pointer: str) -> Any:
+        if not pointer:
+            raise PatchDoesNotApply("cannot remove the whole document")
+        container, token = self.parent(pointer)
+        if type(container) is dict:
+            if token not in container:
+                raise PatchDoesNotApply(f"{pointer}: no member to remove")
+            return container.pop(token)
+        return container.pop(_index(token, len(container), pointer))
 
-def _take(pointer: str, root: list[Any], owned: dict[int, Any], walked: list[str], reached: list[Any]) -> Any:
-    if not pointer:
-        raise PatchDoesNotApply("cannot remove the whole document")
-    container, token = _locate(pointer, root, owned, walked, reached)
-    if type(container) is dict:
-        if token not in container:
-            raise PatchDoesNotApply(f"{pointer}: no member to remove")
-        return container.pop(token)
-    return container.pop(_index(token, len(container), pointer))
+    def parent(self, pointer: str) -> tuple[Any, str]:
+        """The owned container a non-empty pointer ends in, and its last token unescaped."""
+        cut = pointer.rindex("/")
+        prefix, last = pointer[:cut], pointer[cut + 1 :]
+        token = _unescape(last, pointer) if "~" in last else last
+        if prefix == self.last_parent:
+            return self.last_container, token
+        container = self.walk(prefix, pointer)
+        self.last_parent, self.last_container = prefix, container
+        return container, token
 
-
-def _locate(
-    pointer: str, root: list[Any], owned: dict[int, Any], walked: list[str], reached: list[Any]
-) -> tuple[Any, str]:
-    """The (owned) container a non-empty pointer ends in, and its last token unescaped."""
-    cut = pointer.rindex("/") + 1
-    if not walked or walked[-1] != pointer[:cut]:
-        _walk_to(pointer[:cut], root, owned, walked, reached)
-    token = pointer[cut:]
-    return reached[-1], _unescape(token, pointer) if "~" in token else token
-
-
-def _walk_to(
-    parent: str, root: list[Any], owned: dict[int, Any], walked: list[str], reached: list[Any]
-) -> None:
-    """Extend `walked` and `reached` to `parent` from the longest part of them that leads there."""
-    while walked and not parent.startswith(walked[-1]):
-        walked.pop()
-        reached.pop()
-    if not walked:
-        walked.append("/")
-        reached.append(_own(root, 0, owned))
-    pointer, container = walked[-1], reached[-1]
-    for token in parent[len(pointer) : -1].split("/") if parent != pointer else ():
-        key = _member(container, _unescape(token, parent), parent)
-        child = container[key]
-        container = child if id(child) in owned else _own(container, key, owned)
-        pointer = f"{pointer}{token}/"
-        walked.append(pointer)
-        reached.append(container)
+    def walk(self, prefix: str, pointer: str) -> Any:
+        owned = self.owned
+        container = _own(self.root, 0, owned)
+        for step in prefix.split("/")[1:] if prefix else ():
+            if type(container) is dict:
+                key: Any = _unescape(step, pointer) if "~" in step else step
+                if key not in container:
+                    raise PatchDoesNotApply(f"{pointer}: no member {key!r}")
+            else:
+                key = _index(step, len(container), pointer)
+            child = container[key]
+            container = child if id(child) in owned else _own(container, key, owned)
+        return container
 
 
 def _own(parent: Any, key: Any, owned: dict[int, Any]) -> Any:
-    """Replace parent[key] by a shallow copy the operations may change."""
+    """parent[key] as a shallow copy the operations may change, made once."""
     child = parent[key]
+    if id(child) in owned:
+        return child
     if isinstance(child, dict):
         copied: Any = dict(child)
     elif isinstance(child, list):
@@ -248,14 +240,6 @@ def _unescape(token: str, path: str) -> str:
     if token.count("~") != token.count("~0") + token.count("~1"):
         raise PatchDoesNotApply(f"bad escape in JSON pointer {path!r}")
     return token.replace("~1", "/").replace("~0", "~")
-
-
-def _member(container: Any, token: str, path: str) -> Any:
-    if isinstance(container, dict):
-        if token not in container:
-            raise PatchDoesNotApply(f"{path}: no member {token!r}")
-        return token
-    return _index(token, len(container), path)
 
 
 def _index(token: str, size: int, path: str) -> int:

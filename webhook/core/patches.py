@@ -57,27 +57,37 @@ def _diff(old: Any, new: Any, path: str, ops: list[Op]) -> None:
 
 
 def _diff_objects(old: dict[Any, Any], new: dict[Any, Any], path: str, ops: list[Op]) -> None:
-    moved: set[Any] = set()
-    if not old.keys() <= new.keys():
-        added = [k for k in new if k not in old]
-        for key in old:
-            if key not in new:
-                target = next((k for k in added if new[k] is old[key] and k not in moved), _MISSING)
-                if target is _MISSING:
-                    ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
-                else:
-                    moved.add(target)
-                    ops.append(
-                        {"op": "move", "from": f"{path}/{escape(key)}", "path": f"{path}/{escape(target)}"}
-                    )
+    moved = _removed_or_moved(old, new, path, ops) if not old.keys() <= new.keys() else ()
     for key, value in new.items():
         before = old.get(key, _MISSING)
         if before is value or key in moved:
-            continue  # the copy shares scalars with the original
+            continue  # the copy shares what it did not change with the original
+        where = (
+            f"{path}/{key}"
+            if type(key) is str and "~" not in key and "/" not in key
+            else f"{path}/{escape(key)}"
+        )
         if before is _MISSING:
-            ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
+            ops.append({"op": "add", "path": where, "value": value})
         else:
-            _diff(before, value, f"{path}/{escape(key)}", ops)
+            _diff(before, value, where, ops)
+
+
+def _removed_or_moved(old: dict[Any, Any], new: dict[Any, Any], path: str, ops: list[Op]) -> set[Any]:
+    """Remove what `new` lacks, or move it where `new` holds the very same value under a new key;
+    the keys moved to."""
+    moved: set[Any] = set()
+    added = [k for k in new if k not in old]
+    for key in old:
+        if key in new:
+            continue
+        target = next((k for k in added if new[k] is old[key] and k not in moved), _MISSING)
+        if target is _MISSING:
+            ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+        else:
+            moved.add(target)
+            ops.append({"op": "move", "from": f"{path}/{escape(key)}", "path": f"{path}/{escape(target)}"})
+    return moved
 
 
 def _diff_arrays(old: list[Any], new: list[Any], path: str, ops: list[Op]) -> None:

@@ -25,21 +25,25 @@ def largest_request_path(view: PodView) -> str:
 
 def check(env: Env) -> list[Finding]:
     total = pod_gpus(env.view)
-    path = largest_request_path(env.view)
-    findings = []
+    if total == 0:
+        return []
+    found: list[tuple[str, str]] = []
     template = env.template
     if template is not None and template.accelerator.gpu != "forbidden":
         accelerator = template.accelerator
         if accelerator.max_devices is not None and total > accelerator.max_devices:
             most = accelerator.max_devices
             message = f"pod asks for {total} GPUs; template {template.name} allows at most {most}"
-            findings.append(Finding("ExceedsTemplateMaxGpus", path, message))
-        if 0 < total < accelerator.min_devices:
+            found.append(("ExceedsTemplateMaxGpus", message))
+        if total < accelerator.min_devices:
             least = accelerator.min_devices
             message = f"pod asks for {total} GPUs; template {template.name} needs at least {least}"
-            findings.append(Finding("BelowTemplateMinGpus", path, message))
+            found.append(("BelowTemplateMinGpus", message))
     limit = env.policy.max_gpus_per_pod
     if limit is not None and total > limit:
         message = f"pod asks for {total} GPUs; namespace {env.namespace} allows at most {limit} per pod"
-        findings.append(Finding("ExceedsPolicyMaxGpus", path, message))
-    return findings
+        found.append(("ExceedsPolicyMaxGpus", message))
+    if not found:
+        return []
+    path = largest_request_path(env.view)
+    return [Finding(code, path, message) for code, message in found]

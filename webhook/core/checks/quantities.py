@@ -26,16 +26,15 @@ def check(env: Env) -> list[Finding]:
 
 
 def _quantity(container: ContainerView, section: str, resource: str, value: object) -> Finding | None:
-    path = container.resource_path(section, resource)
     parsed = parse_count(value)
+    if parsed is not None and parsed >= 0 and is_whole(parsed):
+        return None
+    path = container.resource_path(section, resource)
     who = f"container {container.name}: {section} {resource}"
     if parsed is None or parsed < 0:
         message = f"{who} is {value!r}, not a non-negative quantity; write a whole number like 1"
         return Finding("InvalidGpuQuantity", path, message)
-    if not is_whole(parsed):
-        message = (
-            f"{who} is {value}; GPUs are whole devices, ask for 1 or a MIG slice "
-            "such as nvidia.com/mig-1g.10gb"
-        )
-        return Finding("FractionalGpu", path, message)
-    return None
+    message = (
+        f"{who} is {value}; GPUs are whole devices, ask for 1 or a MIG slice such as nvidia.com/mig-1g.10gb"
+    )
+    return Finding("FractionalGpu", path, message)

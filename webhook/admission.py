@@ -67,8 +67,9 @@ def parse_body(raw: bytes) -> Review:
 
 
 def _decode(raw: bytes) -> object:
+    """What `json.loads(raw, parse_constant=...)` does with bytes, on a decoder built once."""
     try:
-        return json.loads(raw, parse_constant=_no_constant)
+        return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
     except RecursionError:
         raise ReviewError("TooDeep", "", "the body nests deeper than the JSON parser allows") from None
     except ValueError as exc:
@@ -77,6 +78,11 @@ def _decode(raw: bytes) -> object:
 
 def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+"""Built once: `json.loads` and `json.dumps` with options build a new one on every call."""
 
 
 def parse_review(document: object) -> Review:
@@ -149,7 +155,8 @@ def _object(request: dict[str, Any], field: str, uid: str, required: bool) -> di
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """The object as the webhook walks it: metadata.managedFields, often the larger part of a
     review, is never copied, diffed or descended into (the core shares it as it is), so its
-    depth cannot hurt and is not worth measuring on every request."""
+    depth cannot hurt and is not worth measuring on every request. (The two shallow copies cost
+    less than a walk that skips the key as it goes: measured.)"""
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict) or "managedFields" not in metadata:
         return obj
@@ -192,17 +199,19 @@ def _wrong(field: str, expected: str, value: object, uid: str | None) -> NoRetur
     raise ReviewError("WrongType", field, f"must be {expected}, got {shown}", uid)
 
 
-def _nests_deeper(value: object, limit: int) -> bool:
-    """True when containers nest more than `limit` levels (iterative: no recursion on hostile input)."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, dict | list):
-                if depth >= limit:
-                    return True
-                stack.append((child, depth + 1))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = (dict, list)
+
+
+def _nests_deeper(value: dict[str, Any] | list[Any], limit: int) -> bool:
+    """True when containers nest more than `limit` levels, `value` being the first. Recursive,
+    but never more than `limit` calls deep whatever the input; the exact types JSON gives skip
+    the isinstance checks (most values are strings)."""
+    for child in value.values() if isinstance(value, dict) else value:
+        if type(child) in _SCALARS or not isinstance(child, _CONTAINERS):
+            continue
+        if limit <= 1 or _nests_deeper(child, limit - 1):
+            return True
     return False
 
 
@@ -231,7 +240,7 @@ def mutation_response(review: Review, decision: Decision) -> dict[str, Any]:
     for an operation that carries an object (the API server fails a patch on DELETE or CONNECT
     with an error that no failurePolicy softens)."""
     patchable = decision.allowed and review.operation in ("CREATE", "UPDATE") and bool(review.obj)
-    patch = list(decision.patch) if patchable else []
+    patch = decision.patch if patchable else ()
     return _response(review, decision, decision.warnings, patch, decision.violations)
 
 
@@ -239,7 +248,7 @@ def validation_response(review: Review, decision: Decision) -> dict[str, Any]:
     """Never a patch; warnings and codes leave out mutations (none is made here)."""
     warnings = [_warning(v) for v in decision.violations if v.outcome == "warn"]
     found = [v for v in decision.violations if v.outcome != "info" or v.code in SKIP_NOTES]
-    return _response(review, decision, warnings, [], found)
+    return _response(review, decision, warnings, (), found)
 
 
 def unchanged_response(review: Review, warning: str) -> dict[str, Any]:
@@ -255,7 +264,7 @@ def _response(
     review: Review,
     decision: Decision,
     warnings: Sequence[str],
-    patch: list[dict[str, Any]],
+    patch: Sequence[dict[str, Any]],
     annotated: Iterable[Violation],
 ) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": review.uid, "allowed": decision.allowed}
@@ -271,7 +280,8 @@ def _response(
 
 
 def encode_patch(patch: Iterable[dict[str, Any]]) -> str:
-    return base64.b64encode(json.dumps(list(patch), separators=(",", ":")).encode()).decode("ascii")
+    operations = patch if isinstance(patch, list | tuple) else list(patch)  # both are JSON arrays
+    return base64.b64encode(_COMPACT.encode(operations).encode()).decode("ascii")
 
 
 def denial_message(review: Review, decision: Decision) -> str:
@@ -292,9 +302,11 @@ def _line(violation: Violation) -> str:
 
 def bounded_warnings(warnings: Sequence[str]) -> list[str]:
     """Each warning at most 120 runes, all together under the API server's 4096-rune budget."""
+    unique = list(dict.fromkeys([_clip(w, MAX_WARNING) for w in warnings]))
+    if sum(map(len, unique)) <= WARNINGS_BUDGET:  # the usual case: a few short warnings, all kept
+        return unique
     kept: list[str] = []
     total = 0
-    unique = list(dict.fromkeys(_clip(w, MAX_WARNING) for w in warnings))
     for index, warning in enumerate(unique):
         if total + len(warning) > WARNINGS_BUDGET:
             kept.append(
@@ -310,8 +322,10 @@ def audit_annotations(decision: Decision, violations: Iterable[Violation]) -> di
     """`template`, `policy`, `mode` and `codes` (comma-separated, when any); the API server
     prefixes each key with the webhook's name."""
     annotations = {"template": decision.template or "none", "policy": decision.policy, "mode": decision.mode}
-    codes = ",".join(dict.fromkeys(v.code for v in violations))
-    return {**annotations, "codes": codes} if codes else annotations
+    codes = ",".join(dict.fromkeys([v.code for v in violations]))
+    if codes:
+        annotations["codes"] = codes
+    return annotations
 
 
 def _warning(violation: Violation) -> str:

@@ -114,10 +114,14 @@ def test_object_metadata_and_spec_must_be_objects() -> None:
     assert review_error(document).field == "request.object.spec"
 
 
-def test_nesting_deeper_than_the_limit_is_refused_without_recursion() -> None:
+@pytest.mark.parametrize(
+    "levels", [admission.MAX_DEPTH + 5, 20 * admission.MAX_DEPTH], ids=["over", "far-over"]
+)
+def test_nesting_deeper_than_the_limit_is_refused_by_a_walk_that_stops_at_it(levels: int) -> None:
+    """Far deeper than Python's recursion limit too: the walk never goes past MAX_DEPTH."""
     deep: dict[str, Any] = {}
     cursor = deep
-    for _ in range(admission.MAX_DEPTH + 5):
+    for _ in range(levels):
         cursor["x"] = {}
         cursor = cursor["x"]
     document = pod_review()

@@ -7,11 +7,16 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# A C compiler for mypyc: the decision core is compiled (setup.py), about twice as fast.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY webhook ./webhook
-# Wheels for the package and every runtime dependency; the final stage installs offline.
-RUN python -m pip wheel --wheel-dir /wheels .
+# Wheels for the package (its core compiled) and every runtime dependency; the final stage
+# installs offline and needs no compiler.
+RUN GPU_WEBHOOK_MYPYC=1 python -m pip wheel --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -42,6 +42,13 @@ def test_entrypoint_and_default_command_serve_like_the_deployment() -> None:
     assert json.loads(command) == SERVE_ARGS
 
 
+def test_the_image_ships_the_compiled_core() -> None:
+    """The package wheel is built with the mypyc switch (setup.py), in the stage that has gcc."""
+    builds = [run for run in _instructions("RUN") if "pip wheel" in run]
+    assert len(builds) == 1 and "GPU_WEBHOOK_MYPYC=1 python -m pip wheel" in builds[0]
+    assert any("gcc" in run for run in _instructions("RUN"))
+
+
 def test_copied_sources_exist_and_are_not_docker_ignored() -> None:
     ignore = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and line[0] != "#"]
     for copy in _instructions("COPY"):

@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from webhook.buildinfo import core_build
 from webhook.commands.common import EXIT_BAD_INPUT, UsageError, catalog_from, error, inventory_from
 from webhook.sources import CatalogSource, FileInventorySource, InventorySource, StaticCatalogSource
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
@@ -229,6 +230,7 @@ def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
     curl = ["curl", *trust, *client, "-H", "Content-Type: application/json"]
     curl += ["--data-binary", f"@{example}", f"{url}/mutate"]
     print(f"gpu-webhook serving {url} (POST /mutate /validate, GET /healthz /readyz /metrics)", flush=True)
+    print(f"decision core: {core_build()}", flush=True)
     print(f"try: {shlex.join(curl)}", flush=True)
     sys.stdout.flush()
 

@@ -26,8 +26,9 @@ _OWN_OPS = frozenset({"add", "remove", "replace", "move"})
 _MISSING = object()
 
 
-class PatchDoesNotApply(RuntimeError):
-    """The computed patch does not turn the original into the mutated pod: a bug, never sent."""
+class PatchDoesNotApply(Exception):
+    """The computed patch does not turn the original into the mutated pod: a bug, never sent.
+    (An Exception, not a RuntimeError: mypyc compiles no other builtin exception subclasses.)"""
 
 
 def make_patch(original: Pod, mutated: Pod) -> list[Op]:

@@ -11,6 +11,9 @@ keep-alive TLS connections. Both share the 2 CPUs with the server: the figures a
 measured in the same run, not absolute capacity.
 
     python benchmarks/bench_server.py [--seconds 5] [--connections 8] [--generator auto|wrk|python]
+
+Both servers run the build of `webhook` the interpreter imports: .venv-compiled/bin/python for the
+compiled core the image ships (scripts/setup-compiled.sh), .venv/bin/python for the pure sources.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -359,9 +362,83 @@ def measure(run: Run, worker_class: str, rounds: int) -> Figures:
     return figures
 
 
+# --- where /mutate's extra time goes (in process, flask test client) ------------------------
+BREAKDOWN_CALLS = 900
+
+
+def breakdown() -> None:
+    """CPU per /mutate request through flask, whole and with one part left out at a time; the
+    parts cost more here than alone in a loop (a whole request leaves colder caches). Prints JSON."""
+    import logging
+    from unittest import mock
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="bench-breakdown-")
+    from webhook import admission
+    from webhook.server.app import create_app, runtime_of, start_sources
+    from webhook.server.logs import LOGGER, configure_logging
+    from webhook.server.metrics import Metrics
+
+    configure_logging(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as this process
+    catalog, inventory = default_sources()
+    app = create_app(catalog, inventory)
+    start_sources(app)
+    body = REVIEW.read_bytes()
+    review = admission.parse_body(body)
+    decision = admission.decide_review(review, *runtime_of(app).snapshot())
+    answer = admission.mutation_response(review, decision)
+    parts: dict[str, AbstractContextManager[Any]] = {
+        "the review log line": _level(logging.getLogger(LOGGER), logging.WARNING),
+        "metrics": mock.patch.object(Metrics, "review", lambda *a, **k: None),
+        "decide": mock.patch.object(admission, "decide_review", lambda *a: decision),
+        "building the answer": mock.patch.object(admission, "mutation_response", lambda *a: answer),
+    }
+    trivial, whole = _request_cpu_us(trivial_app(None), body), _request_cpu_us(app, body)
+    saved = {}
+    for name, patch in parts.items():
+        with patch:
+            saved[name] = whole - _request_cpu_us(app, body)
+    print(json.dumps({"trivial": trivial, "mutate": whole, "saved": saved}))
+
+
+@contextmanager
+def _level(logger: Any, level: int) -> Iterator[None]:
+    """setLevel, not the attribute: the logger caches isEnabledFor until setLevel clears it."""
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+def _request_cpu_us(app: Any, body: bytes) -> float:
+    """The lowest of three runs' CPU microseconds per request (the least disturbed run)."""
+    client = app.test_client()
+    for _ in range(100):
+        client.post("/mutate", data=body, content_type="application/json")
+    runs = []
+    for _ in range(3):
+        started = time.process_time()
+        for _ in range(BREAKDOWN_CALLS // 3):
+            client.post("/mutate", data=body, content_type="application/json")
+        runs.append((time.process_time() - started) / (BREAKDOWN_CALLS // 3) * 1e6)
+    return min(runs)
+
+
+def run_breakdown() -> dict[str, Any]:
+    output = subprocess.run(
+        [sys.executable, __file__, "breakdown"], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    return result
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
         serve(sys.argv[2], sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5]))
+        return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "breakdown":
+        breakdown()
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=3, help="per measurement (default: 3)")
@@ -376,7 +453,9 @@ def main() -> int:
         write_certificates(run.workdir / "certs")
         results = {worker_class: measure(run, worker_class, args.rounds) for worker_class in WORKER_CLASSES}
         decide_ms = in_process_decide_ms(run.body)
+    parts = run_breakdown()
     report(results, decide_ms, "wrk" if use_wrk else "python threads", time.monotonic() - started)
+    report_breakdown(parts)
     return 0
 
 
@@ -405,7 +484,10 @@ def in_process_decide_ms(body: bytes, repeat: int = 300) -> float:
 
 
 def report(results: dict[str, Figures], decide_ms: float, generator: str, elapsed: float) -> None:
+    from webhook.buildinfo import core_build
+
     print(f"gpu-webhook server benchmark: {WORKERS} workers, {THREADS} threads (gthread), TLS, loopback")
+    print(f"webhook.core: {core_build()} (the interpreter's installed gpu-webhook)")
     print(f"load generator: {generator}; review: {REVIEW.relative_to(ROOT)}; medians of alternating rounds")
     print(f"{'worker class':<14}{'trivial req/s':>15}{'/mutate req/s':>15}{'ratio':>8}   (target >= 0.8x)")
     for worker_class, figures in results.items():
@@ -429,6 +511,14 @@ def report(results: dict[str, Figures], decide_ms: float, generator: str, elapse
                 f"  n={latency.count}{overload}"
             )
     print(f"total time {elapsed:.0f} s")
+
+
+def report_breakdown(parts: dict[str, Any]) -> None:
+    trivial, whole = parts["trivial"], parts["mutate"]
+    print(f"in process through flask (test client), CPU per request: trivial {trivial:.0f} us, ", end="")
+    print(f"/mutate {whole:.0f} us, {whole - trivial:.0f} us more; of that, left out one at a time:")
+    for name, saved in parts["saved"].items():
+        print(f"  {name:<22} {saved:6.0f} us")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import ROOT
 from webhook.cli import build_parser
 from webhook.core.reasons import REASONS
@@ -21,6 +23,7 @@ def test_readme_commands_exist() -> None:
 
 
 def test_readme_scripts_exist() -> None:
-    for script in ("scripts/run.sh", "scripts/test.sh"):
-        assert script in README
-        assert (ROOT / script).exists()
+    named = set(re.findall(r"scripts/[\w-]+\.sh", README))
+    assert {"scripts/run.sh", "scripts/test.sh", "scripts/setup-compiled.sh"} <= named
+    for script in sorted(named):
+        assert (ROOT / script).exists(), script

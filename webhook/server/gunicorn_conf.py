@@ -2,8 +2,9 @@
 
 - `gthread`: a few threads per worker keep the API server's connections alive and overlap TLS
   I/O. The sync worker closes every connection, so every review pays a TLS handshake, which
-  costs more than the decision: benchmarks/bench_server.py measured /mutate at 4-5x the
-  throughput under gthread (server CPU per request 1.4 ms against 2.7 ms with sync).
+  costs more than the decision: benchmarks/bench_server.py measured /mutate at 2.9x the
+  throughput under gthread (server CPU per request 1.6 ms against 2.8 ms with sync); 1, 2 or 4
+  threads made no difference to it.
 - Workers default to the CPU count's worth of processes (the decision is CPU-bound Python).
 - Sources start in each worker (`post_worker_init`): threads started before the fork do not
   run in the workers, so nothing is preloaded.

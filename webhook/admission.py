@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from webhook.core.clone import JSON_SCALARS
 from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
 from webhook.core.workloads import SUPPORTED_KINDS, decide_workload
@@ -81,8 +82,8 @@ def _no_constant(name: str) -> NoReturn:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
-"""Built once: `json.loads` and `json.dumps` with options build a new one on every call."""
+COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+"""Built once, as the decoder: `json.loads` and `json.dumps` with options build a new one per call."""
 
 
 def parse_review(document: object) -> Review:
@@ -199,7 +200,6 @@ def _wrong(field: str, expected: str, value: object, uid: str | None) -> NoRetur
     raise ReviewError("WrongType", field, f"must be {expected}, got {shown}", uid)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
 _CONTAINERS = (dict, list)
 
 
@@ -208,7 +208,7 @@ def _nests_deeper(value: dict[str, Any] | list[Any], limit: int) -> bool:
     but never more than `limit` calls deep whatever the input; the exact types JSON gives skip
     the isinstance checks (most values are strings)."""
     for child in value.values() if isinstance(value, dict) else value:
-        if type(child) in _SCALARS or not isinstance(child, _CONTAINERS):
+        if type(child) in JSON_SCALARS or not isinstance(child, _CONTAINERS):
             continue
         if limit <= 1 or _nests_deeper(child, limit - 1):
             return True
@@ -281,7 +281,7 @@ def _response(
 
 def encode_patch(patch: Iterable[dict[str, Any]]) -> str:
     operations = patch if isinstance(patch, list | tuple) else list(patch)  # both are JSON arrays
-    return base64.b64encode(_COMPACT.encode(operations).encode()).decode("ascii")
+    return base64.b64encode(COMPACT_JSON.encode(operations).encode()).decode("ascii")
 
 
 def denial_message(review: Review, decision: Decision) -> str:

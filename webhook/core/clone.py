@@ -10,7 +10,8 @@ import copy
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""The exact types of JSON's scalars: `type(x) in JSON_SCALARS` is cheaper than isinstance."""
 
 
 def clone(value: T) -> T:
@@ -20,7 +21,7 @@ def clone(value: T) -> T:
 
 def _clone(value: Any, memo: dict[int, Any]) -> Any:
     kind = type(value)
-    if kind in _SCALARS:
+    if kind in JSON_SCALARS:
         return value
     found = memo.get(id(value))
     if found is not None:
@@ -29,12 +30,12 @@ def _clone(value: Any, memo: dict[int, Any]) -> Any:
         obj: dict[Any, Any] = {}
         memo[id(value)] = obj
         for key, item in value.items():
-            obj[key] = item if type(item) in _SCALARS else _clone(item, memo)
+            obj[key] = item if type(item) in JSON_SCALARS else _clone(item, memo)
         return obj
     if kind is list:
         array: list[Any] = []
         memo[id(value)] = array
         for item in value:
-            array.append(item if type(item) in _SCALARS else _clone(item, memo))
+            array.append(item if type(item) in JSON_SCALARS else _clone(item, memo))
         return array
     return copy.deepcopy(value, memo)

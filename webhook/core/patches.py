@@ -224,8 +224,7 @@ class _Applier:
                     raise PatchDoesNotApply(f"{pointer}: no member {key!r}")
             else:
                 key = _index(step, len(container), pointer)
-            child = container[key]
-            container = child if id(child) in owned else _own(container, key, owned)
+            container = _own(container, key, owned)
         return container
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from webhook.core.clone import clone
 from webhook.core.model import Pod
+from webhook.core.podview import CONTAINER_GROUPS
 
-CONTAINER_GROUPS = ("initContainers", "containers")
 _COPIED_METADATA = ("labels", "annotations")
 _APPENDED_SPEC_LISTS = ("tolerations", "volumes")
 

@@ -16,7 +16,6 @@ and never shown to the client:
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -40,8 +39,6 @@ MAX_BODY = 7 * 1024 * 1024
 """What controller-runtime accepts: an old and a new object of up to 3 MiB each, and 1 MiB more."""
 
 Respond = Callable[[Review, Decision], dict[str, Any]]
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
-"""One encoder for every answer: `json.dumps` with options builds a new one per call."""
 
 
 def create_app(
@@ -226,7 +223,7 @@ def _review_fields(
 ) -> dict[str, Any]:
     fields = _identity(endpoint, review)  # filled in place: one dict per review, not two
     fields["template"] = decision.template
-    fields["codes"] = [v.code for v in decision.violations]
+    fields["codes"] = list(decision.codes)
     fields["allowed"] = decision.allowed
     fields["patchBytes"] = len(answer["response"].get("patch", ""))
     fields["latencyMs"] = round(seconds * 1000, 3)
@@ -234,4 +231,4 @@ def _review_fields(
 
 
 def _json(body: dict[str, Any], status: int) -> Response:
-    return Response(_COMPACT.encode(body), status, content_type="application/json")
+    return Response(admission.COMPACT_JSON.encode(body), status, content_type="application/json")

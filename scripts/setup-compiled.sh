@@ -12,6 +12,10 @@ digest=$(find webhook -type f \( -name '*.py' -o -name '*.json' -o -name '*.html
 if [ -x $VENV/bin/python ] && [ "$(cat $STAMP 2>/dev/null)" = "$digest" ]; then
   exit 0
 fi
+if ! command -v "${CC:-cc}" >/dev/null; then
+  echo "setup-compiled: mypyc needs a C compiler and there is no ${CC:-cc}; install gcc (apt-get install gcc)" >&2
+  exit 2
+fi
 [ -x $VENV/bin/python ] || "$PYTHON" -m venv $VENV
 $VENV/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 # The dependencies and test tools first; then the package itself, compiled, in place of the pure one.

@@ -12,11 +12,11 @@ budget; audit annotations without the webhook prefix (the API server adds it).
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from webhook import jsoncodec
 from webhook.core.clone import JSON_SCALARS
 from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
@@ -68,22 +68,12 @@ def parse_body(raw: bytes) -> Review:
 
 
 def _decode(raw: bytes) -> object:
-    """What `json.loads(raw, parse_constant=...)` does with bytes, on a decoder built once."""
     try:
-        return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+        return jsoncodec.decode(raw)
     except RecursionError:
         raise ReviewError("TooDeep", "", "the body nests deeper than the JSON parser allows") from None
     except ValueError as exc:
         raise ReviewError("NotJson", "", f"the body is not JSON: {_clip(str(exc), 200)}") from None
-
-
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
-COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
-"""Built once, as the decoder: `json.loads` and `json.dumps` with options build a new one per call."""
 
 
 def parse_review(document: object) -> Review:
@@ -281,7 +271,7 @@ def _response(
 
 def encode_patch(patch: Iterable[dict[str, Any]]) -> str:
     operations = patch if isinstance(patch, list | tuple) else list(patch)  # both are JSON arrays
-    return base64.b64encode(COMPACT_JSON.encode(operations).encode()).decode("ascii")
+    return base64.b64encode(jsoncodec.encode(operations)).decode("ascii")
 
 
 def denial_message(review: Review, decision: Decision) -> str:

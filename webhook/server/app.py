@@ -26,7 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge, UnsupportedMediaType
 from werkzeug.wsgi import get_content_length
 
-from webhook import admission
+from webhook import admission, jsoncodec
 from webhook.admission import Review, ReviewError
 from webhook.core.model import Decision
 from webhook.server.logs import LOGGER
@@ -231,4 +231,4 @@ def _review_fields(
 
 
 def _json(body: dict[str, Any], status: int) -> Response:
-    return Response(admission.COMPACT_JSON.encode(body), status, content_type="application/json")
+    return Response(jsoncodec.encode(body), status, content_type="application/json")

@@ -1,0 +1,61 @@
+"""JSON in and out of the server: msgspec, with the standard library behind it wherever they differ.
+
+The review body, the answer, the patch and the review log line are the JSON the webhook handles
+on every request; in a real request the standard library took about a sixth of `/mutate`'s time
+for them (benchmarks/bench_server.py), msgspec takes a fraction of that. msgspec reads exactly
+what `json` reads (integers of any size included) and refuses more, so whatever it refuses is
+read again by `json`, whose value or error stands: bodies that are not UTF-8 (json also reads
+UTF-16 and UTF-32), lone surrogates (`"\\ud800"`), numbers beyond a double (`1e400` reads as
+infinity), `NaN` and `Infinity` (refused by both, with json's message). Encoding falls back the
+same way for what msgspec cannot write (lone surrogates, keys that are not strings).
+One difference is left: msgspec writes the non-finite floats only a fallback read can produce as
+`null`, where `json` wrote `Infinity`, which is not JSON and which no API server would read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+import msgspec
+
+_DECODER = msgspec.json.Decoder()
+_ENCODER = msgspec.json.Encoder()
+_LINE_ENCODER = msgspec.json.Encoder(enc_hook=str)
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_STD_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_STD_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_STD_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def decode(raw: bytes) -> object:
+    """The JSON value of `raw`, as `json.loads(raw)` gives it; `NaN` and `Infinity` refused.
+
+    Raises what json raises: ValueError (not JSON), RecursionError (nested too deep to parse).
+    """
+    try:
+        return _DECODER.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return _STD_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+
+
+def encode(value: Any) -> bytes:
+    """Compact UTF-8 JSON of a document of JSON types (dict, list, tuple, str, int, float, bool, None)."""
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, UnicodeEncodeError):
+        return _STD_ENCODER.encode(value).encode("ascii")  # lone surrogates as \u escapes
+
+
+def encode_line(value: Any) -> str:
+    """Compact JSON text for a log line; a value of a type JSON lacks is written as msgspec writes
+    it (datetimes in RFC 3339, for one), else as its str()."""
+    try:
+        return _LINE_ENCODER.encode(value).decode()
+    except (TypeError, UnicodeEncodeError):
+        return _STD_LINE_ENCODER.encode(value)

@@ -19,6 +19,7 @@ compiled core the image ships (scripts/setup-compiled.sh), .venv/bin/python for 
 from __future__ import annotations
 
 import argparse
+import gc
 import http.client
 import json
 import os
@@ -33,7 +34,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -369,6 +371,18 @@ BREAKDOWN_CALLS = 900
 def breakdown() -> None:
     """CPU per /mutate request through flask, whole and with one part left out at a time; the
     parts cost more here than alone in a loop (a whole request leaves colder caches). Prints JSON."""
+    trivial, app, body, parts = breakdown_setup()
+    trivial_us, whole = _request_cpu_us(trivial, body), _request_cpu_us(app, body)
+    saved = {}
+    for name, patch in parts.items():
+        with patch:
+            saved[name] = whole - _request_cpu_us(app, body)
+    print(json.dumps({"trivial": trivial_us, "mutate": whole, "saved": saved}))
+
+
+def breakdown_setup() -> tuple[Any, Any, bytes, dict[str, AbstractContextManager[Any]]]:
+    """The trivial app, the webhook's app (sources started), the review, and the parts of /mutate
+    that can be left out one at a time (context managers)."""
     import logging
     from unittest import mock
 
@@ -392,12 +406,7 @@ def breakdown() -> None:
         "decide": mock.patch.object(admission, "decide_review", lambda *a: decision),
         "building the answer": mock.patch.object(admission, "mutation_response", lambda *a: answer),
     }
-    trivial, whole = _request_cpu_us(trivial_app(None), body), _request_cpu_us(app, body)
-    saved = {}
-    for name, patch in parts.items():
-        with patch:
-            saved[name] = whole - _request_cpu_us(app, body)
-    print(json.dumps({"trivial": trivial, "mutate": whole, "saved": saved}))
+    return trivial_app(None), app, body, parts
 
 
 @contextmanager
@@ -433,6 +442,55 @@ def run_breakdown() -> dict[str, Any]:
     return result
 
 
+# --- the same breakdown in instructions (valgrind): what a shared machine's noise cannot blur ---
+COUNT_WARMUP = 50
+COUNTS = (50, 250)
+"""Each variant runs twice; the difference over the extra requests leaves start-up out. Both
+runs start counting from the same state (hash seed fixed, garbage collected after warm-up)."""
+
+
+def count_requests(variant: str, count: int) -> None:
+    """The child callgrind counts: warm up, then `count` requests of one variant."""
+    trivial, app, body, parts = breakdown_setup()
+    with parts.get(variant, nullcontext()):
+        client = (trivial if variant == "trivial" else app).test_client()
+        for _ in range(COUNT_WARMUP):
+            client.post("/mutate", data=body, content_type="application/json")
+        gc.collect()
+        for _ in range(count):
+            client.post("/mutate", data=body, content_type="application/json")
+
+
+def instruction_breakdown() -> dict[str, float]:
+    """Instructions per request of the trivial app, /mutate, and /mutate without each part."""
+    variants = ["trivial", "mutate", "the review log line", "metrics", "decide", "building the answer"]
+    jobs = [(variant, count) for variant in variants for count in COUNTS]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        counted = dict(zip(jobs, pool.map(lambda job: _instructions(*job), jobs), strict=True))
+    spread = COUNTS[1] - COUNTS[0]
+    return {v: (counted[v, COUNTS[1]] - counted[v, COUNTS[0]]) / spread for v in variants}
+
+
+def _instructions(variant: str, count: int) -> int:
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    command += [sys.executable, __file__, "count", variant, str(count)]
+    environment = {**os.environ, "PYTHONHASHSEED": "0"}
+    result = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT, env=environment)
+    return int(_found(r"Collected : (\d+)", result.stderr)[0])
+
+
+def report_instructions(counts: dict[str, float]) -> None:
+    from webhook.buildinfo import core_build
+
+    trivial, whole = counts.pop("trivial"), counts.pop("mutate")
+    print(f"instructions per request in process through flask (valgrind; webhook.core: {core_build()})")
+    print(f"  trivial app {trivial:12,.0f}")
+    extra = whole - trivial
+    print(f"  /mutate     {whole:12,.0f}  ratio {trivial / whole:.2f}x, {extra:,.0f} more; of that:")
+    for name, without in counts.items():
+        print(f"    {name:<22} {whole - without:10,.0f}")
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
         serve(sys.argv[2], sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5]))
@@ -440,12 +498,25 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "breakdown":
         breakdown()
         return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "count":
+        count_requests(sys.argv[2], int(sys.argv[3]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=3, help="per measurement (default: 3)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: 3)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--generator", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instead: count each part's instructions per request with valgrind (about 5 minutes)",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            sys.exit("--instructions needs valgrind (apt-get install valgrind)")
+        report_instructions(instruction_breakdown())
+        return 0
     use_wrk = args.generator == "wrk" or (args.generator == "auto" and shutil.which("wrk") is not None)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-server-") as temporary:

@@ -380,6 +380,9 @@ def breakdown() -> None:
     print(json.dumps({"trivial": trivial_us, "mutate": whole, "saved": saved}))
 
 
+PARTS = ("the review log line", "metrics", "decide", "building the answer")
+
+
 def breakdown_setup() -> tuple[Any, Any, bytes, dict[str, AbstractContextManager[Any]]]:
     """The trivial app, the webhook's app (sources started), the review, and the parts of /mutate
     that can be left out one at a time (context managers)."""
@@ -400,13 +403,13 @@ def breakdown_setup() -> tuple[Any, Any, bytes, dict[str, AbstractContextManager
     review = admission.parse_body(body)
     decision = admission.decide_review(review, *runtime_of(app).snapshot())
     answer = admission.mutation_response(review, decision)
-    parts: dict[str, AbstractContextManager[Any]] = {
-        "the review log line": _level(logging.getLogger(LOGGER), logging.WARNING),
-        "metrics": mock.patch.object(Metrics, "review", lambda *a, **k: None),
-        "decide": mock.patch.object(admission, "decide_review", lambda *a: decision),
-        "building the answer": mock.patch.object(admission, "mutation_response", lambda *a: answer),
-    }
-    return trivial_app(None), app, body, parts
+    left_out: tuple[AbstractContextManager[Any], ...] = (
+        _level(logging.getLogger(LOGGER), logging.WARNING),
+        mock.patch.object(Metrics, "review", lambda *a, **k: None),
+        mock.patch.object(admission, "decide_review", lambda *a: decision),
+        mock.patch.object(admission, "mutation_response", lambda *a: answer),
+    )
+    return trivial_app(None), app, body, dict(zip(PARTS, left_out, strict=True))
 
 
 @contextmanager
@@ -452,7 +455,7 @@ runs start counting from the same state (hash seed fixed, garbage collected afte
 def count_requests(variant: str, count: int) -> None:
     """The child callgrind counts: warm up, then `count` requests of one variant."""
     trivial, app, body, parts = breakdown_setup()
-    with parts.get(variant, nullcontext()):
+    with nullcontext() if variant in ("trivial", "mutate") else parts[variant]:
         client = (trivial if variant == "trivial" else app).test_client()
         for _ in range(COUNT_WARMUP):
             client.post("/mutate", data=body, content_type="application/json")
@@ -463,7 +466,7 @@ def count_requests(variant: str, count: int) -> None:
 
 def instruction_breakdown() -> dict[str, float]:
     """Instructions per request of the trivial app, /mutate, and /mutate without each part."""
-    variants = ["trivial", "mutate", "the review log line", "metrics", "decide", "building the answer"]
+    variants = ["trivial", "mutate", *PARTS]
     jobs = [(variant, count) for variant in variants for count in COUNTS]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         counted = dict(zip(jobs, pool.map(lambda job: _instructions(*job), jobs), strict=True))

@@ -2,12 +2,12 @@
 
 The review body, the answer, the patch and the review log line are the JSON the webhook handles
 on every request; in a real request the standard library took about a sixth of `/mutate`'s time
-for them (benchmarks/bench_server.py), msgspec takes a fraction of that. msgspec reads exactly
-what `json` reads (integers of any size included) and refuses more, so whatever it refuses is
+for them (benchmarks/bench_server.py), msgspec takes a fraction of that. What msgspec reads it
+reads as `json` does (big integers included), and it refuses more, so whatever it refuses is
 read again by `json`, whose value or error stands: bodies that are not UTF-8 (json also reads
 UTF-16 and UTF-32), lone surrogates (`"\\ud800"`), numbers beyond a double (`1e400` reads as
 infinity), `NaN` and `Infinity` (refused by both, with json's message). Encoding falls back the
-same way for what msgspec cannot write (lone surrogates, keys that are not strings).
+same way for what msgspec cannot write (lone surrogates).
 One difference is left: msgspec writes the non-finite floats only a fallback read can produce as
 `null`, where `json` wrote `Infinity`, which is not JSON and which no API server would read.
 """

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from webhook.catalog.build import image_regex
+from webhook.core.catalog_index import IMAGE_MEMO_SIZE
 from webhook.core.matching import matches, policy_for, resolve_template
 from webhook.core.model import (
     DEFAULT_POLICY,
@@ -77,7 +78,19 @@ def test_the_index_finds_what_a_scan_finds(
     containers = [{"name": f"c{i}", "image": image} for i, image in enumerate(images)]
     view = build_view({"containers": containers}, {"labels": labels}, frozenset(), False)
     scanned = next((t for t in catalog.ranked if matches(t.match, view, namespace)), None)
-    assert resolve_template(view, namespace, catalog, DEFAULT_POLICY)[0] is scanned
+    for _ in range(2):  # the second time from what the index remembers of these images
+        assert resolve_template(view, namespace, catalog, DEFAULT_POLICY)[0] is scanned
     without_alternation = replace(catalog.index, first_image_match=None)
     found = without_alternation.candidates(images, namespace)
     assert next((t for t in found if matches(t.match, view, namespace)), None) is scanned
+
+
+def test_what_the_index_remembers_of_images_stays_bounded() -> None:
+    match = TemplateMatch(images=("*vllm*",), image_regex=image_regex(("*vllm*",)))
+    template = Template("t", "", "serving", 0, match, Accelerator(), Injection())
+    catalog = Catalog(templates={"t": template}, policies=(), ranked=(template,))
+    for n in range(IMAGE_MEMO_SIZE + 10):
+        catalog.index.candidates([f"registry/image-{n}"], "default")
+        assert len(catalog.index.first_by_image) <= IMAGE_MEMO_SIZE
+    assert catalog.index.candidates(["registry/vllm:1"], "default") == [template]
+    assert catalog.index.candidates(["registry/other:1"], "default") == []

@@ -47,7 +47,7 @@ class ReviewError(ValueError):
         return {"error": error, **({"uid": self.uid} if self.uid else {})}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Review:
     """The parts of an AdmissionReview request the webhook uses."""
 
@@ -61,6 +61,26 @@ class Review:
     obj: dict[str, Any]
     """The object; empty for DELETE and CONNECT, which carry none."""
     old_obj: dict[str, Any] | None
+
+    def __init__(
+        self,
+        uid: str,
+        kind: str,
+        operation: str,
+        namespace: str,
+        name: str,
+        dry_run: bool,
+        obj: dict[str, Any],
+        old_obj: dict[str, Any] | None,
+    ) -> None:
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "operation", operation)
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "dry_run", dry_run)
+        object.__setattr__(self, "obj", obj)
+        object.__setattr__(self, "old_obj", old_obj)
 
 
 def parse_body(raw: bytes) -> Review:

@@ -10,7 +10,7 @@ from webhook.core.podview import PodView
 from webhook.core.selection import Plan
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Env:
     pod: Pod
     view: PodView
@@ -20,3 +20,23 @@ class Env:
     inventory: Inventory
     need: Need
     plan: Plan
+
+    def __init__(
+        self,
+        pod: Pod,
+        view: PodView,
+        namespace: str,
+        policy: Policy,
+        template: Template | None,
+        inventory: Inventory,
+        need: Need,
+        plan: Plan,
+    ) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "view", view)
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "policy", policy)
+        object.__setattr__(self, "template", template)
+        object.__setattr__(self, "inventory", inventory)
+        object.__setattr__(self, "need", need)
+        object.__setattr__(self, "plan", plan)

@@ -23,12 +23,17 @@ from webhook.core.writable import writable_copy
 _SHARED_FIELDS = frozenset({"managedFields"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Evaluation:
     template: Template | None
     findings: tuple[Finding, ...]
     env: Env | None
     """None when the spec is left alone (DRA claims)."""
+
+    def __init__(self, template: Template | None, findings: tuple[Finding, ...], env: Env | None) -> None:
+        object.__setattr__(self, "template", template)
+        object.__setattr__(self, "findings", findings)
+        object.__setattr__(self, "env", env)
 
 
 def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str) -> Evaluation:

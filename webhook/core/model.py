@@ -1,4 +1,10 @@
-"""Immutable values the decision core works on: catalog, inventory, context and decision."""
+"""Immutable values the decision core works on: catalog, inventory, context and decision.
+
+Values made on every review (here and in podview, selection, need, env, evaluate, admission) are
+declared `init=False` with the __init__ written out: mypyc compiles that one, where the one
+dataclasses generates stays interpreted and costs about 20 times as much.
+tests/unit/core/test_value_inits.py holds each equal to the generated one.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ PROFILE_ANNOTATION = "gpu.aethervirt.io/mig-profile"
 APPLIED_TEMPLATE_ANNOTATION = "gpu.aethervirt.io/applied-template"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Finding:
     """What a check or a mutation found, before the policy mode gives it an outcome."""
 
@@ -39,13 +45,24 @@ class Finding:
     path: str
     message: str
 
+    def __init__(self, code: str, path: str, message: str) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "message", message)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Violation:
     code: str
     path: str
     message: str
     outcome: Outcome
+
+    def __init__(self, code: str, path: str, message: str, outcome: Outcome) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "outcome", outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +243,7 @@ class Catalog:
         object.__setattr__(self, "index", build_index(self.ranked, self.policies))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Context:
     catalog: Catalog
     inventory: Inventory
@@ -238,8 +255,26 @@ class Context:
     mutate_templates: bool | None = None
     """Override the policy's `mutate` switch for workload templates (the KRM function's config)."""
 
+    def __init__(
+        self,
+        catalog: Catalog,
+        inventory: Inventory,
+        namespace: str = "",
+        operation: str = "CREATE",
+        dry_run: bool = False,
+        old_object: Pod | None = None,
+        mutate_templates: bool | None = None,
+    ) -> None:
+        object.__setattr__(self, "catalog", catalog)
+        object.__setattr__(self, "inventory", inventory)
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "operation", operation)
+        object.__setattr__(self, "dry_run", dry_run)
+        object.__setattr__(self, "old_object", old_object)
+        object.__setattr__(self, "mutate_templates", mutate_templates)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Decision:
     allowed: bool
     template: str | None
@@ -249,6 +284,26 @@ class Decision:
     warnings: tuple[str, ...]
     mutated: Pod | None
     patch: tuple[dict[str, Any], ...]
+
+    def __init__(
+        self,
+        allowed: bool,
+        template: str | None,
+        policy: str,
+        mode: Mode,
+        violations: tuple[Violation, ...],
+        warnings: tuple[str, ...],
+        mutated: Pod | None,
+        patch: tuple[dict[str, Any], ...],
+    ) -> None:
+        object.__setattr__(self, "allowed", allowed)
+        object.__setattr__(self, "template", template)
+        object.__setattr__(self, "policy", policy)
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "violations", violations)
+        object.__setattr__(self, "warnings", warnings)
+        object.__setattr__(self, "mutated", mutated)
+        object.__setattr__(self, "patch", patch)
 
     @property
     def codes(self) -> tuple[str, ...]:

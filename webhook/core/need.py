@@ -10,10 +10,14 @@ from webhook.core.podview import PodView
 from webhook.core.quantity import parse_quantity
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Need:
     memory_bytes: int | None = None
     compute_share: float | None = None
+
+    def __init__(self, memory_bytes: int | None = None, compute_share: float | None = None) -> None:
+        object.__setattr__(self, "memory_bytes", memory_bytes)
+        object.__setattr__(self, "compute_share", compute_share)
 
     @property
     def known(self) -> bool:

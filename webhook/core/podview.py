@@ -17,7 +17,7 @@ from webhook.core.resources import Kind, classify
 CONTAINER_GROUPS = ("initContainers", "containers")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class AccelRequest:
     resource: str
     kind: Kind
@@ -29,8 +29,24 @@ class AccelRequest:
     consistent: bool
     """False when both a request and a limit are set and they differ."""
 
+    def __init__(
+        self,
+        resource: str,
+        kind: Kind,
+        request: Any,
+        limit: Any,
+        count: int | None,
+        consistent: bool,
+    ) -> None:
+        object.__setattr__(self, "resource", resource)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "request", request)
+        object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "count", count)
+        object.__setattr__(self, "consistent", consistent)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class ContainerView:
     group: str
     index: int
@@ -40,6 +56,24 @@ class ContainerView:
     sidecar: bool
     accel: tuple[AccelRequest, ...]
 
+    def __init__(
+        self,
+        group: str,
+        index: int,
+        name: str,
+        path: str,
+        image: str,
+        sidecar: bool,
+        accel: tuple[AccelRequest, ...],
+    ) -> None:
+        object.__setattr__(self, "group", group)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "image", image)
+        object.__setattr__(self, "sidecar", sidecar)
+        object.__setattr__(self, "accel", accel)
+
     def resource_path(self, section: str, resource: str) -> str:
         return f'{self.path}.resources.{section}["{resource}"]'
 
@@ -48,7 +82,7 @@ class ContainerView:
         return tuple(a for a in self.accel if a.kind in (Kind.WHOLE, Kind.MIG))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class PodView:
     base: str
     """Path of the pod spec: `spec` for a Pod, `spec.template.spec` for a Deployment..."""
@@ -58,6 +92,22 @@ class PodView:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     has_resource_claims: bool
+
+    def __init__(
+        self,
+        base: str,
+        meta: str,
+        containers: tuple[ContainerView, ...],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str],
+        has_resource_claims: bool,
+    ) -> None:
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "meta", meta)
+        object.__setattr__(self, "containers", containers)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "annotations", annotations)
+        object.__setattr__(self, "has_resource_claims", has_resource_claims)
 
     @property
     def regular(self) -> tuple[ContainerView, ...]:

@@ -41,11 +41,21 @@ MIB = 2**20
 _EPSILON = 1e-9
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Plan:
     offer: SliceOffer | None = None
     rewrite: bool = False
     findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    def __init__(
+        self,
+        offer: SliceOffer | None = None,
+        rewrite: bool = False,
+        findings: tuple[Finding, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "offer", offer)
+        object.__setattr__(self, "rewrite", rewrite)
+        object.__setattr__(self, "findings", findings)
 
 
 NO_PLAN = Plan()

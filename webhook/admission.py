@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from webhook import jsoncodec
 from webhook.core.clone import JSON_SCALARS
@@ -22,17 +22,17 @@ from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
 from webhook.core.workloads import SUPPORTED_KINDS, decide_workload
 
-API_VERSION = "admission.k8s.io/v1"
-REVIEW_KIND = "AdmissionReview"
-OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
-MAX_DEPTH = 100
+API_VERSION: Final = "admission.k8s.io/v1"
+REVIEW_KIND: Final = "AdmissionReview"
+OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+MAX_DEPTH: Final = 100
 """Deeper objects are refused: no Kubernetes object nests anywhere near this."""
-WARNINGS_BUDGET = 4096 - 96
+WARNINGS_BUDGET: Final = 4096 - 96
 """The API server cuts every warning to 256 runes once all of them pass 4096 runes."""
-MAX_LISTED = 50
-SKIP_NOTES = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
+MAX_LISTED: Final = 50
+SKIP_NOTES: Final = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
 """Info codes that say why nothing was checked: kept in /validate's audit annotations."""
-MAX_LINE = 400
+MAX_LINE: Final = 400
 
 
 class ReviewError(ValueError):
@@ -210,7 +210,7 @@ def _wrong(field: str, expected: str, value: object, uid: str | None) -> NoRetur
     raise ReviewError("WrongType", field, f"must be {expected}, got {shown}", uid)
 
 
-_CONTAINERS = (dict, list)
+_CONTAINERS: Final = (dict, list)
 
 
 def _nests_deeper(value: dict[str, Any] | list[Any], limit: int) -> bool:

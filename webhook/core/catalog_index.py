@@ -19,13 +19,13 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import translate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from webhook.core.model import Policy, Template
 
-WILDCARDS = "*?["
-IMAGE_MEMO_SIZE = 4096
+WILDCARDS: Final = "*?["
+IMAGE_MEMO_SIZE: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)

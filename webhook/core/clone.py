@@ -7,10 +7,10 @@ in the copy; values of any other type are handed to copy.deepcopy.
 from __future__ import annotations
 
 import copy
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
-JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+JSON_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 """The exact types of JSON's scalars: `type(x) in JSON_SCALARS` is cheaper than isinstance."""
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.evaluate import evaluate, mutated_copy
 from webhook.core.matching import is_excluded, policy_for
@@ -11,7 +11,7 @@ from webhook.core.model import Context, Decision, Finding, Mode, Outcome, Pod, P
 from webhook.core.patches import PatchDoesNotApply, make_patch
 from webhook.core.reasons import REASONS
 
-MAX_WARNING = 120
+MAX_WARNING: Final = 120
 
 
 def governing(obj: Pod, context: Context, operations: tuple[str, ...]) -> tuple[str, Policy, Decision | None]:

@@ -7,7 +7,7 @@ matching, need, slice plan, checks and mutators, with paths rooted where the spe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.checks import run_checks
 from webhook.core.clone import clone
@@ -20,7 +20,7 @@ from webhook.core.podview import build_view
 from webhook.core.selection import plan_slice
 from webhook.core.writable import writable_copy
 
-_SHARED_FIELDS = frozenset({"managedFields"})
+_SHARED_FIELDS: Final = frozenset({"managedFields"})
 
 
 @dataclass(frozen=True, init=False)

@@ -6,9 +6,9 @@ usable memory `nvidia-smi mig -lgip` reported, else the nominal GB of the name i
 decimal units (a conservative estimate).
 """
 
-from typing import Any
+from typing import Any, Final
 
-MODELS: list[dict[str, Any]] = [
+MODELS: Final[list[dict[str, Any]]] = [
     {
         "key": "A30-24GB",
         "products": ["NVIDIA-A30"],

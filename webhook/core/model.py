@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from webhook.core.catalog_index import CatalogIndex, build_index
 
@@ -25,16 +25,16 @@ Outcome = Literal["deny", "warn", "audit", "info"]
 
 Pod = dict[str, Any]
 JsonObject = Mapping[str, Any]
-MAPPINGS = (dict, Mapping)
+MAPPINGS: Final = (dict, Mapping)
 """For isinstance(): the same answer as Mapping, without the slower ABC check for a plain dict."""
 
-TEMPLATE_LABEL = "gpu.aethervirt.io/template"
-ANNOTATION_PREFIX = "gpu.aethervirt.io/"
-MEMORY_ANNOTATION = "gpu.aethervirt.io/gpu-memory"
-COMPUTE_ANNOTATION = "gpu.aethervirt.io/gpu-compute"
-ORIGINAL_REQUEST_ANNOTATION = "gpu.aethervirt.io/original-request"
-PROFILE_ANNOTATION = "gpu.aethervirt.io/mig-profile"
-APPLIED_TEMPLATE_ANNOTATION = "gpu.aethervirt.io/applied-template"
+TEMPLATE_LABEL: Final = "gpu.aethervirt.io/template"
+ANNOTATION_PREFIX: Final = "gpu.aethervirt.io/"
+MEMORY_ANNOTATION: Final = "gpu.aethervirt.io/gpu-memory"
+COMPUTE_ANNOTATION: Final = "gpu.aethervirt.io/gpu-compute"
+ORIGINAL_REQUEST_ANNOTATION: Final = "gpu.aethervirt.io/original-request"
+PROFILE_ANNOTATION: Final = "gpu.aethervirt.io/mig-profile"
+APPLIED_TEMPLATE_ANNOTATION: Final = "gpu.aethervirt.io/applied-template"
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -150,7 +150,7 @@ class Policy:
     source: str = ""
 
 
-DEFAULT_POLICY = Policy(name="built-in-default", source="<built-in>")
+DEFAULT_POLICY: Final = Policy(name="built-in-default", source="<built-in>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +217,7 @@ class Inventory:
     """Per offer, the nodes the packing preference may name, in its order (computed once with usage)."""
 
 
-UNKNOWN_INVENTORY = Inventory(
+UNKNOWN_INVENTORY: Final = Inventory(
     nodes=(),
     known=False,
     offers=(),

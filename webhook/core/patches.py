@@ -15,15 +15,15 @@ objects per operation); it still verifies patches holding operations this module
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import jsonpatch
 
 from webhook.core.model import Pod
 
 Op = dict[str, Any]
-_OWN_OPS = frozenset({"add", "remove", "replace", "move"})
-_MISSING = object()
+_OWN_OPS: Final = frozenset({"add", "remove", "replace", "move"})
+_MISSING: Final = object()
 
 
 class PatchDoesNotApply(Exception):

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.model import MAPPINGS
 from webhook.core.quantity import is_whole, parse_quantity
 from webhook.core.resources import Kind, classify
 
-CONTAINER_GROUPS = ("initContainers", "containers")
+CONTAINER_GROUPS: Final = ("initContainers", "containers")
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -10,14 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
 from webhook.core.mig_reference import MODELS
 
-GPU = "nvidia.com/gpu"
-MIG_PREFIX = "nvidia.com/mig-"
-SHARED_SUFFIX = ".shared"
+GPU: Final = "nvidia.com/gpu"
+MIG_PREFIX: Final = "nvidia.com/mig-"
+SHARED_SUFFIX: Final = ".shared"
 
-_PROFILE = re.compile(r"^(?P<g>[1-9])g\.(?P<gb>\d{1,4})gb(?P<attrs>(?:[+.-][a-z]+)*)$")
+_PROFILE: Final = re.compile(r"^(?P<g>[1-9])g\.(?P<gb>\d{1,4})gb(?P<attrs>(?:[+.-][a-z]+)*)$")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from typing import Final
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
+_BINARY: Final = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL: Final = {
     "n": Decimal("1e-9"),
     "u": Decimal("1e-6"),
     "m": Decimal("1e-3"),
@@ -23,11 +24,11 @@ _DECIMAL = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
-_QUANTITY = re.compile(
+_QUANTITY: Final = re.compile(
     r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
 )
-_MAX_LEN = 64
-_MAX_MAGNITUDE = Decimal(2**63)  # Kubernetes keeps a quantity's value in an int64
+_MAX_LEN: Final = 64
+_MAX_MAGNITUDE: Final = Decimal(2**63)  # Kubernetes keeps a quantity's value in an int64
 
 
 def parse_quantity(value: object) -> Decimal:
@@ -82,7 +83,7 @@ def is_whole(value: Decimal) -> bool:
     return value == value.to_integral_value()
 
 
-_SCALABLE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<suffix>[A-Za-z]*)$")
+_SCALABLE: Final = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<suffix>[A-Za-z]*)$")
 
 
 @lru_cache(maxsize=1024)

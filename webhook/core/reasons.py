@@ -8,7 +8,7 @@ code (mutations and skips) is recorded in the audit annotations only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 CodeClass = Literal["deny", "warn", "info"]
 
@@ -20,7 +20,7 @@ class Reason:
     summary: str
 
 
-_TABLE = (
+_TABLE: Final = (
     # Accelerator resource names and quantities.
     Reason("UnknownAcceleratorResource", "deny", "An accelerator resource name no node or device plugin uses (typo, wrong case, no domain)."),
     Reason("UnknownMigProfile", "deny", "A MIG resource whose profile is not a MIG profile of any known GPU or node."),
@@ -68,7 +68,7 @@ _TABLE = (
     Reason("InjectedScheduling", "info", "priorityClassName or runtimeClassName was set from the template."),
 )  # fmt: skip
 
-REASONS: dict[str, Reason] = {reason.code: reason for reason in _TABLE}
+REASONS: Final[dict[str, Reason]] = {reason.code: reason for reason in _TABLE}
 
 
 def reason(code: str) -> Reason:

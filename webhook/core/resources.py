@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from functools import lru_cache
+from typing import Final
 
 from webhook.core.profiles import (
     GPU,
@@ -25,7 +26,7 @@ class Kind(Enum):
 
 # Accelerator resources of other vendors and of GPU-sharing schedulers (HAMi, GPUShare) that
 # are real names even where this cluster does not advertise them.
-KNOWN_OTHER_PREFIXES = (
+KNOWN_OTHER_PREFIXES: Final = (
     "amd.com/",
     "gpu.intel.com/",
     "habana.ai/",
@@ -37,9 +38,9 @@ KNOWN_OTHER_PREFIXES = (
     "nvidia.com/priority",
     "nvidia.com/vgpu",
 )
-SHARING_PREFIXES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "aliyun.com/gpu")
-_NATIVE = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
-_GPU_WORDS = ("gpu", "gpus", "mig")
+SHARING_PREFIXES: Final = ("nvidia.com/gpumem", "nvidia.com/gpucores", "aliyun.com/gpu")
+_NATIVE: Final = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
+_GPU_WORDS: Final = ("gpu", "gpus", "mig")
 
 
 def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Kind:

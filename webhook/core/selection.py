@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Final
 
 from webhook.core.model import (
     PROFILE_ANNOTATION,
@@ -37,8 +38,8 @@ from webhook.core.profiles import (
 )
 from webhook.core.resources import Kind, is_sharing
 
-MIB = 2**20
-_EPSILON = 1e-9
+MIB: Final = 2**20
+_EPSILON: Final = 1e-9
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -58,7 +59,7 @@ class Plan:
         object.__setattr__(self, "findings", findings)
 
 
-NO_PLAN = Plan()
+NO_PLAN: Final = Plan()
 
 
 def plan_slice(

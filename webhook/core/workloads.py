@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.decide import decide, denies, finish, governing, patch_for
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
@@ -20,7 +20,7 @@ from webhook.core.model import Context, Decision, Finding, Pod, Policy
 
 Step = str | int
 
-_TEMPLATE_AT: dict[str, tuple[Step, ...]] = {
+_TEMPLATE_AT: Final[dict[str, tuple[Step, ...]]] = {
     "Deployment": ("spec", "template"),
     "ReplicaSet": ("spec", "template"),
     "ReplicationController": ("spec", "template"),
@@ -29,7 +29,7 @@ _TEMPLATE_AT: dict[str, tuple[Step, ...]] = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-_REPLICA_SPECS = {
+_REPLICA_SPECS: Final = {
     "PyTorchJob": "pytorchReplicaSpecs",
     "TFJob": "tfReplicaSpecs",
     "MPIJob": "mpiReplicaSpecs",
@@ -37,8 +37,12 @@ _REPLICA_SPECS = {
     "XGBoostJob": "xgbReplicaSpecs",
     "PaddleJob": "paddleReplicaSpecs",
 }
-_RAY_CLUSTER_AT = {"RayCluster": (), "RayJob": ("rayClusterSpec",), "RayService": ("rayClusterConfig",)}
-_KSERVE_FRAMEWORKS = (
+_RAY_CLUSTER_AT: Final = {
+    "RayCluster": (),
+    "RayJob": ("rayClusterSpec",),
+    "RayService": ("rayClusterConfig",),
+}
+_KSERVE_FRAMEWORKS: Final = (
     "model",
     "sklearn",
     "xgboost",
@@ -51,7 +55,7 @@ _KSERVE_FRAMEWORKS = (
     "paddle",
     "huggingface",
 )
-SUPPORTED_KINDS = frozenset(
+SUPPORTED_KINDS: Final = frozenset(
     {
         *_TEMPLATE_AT,
         *_REPLICA_SPECS,

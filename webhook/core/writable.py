@@ -16,14 +16,14 @@ original is untouched, and the golden cases and corpus check that for the whole 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.clone import clone
 from webhook.core.model import Pod
 from webhook.core.podview import CONTAINER_GROUPS
 
-_COPIED_METADATA = ("labels", "annotations")
-_APPENDED_SPEC_LISTS = ("tolerations", "volumes")
+_COPIED_METADATA: Final = ("labels", "annotations")
+_APPENDED_SPEC_LISTS: Final = ("tolerations", "volumes")
 
 
 def writable_copy(pod: Pod) -> Pod:

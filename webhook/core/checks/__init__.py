@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from webhook.core.checks import (
     gpu_counts,
@@ -19,7 +20,7 @@ from webhook.core.model import Finding
 
 Check = Callable[[Env], list[Finding]]
 
-CHECKS: tuple[Check, ...] = (
+CHECKS: Final[tuple[Check, ...]] = (
     resource_names.check,
     quantities.check,
     request_limit.check,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from webhook.core.env import Env
 from webhook.core.model import Finding
 from webhook.core.podview import ContainerView, parse_count
 from webhook.core.quantity import is_whole
 from webhook.core.resources import Kind
 
-_CHECKED = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
+_CHECKED: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
 
 
 def check(env: Env) -> list[Finding]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from webhook.core.env import Env
 from webhook.core.model import TEMPLATE_LABEL, Finding
 from webhook.core.resources import Kind
 
-_ACCELERATORS = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
+_ACCELERATORS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
 # GPU requests made by scheduler annotations instead of resources (NVIDIA KAI scheduler).
-ANNOTATION_REQUESTS = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices")
+ANNOTATION_REQUESTS: Final = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices")
 
 
 def check(env: Env) -> list[Finding]:

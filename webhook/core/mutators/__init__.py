@@ -11,6 +11,7 @@ Mutators write only where `webhook.core.writable` copies.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod
@@ -29,7 +30,7 @@ from webhook.core.mutators import (
 
 Mutator = Callable[[Pod, Env], list[Finding]]
 
-MUTATORS: tuple[Mutator, ...] = (
+MUTATORS: Final[tuple[Mutator, ...]] = (
     mig_rewrite.mutate,
     mig_affinity.mutate,
     packing_affinity.mutate,

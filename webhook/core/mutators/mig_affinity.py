@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod, SliceOffer
 from webhook.core.mutators._pod import require_node_expressions
 
-PRODUCT_LABEL = "nvidia.com/gpu.product"
-GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
-GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
+GKE_PARTITION_LABEL: Final = "cloud.google.com/gke-gpu-partition-size"
+GKE_ACCELERATOR_LABEL: Final = "cloud.google.com/gke-accelerator"
 
 
 def expressions_for(offer: SliceOffer) -> list[dict[str, Any]]:

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, GpuNode, Inventory, Pod, SliceOffer
 from webhook.core.mutators._pod import child, child_list, spec
 from webhook.core.profiles import GPU
 
-WEIGHT = 100
-MAX_NODES = 16
-_NAME_FIELD = "metadata.name"
-_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+WEIGHT: Final = 100
+MAX_NODES: Final = 16
+_NAME_FIELD: Final = "metadata.name"
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:

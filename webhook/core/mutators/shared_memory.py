@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, Pod
 from webhook.core.mutators._pod import child_list, containers, has_gpu, spec
 
-SHM_PATH = "/dev/shm"
-VOLUME_NAMES = ("dshm", "gpu-webhook-dshm")
+SHM_PATH: Final = "/dev/shm"
+VOLUME_NAMES: Final = ("dshm", "gpu-webhook-dshm")
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:

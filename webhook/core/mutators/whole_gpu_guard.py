@@ -6,15 +6,15 @@ slice, not a GPU; a pod that wants a whole GPU must avoid them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod
 from webhook.core.mutators._pod import containers, require_node_expressions
 from webhook.core.profiles import GPU
 
-STRATEGY_LABEL = "nvidia.com/mig.strategy"
-GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
+STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"
+GKE_PARTITION_LABEL: Final = "cloud.google.com/gke-gpu-partition-size"
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:

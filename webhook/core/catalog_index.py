@@ -63,16 +63,16 @@ class CatalogIndex:
                     break
                 positions.update(self.by_prefix.get(image[:length], ()))
             if scan is not None:
-                first = min(first, self.first_image_regex(scan, image))
+                first = min(first, self.first_image_regex(image))
         positions.update(self.by_image_regex[bisect_left(self.by_image_regex, first) :])
         return [self.ranked[p] for p in sorted(positions)]
 
-    def first_image_regex(self, scan: re.Pattern[str], image: str) -> int:
+    def first_image_regex(self, image: str) -> int:
         """The position of the best template whose image regex matches, else len(ranked)."""
         memo = self.first_by_image
         found = memo.get(image)
         if found is None:
-            hit = scan.match(image)
+            hit = self.first_image_match.match(image) if self.first_image_match is not None else None
             found = (
                 int(hit.lastgroup[1:]) if hit is not None and hit.lastgroup is not None else len(self.ranked)
             )

@@ -235,7 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _watch(self, kind: str, query: dict[str, str]) -> None:
         state = self.api.kinds[kind]
         since = int(query.get("resourceVersion") or 0)
-        if since < state.oldest:
+        with self.api.cond:  # one look: an expiry between the two would leave this watch waiting
+            expired, generation = since < state.oldest, state.generation
+        if expired:
             if self.api.gone_as_http:
                 return self._status(410, "Expired", f"too old resource version: {since}")
             self._start_stream()
@@ -243,17 +245,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._end_stream()
         self._start_stream()
         try:
-            for line in self._events(kind, since, query):
+            for line in self._events(kind, since, generation, query):
                 self._chunk(line)
             self._end_stream()
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             return None
 
-    def _events(self, kind: str, since: int, query: dict[str, str]) -> Iterator[bytes]:
+    def _events(self, kind: str, since: int, generation: int, query: dict[str, str]) -> Iterator[bytes]:
         state = self.api.kinds[kind]
         selector = query.get("fieldSelector", "")
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        generation = state.generation
         sent = since
         while True:
             with self.api.cond:

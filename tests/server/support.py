@@ -12,7 +12,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.conftest import ROOT, SHARED
+from webhook.server.metrics import FLUSH_SECONDS
 from webhook.tls.certgen import KeyPair, make_ca, make_serving, write_pair
 
 VECTORS = SHARED / "reference" / "admission"
@@ -190,6 +191,37 @@ class WebhookProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def scrape_when(client: Client, settled: Callable[[str], bool]) -> str:
+    """/metrics once `settled(text)` holds, or the last scrape after 10 FLUSH_SECONDS: another
+    worker's reviews reach the exposition when its flusher adds its tally."""
+    deadline = time.monotonic() + 10 * FLUSH_SECONDS
+    text = client.get("/metrics").body.decode()
+    while not settled(text) and time.monotonic() < deadline:
+        time.sleep(FLUSH_SECONDS / 10)
+        text = client.get("/metrics").body.decode()
+    return text
+
+
+TALLIED = ("gpu_webhook_reviews_total", "gpu_webhook_violations_total", "gpu_webhook_mutations_total")
+
+
+def scrape_settled(client: Client) -> str:
+    """/metrics once every worker has flushed its tally: two scrapes 1.5 FLUSH_SECONDS apart agree
+    on the tallied counters (with no reviews sent meanwhile)."""
+
+    def tallied(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith(TALLIED)]
+
+    text = client.get("/metrics").body.decode()
+    for _ in range(10):
+        time.sleep(1.5 * FLUSH_SECONDS)
+        again = client.get("/metrics").body.decode()
+        if tallied(again) == tallied(text):
+            return again
+        text = again
+    raise AssertionError("the tallied counters kept changing with no reviews sent")
 
 
 def metric_value(exposition: str, name: str, **labels: str) -> float:

@@ -11,7 +11,7 @@ import jsonpatch
 import pytest
 
 from tests.server.conftest import Served
-from tests.server.support import Reply, metric_value, vector
+from tests.server.support import Reply, metric_value, scrape_settled, scrape_when, vector
 from webhook import admission
 from webhook.core.model import Catalog, Inventory
 
@@ -161,9 +161,14 @@ def test_warn_mode_allows_and_warns_with_the_codes(served: Served) -> None:
 def test_dry_run_answers_the_same_and_is_counted_only_under_its_label(served: Served) -> None:
     real, dry = vector("create-pod-gpu.json"), vector("create-pod-gpu-dryrun.json")
     assert dry["request"]["dryRun"] is True
-    before = served.client.get("/metrics").body.decode()
+    before = scrape_settled(served.client)
     dry_response = check_protocol(served.client.post("/mutate", dry), dry, "mutate")
-    after = served.client.get("/metrics").body.decode()
+    dry_labels = {"endpoint": "mutate", "dry_run": "true"}
+    counted_before = metric_value(before, "gpu_webhook_reviews_total", **dry_labels)
+    after = scrape_when(
+        served.client,
+        lambda text: metric_value(text, "gpu_webhook_reviews_total", **dry_labels) > counted_before,
+    )
     real_response = check_protocol(served.client.post("/mutate", real), real, "mutate")
     assert {**dry_response, "uid": ""} == {**real_response, "uid": ""}
     for dry_run, expected in (("true", 1.0), ("false", 0.0)):

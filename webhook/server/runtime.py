@@ -3,6 +3,7 @@
 Sources start in the worker (after gunicorn forks: threads started before the fork would not
 run there). A source whose start fails is retried in the background; until every source is
 ready `/readyz` says what is missing, while reviews are still answered (see `snapshot`).
+Its metrics' tally is flushed every FLUSH_SECONDS on a daemon thread, and once more on stop.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 from typing import Any, Protocol
 
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
-from webhook.server.metrics import Metrics
+from webhook.server.metrics import FLUSH_SECONDS, Metrics
 from webhook.sources import CatalogSource, InventorySource
 
 DEFAULT_RETRY_SECONDS = 5.0
@@ -58,6 +59,7 @@ class Runtime:
         if self._started:
             return
         self._started = True
+        threading.Thread(target=self._flush_metrics, name="metrics-flush", daemon=True).start()
         failed = [name for name, source in self.sources().items() if not self._try_start(name, source)]
         if failed:
             threading.Thread(target=self._retry, args=(failed,), name="source-retry", daemon=True).start()
@@ -66,6 +68,14 @@ class Runtime:
         self._stopping.set()
         for source in self.sources().values():
             source.stop()
+        self.metrics.flush()
+
+    def _flush_metrics(self) -> None:
+        while not self._stopping.wait(FLUSH_SECONDS):
+            try:
+                self.metrics.flush()
+            except Exception as exc:  # a bug here must not stop the counting: say so, go on
+                self.log.exception("metrics flush failed", extra={"fields": {"error": repr(exc)}})
 
     def _try_start(self, name: str, source: Source) -> bool:
         try:

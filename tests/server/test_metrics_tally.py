@@ -1,0 +1,140 @@
+"""The metrics' tally: what a flush exposes is what counting each review at once would have."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+from prometheus_client import generate_latest
+
+from tests.conftest import INVENTORIES, ROOT
+from tests.server.support import metric_value
+from webhook.core.model import Decision, Violation
+from webhook.server.metrics import FLUSH_SECONDS, LATENCY_BUCKETS, Metrics, create_metrics
+from webhook.server.runtime import Runtime
+from webhook.sources import FileInventorySource, StaticCatalogSource
+
+PATCH = ({"op": "add", "path": "/metadata/labels", "value": {}},)
+
+
+def decision(allowed: bool, *violations: tuple[str, str], patch: bool = True) -> Decision:
+    found = tuple(Violation(code, "spec", "message", outcome) for code, outcome in violations)  # type: ignore[arg-type]
+    return Decision(allowed, "training", "default", "enforce", found, (), None, PATCH if patch else ())
+
+
+REVIEWS = [
+    ("mutate", "Pod", False, decision(True, ("RewrittenToMig", "info")), 0.0004),
+    ("mutate", "Pod", True, decision(True, ("RewrittenToMig", "info")), 0.001),  # on a bound: its bucket
+    ("mutate", "Pod", False, decision(False, ("MigProfileUnknown", "deny")), 0.0031),
+    ("validate", "Pod", False, decision(True, ("GpuLimitMissing", "warn"), patch=False), 0.2),
+    (
+        "validate",
+        "Deployment",
+        False,
+        decision(False, ("GpuFraction", "deny"), ("GpuLimitMissing", "warn")),
+        11.0,
+    ),
+    ("mutate", "Pod", False, decision(True, patch=False), 0.0004),
+]
+
+
+def count_at_once(
+    metrics: Metrics, endpoint: str, kind: str, dry_run: bool, made: Decision, seconds: float
+) -> None:
+    """Each metric's own call for one review: what the tally stands in for."""
+    dry = "true" if dry_run else "false"
+    metrics.reviews.labels(endpoint, kind, "true" if made.allowed else "false", dry).inc()
+    metrics.latency.labels(endpoint, dry).observe(seconds)
+    for violation in made.violations:
+        metrics.violations.labels(endpoint, violation.code, violation.outcome, dry).inc()
+    if endpoint == "mutate" and made.allowed and made.patch:
+        metrics.patched.labels(made.template or "none", dry).inc()
+
+
+def samples(metrics: Metrics) -> list[str]:
+    """The exposition without `_created` lines, which say when each child was made."""
+    text = generate_latest(metrics.registry).decode()
+    return [line for line in text.splitlines() if "_created" not in line]
+
+
+def test_a_flushed_tally_exposes_what_counting_each_review_does() -> None:
+    tallied, direct = create_metrics(), create_metrics()
+    for _ in range(3):
+        for review in REVIEWS:
+            tallied.review(*review)
+            count_at_once(direct, *review)
+    assert samples(tallied) != samples(direct), "nothing is counted before the flush"
+    tallied.flush()
+    assert samples(tallied) == samples(direct)
+
+
+@pytest.mark.parametrize("seconds", [0.0, *LATENCY_BUCKETS, 0.00099, 0.0011, 10.5, 1e9])
+def test_every_latency_lands_in_the_bucket_observe_picks(seconds: float) -> None:
+    tallied, direct = create_metrics(), create_metrics()
+    tallied.review("mutate", "Pod", False, decision(True), seconds)
+    count_at_once(direct, "mutate", "Pod", False, decision(True), seconds)
+    tallied.flush()
+    assert samples(tallied) == samples(direct)
+
+
+def test_the_exposition_flushes_first() -> None:
+    metrics = create_metrics()
+    metrics.review("mutate", "Pod", False, decision(True, ("RewrittenToMig", "info")), 0.002)
+    text = metrics.exposition().decode()
+    assert metric_value(text, "gpu_webhook_reviews_total", endpoint="mutate", allowed="true") == 1
+    assert metric_value(text, "gpu_webhook_violations_total", code="RewrittenToMig") == 1
+    assert metric_value(text, "gpu_webhook_review_duration_seconds_count", endpoint="mutate") == 1
+
+
+def test_concurrent_reviews_and_flushes_count_each_review_once() -> None:
+    metrics, threads, per_thread = create_metrics(), 4, 2000
+    stop = threading.Event()
+
+    def review() -> None:
+        for _ in range(per_thread):
+            metrics.review("mutate", "Pod", False, decision(True, ("RewrittenToMig", "info")), 0.0004)
+
+    def flush() -> None:
+        while not stop.is_set():
+            metrics.flush()
+
+    flusher = threading.Thread(target=flush)
+    flusher.start()
+    workers = [threading.Thread(target=review) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    stop.set()
+    flusher.join()
+    text = metrics.exposition().decode()
+    assert metric_value(text, "gpu_webhook_reviews_total") == threads * per_thread
+    assert metric_value(text, "gpu_webhook_violations_total") == threads * per_thread
+    assert metric_value(text, "gpu_webhook_review_duration_seconds_sum") == pytest.approx(
+        threads * per_thread * 0.0004
+    )
+
+
+def registry_total(metrics: Metrics, name: str) -> float:
+    """Read the registry itself: the exposition would flush."""
+    return sum(s.value for m in metrics.registry.collect() for s in m.samples if s.name == name)
+
+
+def test_a_started_runtime_flushes_on_its_own_and_on_stop() -> None:
+    metrics = create_metrics()
+    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
+    inventory = FileInventorySource(INVENTORIES / "mixed-cluster.yaml")
+    runtime = Runtime(catalog, inventory, metrics, logging.getLogger("test"))
+    runtime.start()
+    try:
+        metrics.review("mutate", "Pod", False, decision(True), 0.001)
+        deadline = time.monotonic() + 10 * FLUSH_SECONDS
+        while registry_total(metrics, "gpu_webhook_reviews_total") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert registry_total(metrics, "gpu_webhook_reviews_total") == 1
+        metrics.review("mutate", "Pod", False, decision(True), 0.001)
+    finally:
+        runtime.stop()
+    assert registry_total(metrics, "gpu_webhook_reviews_total") == 2

@@ -11,10 +11,11 @@ budget; audit annotations without the webhook prefix (the API server adds it).
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
+
+import pybase64
 
 from webhook import jsoncodec
 from webhook.core.clone import JSON_SCALARS
@@ -290,8 +291,9 @@ def _response(
 
 
 def encode_patch(patch: Iterable[dict[str, Any]]) -> str:
+    """Base64 by pybase64 (SIMD): the standard library's took about a fifth of the answer's time."""
     operations = patch if isinstance(patch, list | tuple) else list(patch)  # both are JSON arrays
-    return base64.b64encode(jsoncodec.encode(operations)).decode("ascii")
+    return pybase64.b64encode(jsoncodec.encode(operations)).decode("ascii")
 
 
 def denial_message(review: Review, decision: Decision) -> str:

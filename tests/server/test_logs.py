@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
+import json
 import logging
+import os
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.server.logs import JsonLineFormatter
+from webhook.server.logs import JsonLineFormatter, JsonLineHandler, write_line
 
 
 def isoformat(created: float) -> str:
@@ -28,3 +34,73 @@ def test_the_cached_second_follows_the_clock_and_rounds_up_into_the_next() -> No
         record = logging.LogRecord("gpu_webhook.server", logging.INFO, __file__, 1, "review", (), None)
         record.created = created
         assert formatter.format(record).startswith(f'{{"time":"{isoformat(created)}"')
+
+
+FIELDS = {"uid": "u-1", "endpoint": "mutate", "codes": ["RewrittenToMig"], "allowed": True, "latencyMs": 0.5}
+
+
+@pytest.fixture
+def logger() -> Iterator[tuple[logging.Logger, io.StringIO]]:
+    """`gpu_webhook_test.server` under a parent set up as `configure_logging` sets up ours."""
+    stream = io.StringIO()
+    parent = logging.getLogger("gpu_webhook_test")
+    parent.addHandler(JsonLineHandler(stream))
+    parent.setLevel(logging.INFO)
+    parent.propagate = False
+    child = logging.getLogger("gpu_webhook_test.server")
+    yield child, stream
+    parent.handlers.clear()
+    child.filters.clear()
+    child.setLevel(logging.NOTSET)
+
+
+def lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def without_time(line: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in line.items() if key != "time"}
+
+
+def test_the_review_line_is_the_line_a_record_makes(logger: tuple[logging.Logger, io.StringIO]) -> None:
+    log, stream = logger
+    write_line(log, "review", FIELDS)
+    log.info("review", extra={"fields": FIELDS})
+    written, recorded = lines(stream)
+    assert list(written) == list(recorded), "the same fields in the same order"
+    assert without_time(written) == without_time(recorded)
+    expected = {"level": "info", "logger": log.name, "event": "review", "pid": os.getpid(), **FIELDS}
+    assert without_time(written) == expected
+
+
+def test_another_handler_still_gets_the_record(logger: tuple[logging.Logger, io.StringIO]) -> None:
+    log, stream = logger
+    records: list[logging.LogRecord] = []
+    capture = logging.Handler()
+    capture.emit = records.append  # type: ignore[method-assign]
+    log.addHandler(capture)
+    try:
+        write_line(log, "review", FIELDS)
+    finally:
+        log.removeHandler(capture)
+    assert [r.fields for r in records] == [FIELDS]  # type: ignore[attr-defined]
+    assert without_time(lines(stream)[0])["uid"] == "u-1"
+
+
+def test_a_filter_or_a_level_still_stops_the_line(logger: tuple[logging.Logger, io.StringIO]) -> None:
+    log, stream = logger
+    log.addFilter(lambda record: False)
+    write_line(log, "review", FIELDS)
+    log.filters.clear()
+    log.setLevel(logging.WARNING)
+    write_line(log, "review", FIELDS)
+    assert stream.getvalue() == ""
+
+
+def test_a_broken_stream_is_reported_not_raised(
+    logger: tuple[logging.Logger, io.StringIO], capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, stream = logger
+    stream.close()
+    write_line(log, "review", FIELDS)
+    assert "ValueError" in capsys.readouterr().err

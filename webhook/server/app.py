@@ -29,7 +29,7 @@ from werkzeug.wsgi import get_content_length
 from webhook import admission, jsoncodec
 from webhook.admission import Review, ReviewError
 from webhook.core.model import Decision
-from webhook.server.logs import LOGGER
+from webhook.server.logs import LOGGER, write_line
 from webhook.server.metrics import Metrics, create_metrics
 from webhook.server.runtime import DEFAULT_RETRY_SECONDS, NotReady, Runtime
 from webhook.sources import CatalogSource, InventorySource
@@ -125,7 +125,7 @@ class Routes:
         seconds = time.perf_counter() - started
         self._metrics.review(endpoint, review.kind, review.dry_run, decision, seconds)
         fields = _review_fields(endpoint, review, decision, answer, seconds)
-        self._log.info("review", extra={"fields": fields})
+        write_line(self._log, "review", fields)
         return _json(answer, 200)
 
     def _refuse(self, endpoint: str, error: ReviewError) -> Response:

@@ -1,10 +1,18 @@
-"""One JSON object per log line: reviews, errors (with the traceback as a field) and TLS events."""
+"""One JSON object per log line: reviews, errors (with the traceback as a field) and TLS events.
+
+The review line, written on every review, skips the LogRecord when nothing but our own handler
+would see it (`write_line`): making the record and passing it down the logger hierarchy cost
+about as much as the rest of the line. Whatever else is configured (a filter, another handler,
+propagation, a level) gets the record as before.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import sys
+import time
 from typing import IO, Any
 
 from webhook import jsoncodec
@@ -20,17 +28,16 @@ class JsonLineFormatter(logging.Formatter):
         self._second: tuple[int, str] = (-1, "")
 
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "time": self._time(record.created),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "event": record.getMessage(),
-            "pid": record.process,
-        }
+        level, event = record.levelname.lower(), record.getMessage()
+        line = self.line(record.created, level, record.name, event, record.process)
         line.update(getattr(record, "fields", {}))
         if record.exc_info:
             line["traceback"] = self.formatException(record.exc_info)
         return jsoncodec.encode_line(line)
+
+    def line(self, created: float, level: str, logger: str, event: str, pid: int | None) -> dict[str, Any]:
+        """The fields every line starts with."""
+        return {"time": self._time(created), "level": level, "logger": logger, "event": event, "pid": pid}
 
     def _time(self, created: float) -> str:
         """RFC 3339 in UTC to the millisecond, as `isoformat(timespec="milliseconds")` writes it;
@@ -44,6 +51,59 @@ class JsonLineFormatter(logging.Formatter):
             prefix = dt.datetime.fromtimestamp(second, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
             self._second = (second, prefix)
         return f"{prefix}.{micros // 1000:03d}+00:00"
+
+
+class JsonLineHandler(logging.StreamHandler[IO[str]]):
+    """A stream handler of JSON lines that can also write a line from its fields alone."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__(stream)
+        self.json = JsonLineFormatter()
+        self.setFormatter(self.json)
+
+    def write_fields(self, logger: str, event: str, fields: dict[str, Any]) -> None:
+        """What `emit` writes for an INFO record of `event` with these fields, made without one."""
+        line = self.json.line(time.time(), "info", logger, event, os.getpid())
+        line.update(fields)
+        text = jsoncodec.encode_line(line) + self.terminator
+        self.acquire()
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except Exception:  # as emit does: report on stderr, never fail the review
+            self.handleError(logging.makeLogRecord({"name": logger, "msg": event, "levelno": logging.INFO}))
+        finally:
+            self.release()
+
+
+def write_line(log: logging.Logger, event: str, fields: dict[str, Any]) -> None:
+    """`log.info(event, extra={"fields": fields})`, without the LogRecord when the only one to
+    see it would be a `JsonLineHandler` (as `configure_logging` sets up)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    handler = _sole_json_handler(log)
+    if handler is None:
+        log.info(event, extra={"fields": fields})
+    else:
+        handler.write_fields(log.name, event, fields)
+
+
+def _sole_json_handler(log: logging.Logger) -> JsonLineHandler | None:
+    """The handler an INFO record of `log` reaches, when it is the only handler on the way and
+    nothing filters; else None. Walks the hierarchy as `Logger.callHandlers` does (only the
+    logger the record starts at applies its filters)."""
+    found: JsonLineHandler | None = None
+    logger: logging.Logger | None = log
+    while logger is not None:
+        if logger.filters and logger is log:
+            return None
+        for handler in logger.handlers:
+            if found is not None or type(handler) is not JsonLineHandler or handler.filters:
+                return None
+            if handler.level <= logging.INFO:
+                found = handler
+        logger = logger.parent if logger.propagate else None
+    return found
 
 
 def configure_logging(stream: IO[str] | None = None, level: int = logging.INFO) -> None:
@@ -60,8 +120,6 @@ def configure_logging(stream: IO[str] | None = None, level: int = logging.INFO) 
     logger = logging.getLogger(LOGGER)
     if any(isinstance(h.formatter, JsonLineFormatter) for h in logger.handlers):
         return
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonLineFormatter())
-    logger.addHandler(handler)
+    logger.addHandler(JsonLineHandler(stream or sys.stderr))
     logger.setLevel(level)
     logger.propagate = False

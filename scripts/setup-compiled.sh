@@ -20,6 +20,7 @@ fi
 $VENV/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 # The dependencies and test tools first; then the package itself, compiled, in place of the pure one.
 $VENV/bin/python -m pip install --quiet --disable-pip-version-check '.[test]'
+rm -rf build  # setuptools packs whatever its build folder holds: a module compiled earlier would ship too
 GPU_WEBHOOK_MYPYC=1 $VENV/bin/python -m pip install --quiet --disable-pip-version-check \
   --force-reinstall --no-deps .
 $VENV/bin/python -P -c 'from webhook.buildinfo import core_compiled; assert core_compiled(), "not compiled"'

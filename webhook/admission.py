@@ -219,8 +219,9 @@ def _nests_deeper(value: dict[str, Any] | list[Any], limit: int) -> bool:
     but never more than `limit` calls deep whatever the input; the exact types JSON gives skip
     the isinstance checks (most values are strings)."""
     for child in value.values() if isinstance(value, dict) else value:
-        if type(child) in JSON_SCALARS or not isinstance(child, _CONTAINERS):
-            continue
+        kind = type(child)
+        if kind is str or kind in JSON_SCALARS or not isinstance(child, _CONTAINERS):
+            continue  # a string first: a pointer comparison, where the set lookup hashes
         if limit <= 1 or _nests_deeper(child, limit - 1):
             return True
     return False

@@ -164,9 +164,11 @@ class _Applier:
     first time (`owned` holds the copies by id, and keeps them alive so that no id is reused);
     the result shares every untouched subtree with the original.
 
-    It remembers the parent container of the last operation: the diff writes operations in
-    document order, so the next one most often has the same parent. That parent is still at
-    its place, since an operation changes only a member of its parent, never the parent itself.
+    It remembers the containers on the way to the last operation's parent (`chain`, reached by
+    the tokens `walked`): the diff writes operations in document order, so the next one most
+    often has the same parent, or shares the way to it. Those containers are all still at their
+    places, since an operation changes only a member of its parent, and that member is not on
+    the way: the next walk starts where its tokens leave the last ones.
     """
 
     def __init__(self, document: Any) -> None:
@@ -174,11 +176,14 @@ class _Applier:
         self.owned: dict[int, Any] = {}
         self.last_parent: str | None = None
         self.last_container: Any = None
+        self.walked: list[str] = []
+        self.chain: list[Any] = []
 
     def put(self, name: str, pointer: str, value: Any) -> None:
         if not pointer:
             self.root[0] = value
             self.last_parent = None
+            self.walked, self.chain = [], []
             return
         container, token = self.parent(pointer)
         if type(container) is dict:
@@ -215,9 +220,17 @@ class _Applier:
         return container, token
 
     def walk(self, prefix: str, pointer: str) -> Any:
-        owned = self.owned
-        container = _own(self.root, 0, owned)
-        for step in prefix.split("/")[1:] if prefix else ():
+        owned, chain, walked = self.owned, self.chain, self.walked
+        steps = prefix.split("/")[1:] if prefix else []
+        if not chain:
+            chain.append(_own(self.root, 0, owned))
+        shared = 0
+        common = min(len(steps), len(walked))
+        while shared < common and steps[shared] == walked[shared]:
+            shared += 1
+        del chain[shared + 1 :]
+        container = chain[shared]
+        for step in steps[shared:]:
             if type(container) is dict:
                 key: Any = _unescape(step, pointer) if "~" in step else step
                 if key not in container:
@@ -225,6 +238,8 @@ class _Applier:
             else:
                 key = _index(step, len(container), pointer)
             container = _own(container, key, owned)
+            chain.append(container)
+        self.walked = steps
         return container
 
 

@@ -135,3 +135,31 @@ def test_the_clone_is_deep_and_keeps_aliases() -> None:
     assert copied == document
     assert copied["one"] is not shared and copied["one"] is copied["two"]
     assert copied["when"] == (1, [2]) and copied["when"][1] is not document["when"][1]
+
+
+WAY_CHANGES = [
+    # the next operation shares the way to the last parent, which an operation changed below it
+    [{"op": "replace", "path": "/a/b", "value": {"n": 1}}, {"op": "add", "path": "/a/b/c", "value": 2}],
+    [{"op": "add", "path": "/list/0", "value": {"x": 0}}, {"op": "add", "path": "/list/0/y", "value": 1}],
+    [{"op": "remove", "path": "/list/0"}, {"op": "replace", "path": "/list/0/k", "value": "second"}],
+    [{"op": "move", "from": "/a/b", "path": "/moved"}, {"op": "add", "path": "/moved/z", "value": 3}],
+    [
+        {"op": "add", "path": "/a/b/q", "value": 1},
+        {"op": "remove", "path": "/a"},
+        {"op": "add", "path": "/a", "value": {"b": {}}},
+        {"op": "add", "path": "/a/b/r", "value": 2},
+    ],
+    [
+        {"op": "add", "path": "/a/b/x", "value": 0},
+        {"op": "add", "path": "", "value": {"a": {"b": {}}}},
+        {"op": "add", "path": "/a/b/c", "value": 1},
+    ],
+]
+
+
+@pytest.mark.parametrize("ops", WAY_CHANGES)
+def test_a_walk_that_shares_the_last_way_sees_what_the_operations_changed(ops: list[dict[str, Any]]) -> None:
+    document = {"a": {"b": {"k": "v"}}, "list": [{"k": "first"}, {"k": "second"}]}
+    before = copy.deepcopy(document)
+    assert apply_patch(document, ops) == jsonpatch.apply_patch(document, ops)
+    assert document == before

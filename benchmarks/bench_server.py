@@ -526,7 +526,7 @@ def main() -> int:
     parser.add_argument(
         "--instructions",
         action="store_true",
-        help="instead: count each part's instructions per request with valgrind (about 5 minutes)",
+        help="instead: count each part's instructions per request with valgrind (about 3 minutes)",
     )
     args = parser.parse_args()
     if args.instructions:

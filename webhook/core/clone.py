@@ -27,9 +27,10 @@ def _clone(value: Any, memo: dict[int, Any]) -> Any:
     if found is not None:
         return found
     if kind is dict:
+        source: dict[Any, Any] = value  # typed, so that compiled code iterates it as a dict
         obj: dict[Any, Any] = {}
         memo[id(value)] = obj
-        for key, item in value.items():
+        for key, item in source.items():
             obj[key] = item if type(item) in JSON_SCALARS else _clone(item, memo)
         return obj
     if kind is list:

@@ -28,6 +28,35 @@ JsonObject = Mapping[str, Any]
 MAPPINGS: Final = (dict, Mapping)
 """For isinstance(): the same answer as Mapping, without the slower ABC check for a plain dict."""
 
+
+def lenient_object(value: object) -> dict[Any, Any]:
+    """`value` to read members from: itself when a dict, a copy of any other Mapping, else empty
+    (views and checks read a malformed member as absent; the checks report it).
+
+    Typed `dict` for the compiled core: there `.get` or `in` on a dict is a direct call, and on
+    an `Any` or a `Mapping` a method lookup that costs ten times as much. Keys stay `Any` (a
+    YAML document may have others than strings). Read only: a write may not reach `value`.
+    """
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    return {}
+
+
+def strict_object(value: object) -> dict[Any, Any]:
+    """What `(value or {})` reads members from, as `lenient_object` does, but a TypeError for a
+    value that is neither empty nor a Mapping: a mutation stops there (MutationSkipped) rather
+    than write over a member it cannot read."""
+    if isinstance(value, dict):
+        return value
+    if not value:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"a {type(value).__name__} where an object belongs")
+
+
 TEMPLATE_LABEL: Final = "gpu.aethervirt.io/template"
 ANNOTATION_PREFIX: Final = "gpu.aethervirt.io/"
 MEMORY_ANNOTATION: Final = "gpu.aethervirt.io/gpu-memory"

@@ -58,7 +58,7 @@ def _diff(old: Any, new: Any, path: str, ops: list[Op]) -> None:
 
 
 def _diff_objects(old: dict[Any, Any], new: dict[Any, Any], path: str, ops: list[Op]) -> None:
-    moved = _removed_or_moved(old, new, path, ops) if not old.keys() <= new.keys() else ()
+    moved = _removed_or_moved(old, new, path, ops) if _lacks_some_key(new, old) else ()
     for key, value in new.items():
         before = old.get(key, _MISSING)
         if before is value or key in moved:
@@ -72,6 +72,12 @@ def _diff_objects(old: dict[Any, Any], new: dict[Any, Any], path: str, ops: list
             ops.append({"op": "add", "path": where, "value": value})
         else:
             _diff(before, value, where, ops)
+
+
+def _lacks_some_key(new: dict[Any, Any], old: dict[Any, Any]) -> bool:
+    """`not old.keys() <= new.keys()`: compiled, a loop five times cheaper than comparing the two
+    key views."""
+    return any(key not in new for key in old)
 
 
 def _removed_or_moved(old: dict[Any, Any], new: dict[Any, Any], path: str, ops: list[Op]) -> set[Any]:
@@ -138,6 +144,8 @@ def apply_patch(document: Any, ops: list[Op]) -> Any:
     applier = _Applier(document)
     for op in ops:
         name = op.get("op")
+        if not isinstance(name, str):  # and a str from here on: compiled, the compares below are direct
+            raise PatchDoesNotApply(f"not an operation this applier knows: {op!r}")
         if name == "move":
             source, target = _pointer(op, "from"), _pointer(op, "path")
             if target.startswith(source + "/"):
@@ -186,31 +194,34 @@ class _Applier:
             self.walked, self.chain = [], []
             return
         container, token = self.parent(pointer)
-        if type(container) is dict:
+        if isinstance(container, dict):
             if name == "replace" and token not in container:
                 raise PatchDoesNotApply(f"{pointer}: no member to replace")
             container[token] = value
-        elif name == "add":
+            return
+        array: list[Any] = container  # what `_own` did not copy as a dict it copied as a list
+        if name == "add":
             if token == "-":
-                container.append(value)
+                array.append(value)
             else:
-                container.insert(_index(token, len(container) + 1, pointer), value)
+                array.insert(_index(token, len(array) + 1, pointer), value)
         else:
-            container[_index(token, len(container), pointer)] = value
+            array[_index(token, len(array), pointer)] = value
 
     def take(self, pointer: str) -> Any:
         if not pointer:
             raise PatchDoesNotApply("cannot remove the whole document")
         container, token = self.parent(pointer)
-        if type(container) is dict:
+        if isinstance(container, dict):
             if token not in container:
                 raise PatchDoesNotApply(f"{pointer}: no member to remove")
             return container.pop(token)
-        return container.pop(_index(token, len(container), pointer))
+        array: list[Any] = container
+        return array.pop(_index(token, len(array), pointer))
 
     def parent(self, pointer: str) -> tuple[Any, str]:
         """The owned container a non-empty pointer ends in, and its last token unescaped."""
-        cut = pointer.rindex("/")
+        cut = pointer.rfind("/")  # found: `_pointer` passes only "/..." here (rfind compiles, rindex not)
         prefix, last = pointer[:cut], pointer[cut + 1 :]
         token = _unescape(last, pointer) if "~" in last else last
         if prefix == self.last_parent:

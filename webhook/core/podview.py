@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
-from webhook.core.model import MAPPINGS
+from webhook.core.model import MAPPINGS, lenient_object
 from webhook.core.quantity import is_whole, parse_quantity
 from webhook.core.resources import Kind, classify
 
@@ -89,8 +89,9 @@ class PodView:
     meta: str
     """Path of the pod metadata: `metadata`, `spec.template.metadata`..."""
     containers: tuple[ContainerView, ...]
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
+    labels: dict[str, str]
+    """A dict (not a Mapping) for the compiled core's direct dict calls; nothing writes to it."""
+    annotations: dict[str, str]
     has_resource_claims: bool
 
     def __init__(
@@ -98,8 +99,8 @@ class PodView:
         base: str,
         meta: str,
         containers: tuple[ContainerView, ...],
-        labels: Mapping[str, str],
-        annotations: Mapping[str, str],
+        labels: dict[str, str],
+        annotations: dict[str, str],
         has_resource_claims: bool,
     ) -> None:
         object.__setattr__(self, "base", base)
@@ -142,8 +143,9 @@ def build_view(
     meta: str = "metadata",
 ) -> PodView:
     containers = []
+    pod_spec, pod_meta = lenient_object(spec), lenient_object(metadata)
     for group in CONTAINER_GROUPS:
-        items = spec.get(group)
+        items = pod_spec.get(group)
         if not isinstance(items, list):
             continue
         for index, item in enumerate(items):
@@ -153,9 +155,9 @@ def build_view(
         base=base,
         meta=meta,
         containers=tuple(containers),
-        labels=_str_map(metadata.get("labels")),
-        annotations=_str_map(metadata.get("annotations")),
-        has_resource_claims=bool(spec.get("resourceClaims")),
+        labels=_str_map(pod_meta.get("labels")),
+        annotations=_str_map(pod_meta.get("annotations")),
+        has_resource_claims=bool(pod_spec.get("resourceClaims")),
     )
 
 
@@ -163,16 +165,19 @@ def _container(
     base: str,
     group: str,
     index: int,
-    item: Mapping[str, Any],
+    container: Mapping[str, Any],
     advertised: frozenset[str],
     inventory_known: bool,
 ) -> ContainerView:
+    item = lenient_object(container)
     name = item.get("name")
     selector = f"name={name}" if isinstance(name, str) and name else str(index)
     resources = _mapping(item.get("resources"))
     requests, limits = _mapping(resources.get("requests")), _mapping(resources.get("limits"))
     accel = []
-    for resource in dict.fromkeys([*limits, *requests]):
+    names = list(limits)  # each name once, limits first (dict.fromkeys is a slow call compiled)
+    names.extend([r for r in requests if r not in limits])
+    for resource in names:
         kind = classify(str(resource), advertised, inventory_known)
         if kind is not Kind.NONE:
             request, limit = requests.get(resource), limits.get(resource)
@@ -211,11 +216,9 @@ def parse_count(value: object) -> Decimal | None:
         return None
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, MAPPINGS) else {}
+def _mapping(value: object) -> dict[Any, Any]:
+    return lenient_object(value)
 
 
-def _str_map(value: object) -> Mapping[str, str]:
-    if not isinstance(value, MAPPINGS):
-        return {}
-    return {str(k): str(v) for k, v in value.items()}
+def _str_map(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in lenient_object(value).items()}

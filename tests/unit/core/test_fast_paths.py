@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from webhook.core.model import lenient_object, strict_object
 from webhook.core.mutators.mig_rewrite import original_request_json
+from webhook.core.patches import _lacks_some_key
 from webhook.core.quantity import _checked, parse_quantity
 
 TEXT = st.text(max_size=6)
@@ -34,3 +39,38 @@ def _parsed(parse: Callable[[object], Decimal], text: str) -> object:
     except ValueError as exc:
         return type(exc)
     return (value, str(value))
+
+
+@pytest.mark.parametrize("value", [{"a": 1}, {}, {1: "int key"}])
+def test_a_dict_is_read_as_itself_not_a_copy(value: dict[Any, Any]) -> None:
+    assert lenient_object(value) is value
+    assert strict_object(value) is value
+
+
+def test_another_mapping_is_read_as_a_dict_of_its_members() -> None:
+    proxy = MappingProxyType({"limits": {"nvidia.com/gpu": 1}})
+    assert lenient_object(proxy) == strict_object(proxy) == {"limits": {"nvidia.com/gpu": 1}}
+    assert type(strict_object(proxy)) is dict
+
+
+@pytest.mark.parametrize("value", [None, "", 0, [], False])
+def test_an_empty_value_reads_as_no_members(value: object) -> None:
+    assert lenient_object(value) == strict_object(value) == {}
+
+
+@pytest.mark.parametrize("value", ["1 cpu", ["limits"], 3, True])
+def test_a_value_that_is_no_object_is_absent_to_views_and_stops_a_mutation(value: object) -> None:
+    """What `(value or {}).get(...)` did: an error (the mutation is skipped), not a silent {}."""
+    assert lenient_object(value) == {}
+    with pytest.raises(TypeError):
+        strict_object(value)
+
+
+KEYS = st.sets(st.sampled_from("abcdef"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(KEYS, KEYS)
+def test_a_missing_key_is_found_as_the_key_views_compare(new: set[str], old: set[str]) -> None:
+    new_dict, old_dict = dict.fromkeys(new, 0), dict.fromkeys(old, 0)
+    assert _lacks_some_key(new_dict, old_dict) is (not old_dict.keys() <= new_dict.keys())

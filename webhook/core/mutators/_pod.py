@@ -66,5 +66,5 @@ def require_node_expressions(pod: Pod, expressions: list[dict[str, Any]]) -> boo
     return changed
 
 
-def name_of(container: Mapping[str, Any]) -> str:
+def name_of(container: dict[str, Any]) -> str:
     return str(container.get("name", ""))

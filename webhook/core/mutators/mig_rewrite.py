@@ -9,7 +9,7 @@ from __future__ import annotations
 from json.encoder import encode_basestring_ascii as json_string
 
 from webhook.core.env import Env
-from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod
+from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod, strict_object
 from webhook.core.mutators._pod import child, containers, name_of
 from webhook.core.profiles import GPU
 from webhook.core.selection import describe_need
@@ -18,15 +18,15 @@ from webhook.core.selection import describe_need
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     plan = env.plan
     offer = plan.offer
-    present = (pod.get("metadata") or {}).get("annotations") or {}
+    present = strict_object(strict_object(pod.get("metadata")).get("annotations"))
     if not plan.rewrite or offer is None or PROFILE_ANNOTATION in present:
         return []
     annotations = child(child(pod, "metadata"), "annotations")
     original: dict[str, str] = {}
     first_path = ""
     for group, container in containers(pod):
-        resources = container.get("resources") or {}
-        limit = (resources.get("limits") or {}).get(GPU)
+        resources = container.get("resources") or {}  # `_rename` writes to it: a dict, or a TypeError
+        limit = strict_object(strict_object(resources).get("limits")).get(GPU)
         if limit is None:
             continue
         original[name_of(container)] = str(limit)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Pod
+from webhook.core.model import Finding, Pod, strict_object
 from webhook.core.mutators._pod import child, containers, name_of
 from webhook.core.quantity import parse_quantity, scale_quantity
 
@@ -39,8 +39,8 @@ def _wanted(fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int) 
     return {**fixed, **{k: scale_quantity(v, devices) for k, v in per_gpu.items()}}
 
 
-def _devices(container: Mapping[str, Any]) -> int:
-    limits = (container.get("resources") or {}).get("limits") or {}
+def _devices(container: dict[str, Any]) -> int:
+    limits = strict_object(strict_object(container.get("resources")).get("limits"))
     total = 0
     for name, value in limits.items():
         if name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-"):
@@ -54,9 +54,9 @@ def _devices(container: Mapping[str, Any]) -> int:
 def _fill(container: dict[str, Any], requests: Mapping[str, str], limits: Mapping[str, str]) -> bool:
     if not requests and not limits:
         return False
-    resources = container.get("resources")
-    have_requests = dict((resources or {}).get("requests") or {})
-    have_limits = dict((resources or {}).get("limits") or {})
+    resources = strict_object(container.get("resources"))
+    have_requests = dict(strict_object(resources.get("requests")))
+    have_limits = dict(strict_object(resources.get("limits")))
     if requests.keys() <= have_requests.keys() and limits.keys() <= have_limits.keys():
         return False  # all set already, as on the second pass over a mutated pod
     new_requests = {

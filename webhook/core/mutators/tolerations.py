@@ -4,11 +4,10 @@ pod can land on, and the template's own tolerations."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.env import Env
-from webhook.core.model import MAPPINGS, Finding, Pod, Taint
+from webhook.core.model import MAPPINGS, Finding, Pod, Taint, lenient_object, strict_object
 from webhook.core.mutators._pod import child_list, containers, spec
 
 
@@ -47,7 +46,7 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
 def _device_resources(pod: Pod) -> list[str]:
     names: dict[str, None] = {}
     for _, container in containers(pod):
-        limits = (container.get("resources") or {}).get("limits") or {}
+        limits = strict_object(strict_object(container.get("resources")).get("limits"))
         for name in limits:
             if name.startswith("nvidia.com/"):
                 names[name] = None
@@ -61,10 +60,11 @@ def _for_taint(taint: Taint) -> dict[str, Any]:
     return toleration
 
 
-def _tolerates(have: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
-    """Whether toleration `have` already covers what `want` covers (Kubernetes semantics)."""
-    if not isinstance(have, MAPPINGS):
+def _tolerates(existing: object, want: dict[str, Any]) -> bool:
+    """Whether toleration `existing` already covers what `want` covers (Kubernetes semantics)."""
+    if not isinstance(existing, MAPPINGS):
         return False
+    have = lenient_object(existing)
     operator = have.get("operator") or "Equal"
     if operator == "Exists" and not have.get("key"):
         return not have.get("effect") or have.get("effect") == want.get("effect")

@@ -339,6 +339,11 @@ class Decision:
         return tuple(v.code for v in self.violations)
 
     @property
+    def outcomes(self) -> tuple[tuple[str, str], ...]:
+        """Each violation's (code, outcome), as the metrics count them."""
+        return tuple([(v.code, v.outcome) for v in self.violations])
+
+    @property
     def denials(self) -> tuple[Violation, ...]:
         return tuple(v for v in self.violations if v.outcome == "deny")
 

@@ -226,7 +226,7 @@ def _review_fields(
     fields["codes"] = list(decision.codes)
     fields["allowed"] = decision.allowed
     fields["patchBytes"] = len(answer["response"].get("patch", ""))
-    fields["latencyMs"] = round(seconds * 1000, 3)
+    fields["latencyMs"] = round(seconds * 1_000_000) / 1000  # to the microsecond; round(x, 3) is slower
     return fields
 
 

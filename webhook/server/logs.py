@@ -18,6 +18,8 @@ from typing import IO, Any
 from webhook import jsoncodec
 
 LOGGER = "gpu_webhook"
+_MILLIS = tuple(f".{n:03d}+00:00" for n in range(1000))
+"""What ends a line's time, by millisecond: looked up, not formatted, on each line."""
 
 
 class JsonLineFormatter(logging.Formatter):
@@ -50,7 +52,7 @@ class JsonLineFormatter(logging.Formatter):
         if cached != second:
             prefix = dt.datetime.fromtimestamp(second, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
             self._second = (second, prefix)
-        return f"{prefix}.{micros // 1000:03d}+00:00"
+        return prefix + _MILLIS[micros // 1000]
 
 
 class JsonLineHandler(logging.StreamHandler[IO[str]]):

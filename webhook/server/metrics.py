@@ -77,7 +77,7 @@ class Metrics:
         """Tally one answered review; `flush` adds it to the metrics."""
         made_patch = endpoint == "mutate" and decision.allowed and bool(decision.patch)
         patched = (decision.template or "none") if made_patch else None
-        violations = tuple([(v.code, v.outcome) for v in decision.violations])
+        violations = decision.outcomes
         bucket = bisect_left(LATENCY_BUCKETS, seconds)  # the first bound >= seconds, as observe() picks
         self.tally.add((endpoint, kind, decision.allowed, dry_run, bucket, patched, violations), seconds)
 

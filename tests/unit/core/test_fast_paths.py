@@ -74,3 +74,14 @@ KEYS = st.sets(st.sampled_from("abcdef"))
 def test_a_missing_key_is_found_as_the_key_views_compare(new: set[str], old: set[str]) -> None:
     new_dict, old_dict = dict.fromkeys(new, 0), dict.fromkeys(old, 0)
     assert _lacks_some_key(new_dict, old_dict) is (not old_dict.keys() <= new_dict.keys())
+
+
+def test_the_parsed_quantities_kept_stay_bounded_and_right() -> None:
+    from webhook.core.quantity import _PARSED_TEXT, _PARSED_TEXT_MAX
+
+    texts = [f"{n}Mi" for n in range(_PARSED_TEXT_MAX + 100)]
+    assert [parse_quantity(t) for t in texts] == [Decimal(n) * 2**20 for n in range(len(texts))]
+    assert 0 < len(_PARSED_TEXT) <= _PARSED_TEXT_MAX
+    with pytest.raises(ValueError):
+        parse_quantity("1 cpu")
+    assert "1 cpu" not in _PARSED_TEXT

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from webhook.catalog import CatalogError, load_catalog
-from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, Decision, Inventory, Violation
+from webhook.core.model import (
+    UNKNOWN_INVENTORY,
+    Catalog,
+    Context,
+    Decision,
+    Inventory,
+    Violation,
+    lenient_object,
+)
 from webhook.core.reasons import REASONS
 from webhook.core.workloads import SUPPORTED_KINDS, decide_object
 from webhook.inventory.files import InventoryError, load_inventory
@@ -138,7 +146,7 @@ def _process(
 ) -> tuple[Any, list[dict[str, Any]]]:
     if not _checkable(item):
         return item, []
-    metadata = _mapping(item.get("metadata"))
+    metadata = lenient_object(item.get("metadata"))
     namespace = str(metadata.get("namespace") or config.namespace or "default")
     context = Context(catalog, inventory, namespace=namespace, mutate_templates=config.mutate)
     try:
@@ -179,7 +187,7 @@ def _result(
     violation: Violation | None,
     decision: Decision | None = None,
 ) -> dict[str, Any]:
-    metadata = _mapping(item.get("metadata"))
+    metadata = lenient_object(item.get("metadata"))
     ref = {key: item.get(key, "") for key in ("apiVersion", "kind")}
     ref["name"] = str(metadata.get("name") or metadata.get("generateName") or "")
     if metadata.get("namespace"):
@@ -220,7 +228,3 @@ def _finish(resource_list: dict[str, Any], items: list[Any], results: list[dict[
     if results:
         out["results"] = results
     return Outcome(out, results)
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

@@ -172,8 +172,8 @@ def _container(
     item = lenient_object(container)
     name = item.get("name")
     selector = f"name={name}" if isinstance(name, str) and name else str(index)
-    resources = _mapping(item.get("resources"))
-    requests, limits = _mapping(resources.get("requests")), _mapping(resources.get("limits"))
+    resources = lenient_object(item.get("resources"))
+    requests, limits = lenient_object(resources.get("requests")), lenient_object(resources.get("limits"))
     accel = []
     names = list(limits)  # each name once, limits first (dict.fromkeys is a slow call compiled)
     names.extend([r for r in requests if r not in limits])
@@ -214,10 +214,6 @@ def parse_count(value: object) -> Decimal | None:
         return parse_quantity(value)
     except ValueError:
         return None
-
-
-def _mapping(value: object) -> dict[Any, Any]:
-    return lenient_object(value)
 
 
 def _str_map(value: object) -> dict[str, str]:

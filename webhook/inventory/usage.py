@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.core.model import ANNOTATION_PREFIX
+from webhook.core.model import ANNOTATION_PREFIX, lenient_object
 from webhook.core.podview import build_view
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
@@ -51,9 +51,9 @@ class PodUsage:
 
 def pod_usage(pod: Mapping[str, Any]) -> PodUsage | None:
     """The accelerators a bound, unfinished pod holds; None for any other pod."""
-    spec, metadata = _mapping(pod.get("spec")), _mapping(pod.get("metadata"))
+    spec, metadata = lenient_object(pod.get("spec")), lenient_object(pod.get("metadata"))
     node = spec.get("nodeName")
-    if not node or _mapping(pod.get("status")).get("phase") in FINISHED_PHASES:
+    if not node or lenient_object(pod.get("status")).get("phase") in FINISHED_PHASES:
         return None
     view = build_view(spec, metadata, frozenset(), False)
     resources = sorted({a.resource for c in view.containers for a in c.accel if a.kind in _COUNTED_KINDS})
@@ -82,10 +82,10 @@ def usage_by_node(usages: Iterable[PodUsage]) -> dict[str, tuple[Counter[str], i
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     """Keep what the decision reads of a pod: identity, labels, this webhook's annotations, containers."""
-    metadata = _mapping(pod.get("metadata"))
-    spec = _mapping(pod.get("spec"))
+    metadata = lenient_object(pod.get("metadata"))
+    spec = lenient_object(pod.get("spec"))
     kept_meta: dict[str, Any] = {k: metadata[k] for k in ("name", "namespace", "labels") if k in metadata}
-    annotations = _mapping(metadata.get("annotations"))
+    annotations = lenient_object(metadata.get("annotations"))
     ours = {k: v for k, v in annotations.items() if str(k).startswith(ANNOTATION_PREFIX)}
     if ours:
         kept_meta["annotations"] = ours
@@ -99,7 +99,3 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     return {k: container[k] for k in _KEPT_CONTAINER_FIELDS if k in container}
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.model import MAPPINGS, Pod
+
+RESOURCES: Final = "a container's resources"
+LIMITS: Final = "a container's resources.limits"
+REQUESTS: Final = "a container's resources.requests"
+ANNOTATIONS: Final = "metadata.annotations"
+"""What `strict_object` calls the members mutators read, when one is not an object."""
 
 
 def child(parent: dict[str, Any], key: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from json.encoder import encode_basestring_ascii as json_string
 
 from webhook.core.env import Env
 from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod, strict_object
-from webhook.core.mutators._pod import child, containers, name_of
+from webhook.core.mutators._pod import ANNOTATIONS, LIMITS, RESOURCES, child, containers, name_of
 from webhook.core.profiles import GPU
 from webhook.core.selection import describe_need
 
@@ -18,7 +18,7 @@ from webhook.core.selection import describe_need
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     plan = env.plan
     offer = plan.offer
-    present = strict_object(strict_object(pod.get("metadata")).get("annotations"))
+    present = strict_object(strict_object(pod.get("metadata"), "metadata").get("annotations"), ANNOTATIONS)
     if not plan.rewrite or offer is None or PROFILE_ANNOTATION in present:
         return []
     annotations = child(child(pod, "metadata"), "annotations")
@@ -26,7 +26,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     first_path = ""
     for group, container in containers(pod):
         resources = container.get("resources") or {}  # `_rename` writes to it: a dict, or a TypeError
-        limit = strict_object(strict_object(resources).get("limits")).get(GPU)
+        limit = strict_object(strict_object(resources, RESOURCES).get("limits"), LIMITS).get(GPU)
         if limit is None:
             continue
         original[name_of(container)] = str(limit)

@@ -11,7 +11,7 @@ from typing import Any
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod, strict_object
-from webhook.core.mutators._pod import child, containers, name_of
+from webhook.core.mutators._pod import LIMITS, REQUESTS, RESOURCES, child, containers, name_of
 from webhook.core.quantity import parse_quantity, scale_quantity
 
 
@@ -40,7 +40,7 @@ def _wanted(fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int) 
 
 
 def _devices(container: dict[str, Any]) -> int:
-    limits = strict_object(strict_object(container.get("resources")).get("limits"))
+    limits = strict_object(strict_object(container.get("resources"), RESOURCES).get("limits"), LIMITS)
     total = 0
     for name, value in limits.items():
         if name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-"):
@@ -54,9 +54,9 @@ def _devices(container: dict[str, Any]) -> int:
 def _fill(container: dict[str, Any], requests: Mapping[str, str], limits: Mapping[str, str]) -> bool:
     if not requests and not limits:
         return False
-    resources = strict_object(container.get("resources"))
-    have_requests = dict(strict_object(resources.get("requests")))
-    have_limits = dict(strict_object(resources.get("limits")))
+    resources = strict_object(container.get("resources"), RESOURCES)
+    have_requests = dict(strict_object(resources.get("requests"), REQUESTS))
+    have_limits = dict(strict_object(resources.get("limits"), LIMITS))
     if requests.keys() <= have_requests.keys() and limits.keys() <= have_limits.keys():
         return False  # all set already, as on the second pass over a mutated pod
     new_requests = {

@@ -8,7 +8,7 @@ from typing import Any
 
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, Pod, Taint, lenient_object, strict_object
-from webhook.core.mutators._pod import child_list, containers, spec
+from webhook.core.mutators._pod import LIMITS, RESOURCES, child_list, containers, spec
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
@@ -46,7 +46,7 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
 def _device_resources(pod: Pod) -> list[str]:
     names: dict[str, None] = {}
     for _, container in containers(pod):
-        limits = strict_object(strict_object(container.get("resources")).get("limits"))
+        limits = strict_object(strict_object(container.get("resources"), RESOURCES).get("limits"), LIMITS)
         for name in limits:
             if name.startswith("nvidia.com/"):
                 names[name] = None

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod, strict_object
-from webhook.core.mutators._pod import containers, require_node_expressions
+from webhook.core.mutators._pod import LIMITS, RESOURCES, containers, require_node_expressions
 from webhook.core.profiles import GPU
 
 STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"
@@ -37,7 +37,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
 
 def _asks_whole(pod: Pod) -> bool:
     for _, container in containers(pod):
-        limits = strict_object(strict_object(container.get("resources")).get("limits"))
+        limits = strict_object(strict_object(container.get("resources"), RESOURCES).get("limits"), LIMITS)
         if GPU in limits and str(limits[GPU]) not in ("0", ""):
             return True
     return False

@@ -60,7 +60,30 @@ def serve(app: str, worker_class: str, cert_dir: Path, port_file: Path) -> None:
         "127.0.0.1:0", TLSFiles.in_directory(cert_dir), WORKERS, threads, worker_class=worker_class
     )
     factory = trivial_app if app == "trivial" else None
+    if app == REPLAYED:
+        replay_the_first_decision()
     WebhookServer(settings, default_sources, partial(write_port, port_file), factory).run()
+
+
+REPLAYED = "replayed"
+"""The webhook with every review's decision replayed from the first one (the benchmark sends one
+review): what /mutate costs around `decide`, measured in the same run. A diagnostic, not a mode."""
+
+
+def replay_the_first_decision() -> None:
+    """Before gunicorn forks: each worker decides its first review and answers every later one
+    with that decision (the route looks `decide_review` up on the module on every review)."""
+    from webhook import admission
+
+    decide = admission.decide_review
+    first: list[Any] = []
+
+    def replay(review: Any, catalog: Any, inventory: Any) -> Any:
+        if not first:
+            first.append(decide(review, catalog, inventory))
+        return first[0]
+
+    admission.decide_review = replay
 
 
 def default_sources() -> tuple[Any, Any]:
@@ -345,33 +368,49 @@ class Run:
 class Figures:
     trivial: list[Sample] = field(default_factory=list)
     webhook: list[Sample] = field(default_factory=list)
+    replayed: list[Sample] = field(default_factory=list)
+    """The webhook with its first decision replayed (gthread only): everything but `decide`."""
     latencies: dict[str, Latency] = field(default_factory=dict)
 
+    def samples(self, app: str) -> list[Sample]:
+        found: list[Sample] = getattr(self, app)
+        return found
+
     def rate(self, app: str) -> float:
-        return statistics.median(s.rate for s in getattr(self, app))
+        return statistics.median(s.rate for s in self.samples(app))
 
     def cpu_ms(self, app: str) -> float:
-        return statistics.median(s.cpu_ms for s in getattr(self, app))
+        return statistics.median(s.cpu_ms for s in self.samples(app))
 
     @property
     def ratio(self) -> float:
-        """Median of the per-round ratios: each round measures both apps back to back."""
-        return statistics.median(w.rate / t.rate for t, w in zip(self.trivial, self.webhook, strict=True))
+        return self.ratio_of("webhook")
+
+    def ratio_of(self, app: str) -> float:
+        """Median of the per-round ratios: each round measures the apps back to back."""
+        pairs = zip(self.trivial, self.samples(app), strict=True)
+        return statistics.median(w.rate / t.rate for t, w in pairs)
 
 
 def measure(run: Run, worker_class: str, rounds: int) -> Figures:
-    """Both servers up at once (an idle one costs nothing); rounds alternate between them so a
+    """All servers up at once (an idle one costs nothing); rounds alternate between them so a
     change in the machine's background load hits both alike."""
     figures = Figures()
+    with_replayed = worker_class == "gthread"
     with (
         running("trivial", worker_class, run.workdir) as trivial,
         running("webhook", worker_class, run.workdir) as hook,
+        running(REPLAYED, worker_class, run.workdir) if with_replayed else nullcontext() as replayed,
     ):
         run.saturate(trivial, 1)  # warm-up
         run.saturate(hook, 1)
+        if replayed is not None:
+            run.saturate(replayed, 1)
         for _ in range(rounds):
             figures.trivial.append(run.saturate(trivial))
             figures.webhook.append(run.saturate(hook))
+            if replayed is not None:
+                figures.replayed.append(run.saturate(replayed))
         figures.latencies["half /mutate's"] = run.latency(hook, figures.rate("webhook") / 2)
         if worker_class == "gthread":
             figures.latencies["half the trivial app's"] = run.latency(hook, figures.rate("trivial") / 2)
@@ -586,6 +625,13 @@ def report(results: dict[str, Figures], decide_ms: float, generator: str, elapse
     for worker_class, figures in results.items():
         trivial, webhook = figures.cpu_ms("trivial"), figures.cpu_ms("webhook")
         print(f"{worker_class:<14}{trivial:>15.2f}{webhook:>15.2f}{trivial / webhook:>7.2f}x")
+    threaded = results["gthread"]
+    replayed_rate, replayed_ratio = threaded.rate(REPLAYED), threaded.ratio_of(REPLAYED)
+    decide_cpu_ms = threaded.cpu_ms("webhook") - threaded.cpu_ms(REPLAYED)
+    print(
+        f"gthread /mutate with its first decision replayed (all but decide): {replayed_rate:.0f} req/s, "
+        f"{replayed_ratio:.2f}x; decide costs {decide_cpu_ms:.2f} ms of server CPU per request under load"
+    )
     print(f"in-process parse + decide + response of the same review: {decide_ms:.2f} ms")
     gthread, sync = (results[c].rate("webhook") for c in ("gthread", "sync"))
     print(f"/mutate throughput, gthread vs sync: {gthread / sync:.2f}x")

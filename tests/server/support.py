@@ -12,7 +12,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.conftest import ROOT, SHARED
-from webhook.server.logs import DEFAULT_FLUSH_SECONDS
 from webhook.server.metrics import FLUSH_SECONDS
 from webhook.tls.certgen import KeyPair, make_ca, make_serving, write_pair
 
@@ -183,16 +182,6 @@ class WebhookProcess:
             if line.startswith("{"):
                 lines.append(json.loads(line))
         return lines
-
-    def log_lines_for(self, uids: Collection[str]) -> list[dict[str, Any]]:
-        """The lines logged for these review uids, once there is one for each, or those there are
-        after 10 DEFAULT_FLUSH_SECONDS: the workers write review lines in batches."""
-        deadline = time.monotonic() + 10 * DEFAULT_FLUSH_SECONDS
-        while True:
-            lines = [line for line in self.log_lines() if line.get("uid") in uids]
-            if {line["uid"] for line in lines} >= set(uids) or time.monotonic() > deadline:
-                return lines
-            time.sleep(DEFAULT_FLUSH_SECONDS / 10)
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -54,13 +54,6 @@ def test_a_bad_bind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--bind" in serve(capsys, "--bind", "localhost")
 
 
-@pytest.mark.parametrize("seconds", ["-1", "61", "nan"])
-def test_a_log_flush_outside_0_to_60_seconds_is_refused(
-    capsys: pytest.CaptureFixture[str], seconds: str
-) -> None:
-    assert "--log-flush-seconds" in serve(capsys, "--log-flush-seconds", seconds)
-
-
 @pytest.mark.parametrize("option", ["--templates", "--policies", "--inventory"])
 def test_a_missing_path_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str) -> None:
     assert str(tmp_path / "nowhere") in serve(capsys, option, str(tmp_path / "nowhere"))

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from webhook.buildinfo import core_build
 from webhook.commands.common import EXIT_BAD_INPUT, UsageError, catalog_from, error, inventory_from
-from webhook.server.logs import DEFAULT_FLUSH_SECONDS
 from webhook.sources import CatalogSource, FileInventorySource, InventorySource, StaticCatalogSource
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
 from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
@@ -36,7 +35,6 @@ DEFAULT_PODS = "examples/inventories/mixed-cluster-pods.yaml"
 DEFAULT_RELOAD_SECONDS = 10.0
 EXAMPLE_REVIEW = "examples/admission/pod-review.json"
 WILDCARDS = ("", "0.0.0.0", "::")
-MAX_LOG_FLUSH_SECONDS = 60.0
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -78,14 +76,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="S",
         help="how often to look for a renewed certificate (default: %(default)s)",
     )
-    parser.add_argument(
-        "--log-flush-seconds",
-        type=float,
-        default=DEFAULT_FLUSH_SECONDS,
-        metavar="S",
-        help="write review log lines in batches, at most S seconds after each; 0 writes each at once "
-        "(default: %(default)s)",
-    )
     parser.set_defaults(run=run)
 
 
@@ -97,14 +87,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from webhook.server.gunicorn_app import ServerSettings, WebhookServer  # gunicorn only when serving
 
-    settings = ServerSettings(
-        plan.bind,
-        plan.tls,
-        args.workers,
-        args.threads,
-        args.cert_check_seconds,
-        log_flush_seconds=args.log_flush_seconds,
-    )
+    settings = ServerSettings(plan.bind, plan.tls, args.workers, args.threads, args.cert_check_seconds)
     WebhookServer(settings, plan.sources, announce=partial(_announce, plan)).run()
     return 0
 
@@ -132,10 +115,6 @@ def _plan(args: argparse.Namespace) -> Plan:
         inventory = _file_inventory(args)
     if args.reload_seconds < 0:
         raise UsageError(f"--reload-seconds must be 0 or more, got {args.reload_seconds}")
-    if not 0 <= args.log_flush_seconds <= MAX_LOG_FLUSH_SECONDS:
-        raise UsageError(
-            f"--log-flush-seconds must be from 0 to {MAX_LOG_FLUSH_SECONDS:g}, got {args.log_flush_seconds}"
-        )
     tls, ca_file = _certificates(Path(args.cert_dir), host, args.client_ca)
     sources = partial(_sources, (templates, policies), inventory, args.reload_seconds)
     return Plan(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host, tls, ca_file, sources)

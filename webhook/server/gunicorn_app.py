@@ -15,7 +15,6 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from webhook.server import gunicorn_conf
-from webhook.server.logs import DEFAULT_FLUSH_SECONDS, configure_logging
 from webhook.sources import CatalogSource, InventorySource
 from webhook.tls.reload import DEFAULT_INTERVAL, ReloadingContext, TLSFiles
 
@@ -32,8 +31,6 @@ class ServerSettings:
     cert_check_seconds: float = DEFAULT_INTERVAL
     worker_class: str | None = None
     """Override gunicorn_conf's worker class (the benchmark compares sync and gthread)."""
-    log_flush_seconds: float = DEFAULT_FLUSH_SECONDS
-    """How long review log lines may be kept before they are written (0: each at once)."""
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -52,7 +49,6 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self._announce = announce
         self._app_factory = app_factory or _webhook_app
         self._tls = ReloadingContext(settings.tls, settings.cert_check_seconds)
-        configure_logging(flush_seconds=settings.log_flush_seconds)  # before the workers fork
         super().__init__(prog="gpu-webhook serve")
 
     def load_config(self) -> None:

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from webhook.server.logs import configure_logging, flush_logs
+from webhook.server.logs import configure_logging
 
 METRICS_DIR_PREFIX = "gpu-webhook-metrics-"
 
@@ -71,7 +71,6 @@ def worker_exit(server: Any, worker: Any) -> None:
         from webhook.server.app import stop_sources
 
         stop_sources(worker.wsgi)
-    flush_logs()  # the review lines kept since the last batch (logging.shutdown would too, at exit)
 
 
 def child_exit(server: Any, worker: Any) -> None:

@@ -4,12 +4,6 @@ The review line, written on every review, skips the LogRecord when nothing but o
 would see it (`write_line`): making the record and passing it down the logger hierarchy cost
 about as much as the rest of the line. Whatever else is configured (a filter, another handler,
 propagation, a level) gets the record as before.
-
-Review lines are kept and written in batches, at most `flush_seconds` after the first one kept
-(and at once past BATCH_BYTES, before any other line, and at exit): under load a write per
-review cost its thread the GIL, about 30 us of CPU per review in a gunicorn worker, where the
-line itself costs 8. A worker killed outright loses at most that much of its review lines;
-warnings and errors are written at once. `flush_seconds=0` writes every line at once.
 """
 
 from __future__ import annotations
@@ -18,16 +12,12 @@ import datetime as dt
 import logging
 import os
 import sys
-import threading
 import time
-import weakref
 from typing import IO, Any
 
 from webhook import jsoncodec
 
 LOGGER = "gpu_webhook"
-DEFAULT_FLUSH_SECONDS = 1.0
-BATCH_BYTES = 64 * 1024
 _MILLIS = tuple(f".{n:03d}+00:00" for n in range(1000))
 """What ends a line's time, by millisecond: looked up, not formatted, on each line."""
 
@@ -66,96 +56,26 @@ class JsonLineFormatter(logging.Formatter):
 
 
 class JsonLineHandler(logging.StreamHandler[IO[str]]):
-    """A stream handler of JSON lines that can also write a line from its fields alone, in batches
-    (see the module docstring). A flusher thread per process writes what is kept every
-    `flush_seconds`; lines kept before a fork are the parent's to write, not the child's."""
+    """A stream handler of JSON lines that can also write a line from its fields alone."""
 
-    def __init__(self, stream: IO[str], flush_seconds: float = DEFAULT_FLUSH_SECONDS) -> None:
+    def __init__(self, stream: IO[str]) -> None:
         super().__init__(stream)
         self.json = JsonLineFormatter()
         self.setFormatter(self.json)
-        self.flush_seconds = flush_seconds
-        self._kept: list[str] = []
-        self._kept_bytes = 0
-        self._kept_since = 0.0
-        self._owner = os.getpid()
-        """The process whose lines `_kept` holds, and that runs the flusher thread once started."""
-        self._flusher_started = False
 
     def write_fields(self, logger: str, event: str, fields: dict[str, Any]) -> None:
         """What `emit` writes for an INFO record of `event` with these fields, made without one."""
-        now, pid = time.time(), os.getpid()
-        line = self.json.line(now, "info", logger, event, pid)
+        line = self.json.line(time.time(), "info", logger, event, os.getpid())
         line.update(fields)
         text = jsoncodec.encode_line(line) + self.terminator
         self.acquire()
         try:
-            self._adopt(pid)
-            if not self._kept:
-                self._kept_since = now
-            self._kept.append(text)
-            self._kept_bytes += len(text)
-            if self._kept_bytes >= BATCH_BYTES or now - self._kept_since >= self.flush_seconds:
-                self._write_kept()
-            elif not self._flusher_started:
-                self._start_flusher()
-        finally:
-            self.release()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        """Kept review lines first, then the record (called with the lock held, by `handle`)."""
-        self._adopt(os.getpid())
-        self._write_kept()
-        super().emit(record)
-
-    def flush(self) -> None:
-        self.acquire()
-        try:
-            self._adopt(os.getpid())
-            self._write_kept()
-            super().flush()
-        finally:
-            self.release()
-
-    def _adopt(self, pid: int) -> None:
-        """After a fork: drop the parent's kept lines (it writes them) and start afresh."""
-        if pid != self._owner:
-            self._owner, self._flusher_started = pid, False
-            self._kept, self._kept_bytes = [], 0
-
-    def _write_kept(self) -> None:
-        if not self._kept:
-            return
-        text = "".join(self._kept)
-        self._kept, self._kept_bytes = [], 0
-        try:
             self.stream.write(text)
             self.stream.flush()
         except Exception:  # as emit does: report on stderr, never fail the review
-            record = {"name": LOGGER, "msg": "review", "levelno": logging.INFO}
-            self.handleError(logging.makeLogRecord(record))
-
-    def _start_flusher(self) -> None:
-        self._flusher_started = True
-        flusher = threading.Thread(target=_flush_every, args=(weakref.ref(self),), name="log-flush")
-        flusher.daemon = True
-        flusher.start()
-
-
-def _flush_every(handler: weakref.ref[JsonLineHandler]) -> None:
-    """Write the handler's kept lines every `flush_seconds`, until it is gone or another process's."""
-    pid = os.getpid()
-    while True:
-        alive = handler()
-        if alive is None or alive._owner != pid:
-            return
-        seconds = alive.flush_seconds
-        del alive
-        time.sleep(max(seconds, 0.05))
-        alive = handler()
-        if alive is not None:
-            alive.flush()
-        del alive
+            self.handleError(logging.makeLogRecord({"name": logger, "msg": event, "levelno": logging.INFO}))
+        finally:
+            self.release()
 
 
 def write_line(log: logging.Logger, event: str, fields: dict[str, Any]) -> None:
@@ -188,17 +108,8 @@ def _sole_json_handler(log: logging.Logger) -> JsonLineHandler | None:
     return found
 
 
-def flush_logs() -> None:
-    """Write every review line kept so far (a gunicorn worker on its way out)."""
-    for handler in logging.getLogger(LOGGER).handlers:
-        handler.flush()
-
-
-def configure_logging(
-    stream: IO[str] | None = None, level: int = logging.INFO, flush_seconds: float | None = None
-) -> None:
-    """Send the webhook's loggers to stderr as JSON lines (once; safe to call again, and
-    `flush_seconds`, when given, applies to the handler already there).
+def configure_logging(stream: IO[str] | None = None, level: int = logging.INFO) -> None:
+    """Send the webhook's loggers to stderr as JSON lines (once; safe to call again).
 
     Records stop looking up the thread and the multiprocessing process names, and the caller's
     file and line (by walking the stack), which no line of this process shows (the logging
@@ -209,12 +120,8 @@ def configure_logging(
     logging.logMultiprocessing = False
     logging._srcfile = None  # the HOWTO's own way to skip the stack walk (findCaller)
     logger = logging.getLogger(LOGGER)
-    for handler in logger.handlers:
-        if isinstance(handler, JsonLineHandler):
-            if flush_seconds is not None:
-                handler.flush_seconds = flush_seconds
-            return
-    seconds = DEFAULT_FLUSH_SECONDS if flush_seconds is None else flush_seconds
-    logger.addHandler(JsonLineHandler(stream or sys.stderr, seconds))
+    if any(isinstance(h.formatter, JsonLineFormatter) for h in logger.handlers):
+        return
+    logger.addHandler(JsonLineHandler(stream or sys.stderr))
     logger.setLevel(level)
     logger.propagate = False

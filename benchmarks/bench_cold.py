@@ -45,7 +45,10 @@ DEFAULT_L2 = (2 * 1024 * 1024, 16, 64)
 EVENTS = ("Ir", "ILmr", "DLmr")
 
 
-def decide_once() -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]:
+Call = Callable[[], Any]
+
+
+def review_calls() -> tuple[Call, Call, Call]:
     """Parse the review, decide the parsed review (against the running sources), and a trivial
     flask request."""
     from webhook import admission
@@ -68,10 +71,7 @@ def decide_once() -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], An
     return parse, decide, trivial_request
 
 
-Call = Callable[[], Any]
-
-
-def cpu_us(parse: Call, decide: Call, before: Call, calls: int) -> list[int]:
+def cpu_ns(parse: Call, decide: Call, before: Call, calls: int) -> list[int]:
     """Thread CPU (ns) of `decide`, each call after `before` and then the review's parse (not
     timed: in the server the pod is decided right after it is parsed)."""
     samples = []
@@ -87,18 +87,18 @@ def cpu_us(parse: Call, decide: Call, before: Call, calls: int) -> list[int]:
 def timed(calls: int, rounds: int = 10) -> None:
     """The cases take turns, `calls // rounds` calls at a time, so a change in the machine's
     load hits them alike."""
-    parse, decide, trivial_request = decide_once()
+    parse, decide, trivial_request = review_calls()
     buffer = bytearray(COPIED)
     cases = {
         "one after another": lambda: None,
         "each after a trivial flask request": trivial_request,
         f"each after copying {COPIED >> 20} MiB": lambda: bytes(buffer),
     }
-    cpu_us(parse, decide, lambda: None, 200)  # warm-up
+    cpu_ns(parse, decide, lambda: None, 200)  # warm-up
     samples: dict[str, list[int]] = {name: [] for name in cases}
     for _ in range(rounds):
         for name, before in cases.items():
-            samples[name] += cpu_us(parse, decide, before, calls // rounds)
+            samples[name] += cpu_ns(parse, decide, before, calls // rounds)
     results = {name: statistics.median(times) / 1000 for name, times in samples.items()}
     warm = results["one after another"]
     print(f"decide_review of the parsed review, thread CPU (median of {calls} calls):")
@@ -110,7 +110,7 @@ def timed(calls: int, rounds: int = 10) -> None:
 def child(mode: str, calls: int) -> None:
     """Run under cachegrind: a copy that empties the simulated cache and the review's parse, then
     (mode "decide") a decide."""
-    parse, decide, _ = decide_once()
+    parse, decide, _ = review_calls()
     buffer = bytearray(VALGRIND_COPY)
     for _ in range(20):
         parse()
@@ -126,9 +126,8 @@ def l2_geometry(cache: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tup
     """(size in bytes, ways, line bytes) of the first CPU's unified level-2 cache, from sysfs."""
     for index in sorted(cache.glob("index*")):
         try:
-            if (index / "level").read_text().strip() == "2" and (
-                index / "type"
-            ).read_text().strip() == "Unified":
+            level, kind = (index / "level").read_text().strip(), (index / "type").read_text().strip()
+            if level == "2" and kind == "Unified":
                 size = int((index / "size").read_text().strip().rstrip("K")) * 1024
                 ways = int((index / "ways_of_associativity").read_text())
                 return size, ways, int((index / "coherency_line_size").read_text())

@@ -3,6 +3,9 @@
 Both run under the same gunicorn settings (webhook/server/gunicorn_conf.py, TLS with the
 reloading context) in this run, on loopback, for each worker class (gthread, sync). Prints:
 - throughput (req/s) of the trivial app and of /mutate, and their ratio (target >= 0.8x);
+- under gthread, a third server in the same rounds: the webhook with its first decision
+  replayed (`REPLAYED`), which is everything /mutate does but `decide`, and so what `decide`
+  costs of the server's CPU under load;
 - p50/p99 latency of /mutate at half the trivial app's saturating rate (target p99 < 10 ms),
   measured open-loop from each request's scheduled time (no coordinated omission).
 
@@ -12,7 +15,7 @@ measured in the same run, not absolute capacity.
 
     python benchmarks/bench_server.py [--seconds 5] [--connections 8] [--generator auto|wrk|python]
 
-Both servers run the build of `webhook` the interpreter imports: .venv-compiled/bin/python for the
+All servers run the build of `webhook` the interpreter imports: .venv-compiled/bin/python for the
 compiled core the image ships (scripts/setup-compiled.sh), .venv/bin/python for the pure sources.
 """
 
@@ -394,7 +397,7 @@ class Figures:
 
 def measure(run: Run, worker_class: str, rounds: int) -> Figures:
     """All servers up at once (an idle one costs nothing); rounds alternate between them so a
-    change in the machine's background load hits both alike."""
+    change in the machine's background load hits them alike."""
     figures = Figures()
     with_replayed = worker_class == "gthread"
     with (

@@ -59,7 +59,7 @@ def unregistered(name: str) -> logging.Logger:
 
 
 def test_the_fixture_takes_the_record_less_way(logger: tuple[logging.Logger, io.StringIO]) -> None:
-    log, stream = logger
+    log, _ = logger
     (handler,) = log.parent.handlers  # type: ignore[union-attr]
     assert _sole_json_handler(log) is handler
 

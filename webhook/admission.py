@@ -159,12 +159,12 @@ def _object(request: dict[str, Any], field: str, uid: str, required: bool) -> di
         return None
     if not isinstance(value, dict):
         _wrong(f"request.{field}", "an object", value, uid)
-    if _nests_deeper(_without_managed_fields(value), MAX_DEPTH):
+    if _nests_deeper(without_managed_fields(value), MAX_DEPTH):
         raise ReviewError("TooDeep", f"request.{field}", f"nests deeper than {MAX_DEPTH} levels", uid)
     return value
 
 
-def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """The object as the webhook walks it: metadata.managedFields, often the larger part of a
     review, is never copied, diffed or descended into (the core shares it as it is), so its
     depth cannot hurt and is not worth measuring on every request. (The two shallow copies cost

@@ -12,6 +12,7 @@ from prometheus_client import generate_latest
 from tests.conftest import INVENTORIES, ROOT
 from tests.server.support import metric_value
 from webhook.core.model import Decision, Violation
+from webhook.server.decision_cache import Outcome
 from webhook.server.metrics import FLUSH_SECONDS, LATENCY_BUCKETS, Metrics, create_metrics
 from webhook.server.runtime import Runtime
 from webhook.sources import FileInventorySource, StaticCatalogSource
@@ -25,26 +26,34 @@ def decision(allowed: bool, *violations: tuple[str, str], patch: bool = True) ->
 
 
 REVIEWS = [
-    ("mutate", "Pod", False, decision(True, ("RewrittenToMig", "info")), 0.0004),
-    ("mutate", "Pod", True, decision(True, ("RewrittenToMig", "info")), 0.001),  # on a bound: its bucket
-    ("mutate", "Pod", False, decision(False, ("MigProfileUnknown", "deny")), 0.0031),
-    ("validate", "Pod", False, decision(True, ("GpuLimitMissing", "warn"), patch=False), 0.2),
+    ("mutate", "Pod", False, decision(True, ("RewrittenToMig", "info")), 0.0004, "miss"),
+    ("mutate", "Pod", True, decision(True, ("RewrittenToMig", "info")), 0.001, "bypass"),  # on a bound
+    ("mutate", "Pod", False, decision(False, ("MigProfileUnknown", "deny")), 0.0031, "hit"),
+    ("validate", "Pod", False, decision(True, ("GpuLimitMissing", "warn"), patch=False), 0.2, "hit"),
     (
         "validate",
         "Deployment",
         False,
         decision(False, ("GpuFraction", "deny"), ("GpuLimitMissing", "warn")),
         11.0,
+        "miss",
     ),
-    ("mutate", "Pod", False, decision(True, patch=False), 0.0004),
+    ("mutate", "Pod", False, decision(True, patch=False), 0.0004, "hit"),
 ]
 
 
 def count_at_once(
-    metrics: Metrics, endpoint: str, kind: str, dry_run: bool, made: Decision, seconds: float
+    metrics: Metrics,
+    endpoint: str,
+    kind: str,
+    dry_run: bool,
+    made: Decision,
+    seconds: float,
+    cache: Outcome = "bypass",
 ) -> None:
     """Each metric's own call for one review: what the tally stands in for."""
     dry = "true" if dry_run else "false"
+    metrics.decision_cache.labels(endpoint, cache).inc()
     metrics.reviews.labels(endpoint, kind, "true" if made.allowed else "false", dry).inc()
     metrics.latency.labels(endpoint, dry).observe(seconds)
     for violation in made.violations:

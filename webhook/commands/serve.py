@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from webhook.buildinfo import core_build
 from webhook.commands.common import EXIT_BAD_INPUT, UsageError, catalog_from, error, inventory_from
+from webhook.server.decision_cache import DEFAULT_CAPACITY as DECISION_CACHE
 from webhook.sources import CatalogSource, FileInventorySource, InventorySource, StaticCatalogSource
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
 from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
@@ -70,6 +71,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--workers", type=_positive, metavar="N", help="processes (default: CPU count)")
     parser.add_argument("--threads", type=_positive, metavar="N", help="threads per worker (default: 4)")
     parser.add_argument(
+        "--decision-cache",
+        type=_not_negative,
+        metavar="N",
+        help="decisions each worker remembers for identical CREATEs, e.g. a ReplicaSet's pods; 0: none"
+        f" (default: {DECISION_CACHE})",
+    )
+    parser.add_argument(
         "--cert-check-seconds",
         type=float,
         default=DEFAULT_INTERVAL,
@@ -87,7 +95,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from webhook.server.gunicorn_app import ServerSettings, WebhookServer  # gunicorn only when serving
 
-    settings = ServerSettings(plan.bind, plan.tls, args.workers, args.threads, args.cert_check_seconds)
+    settings = ServerSettings(
+        plan.bind,
+        plan.tls,
+        args.workers,
+        args.threads,
+        args.cert_check_seconds,
+        decision_cache=args.decision_cache,
+    )
     WebhookServer(settings, plan.sources, announce=partial(_announce, plan)).run()
     return 0
 
@@ -239,4 +254,11 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _not_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value

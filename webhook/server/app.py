@@ -29,6 +29,7 @@ from werkzeug.wsgi import get_content_length
 from webhook import admission, jsoncodec
 from webhook.admission import Review, ReviewError
 from webhook.core.model import Decision
+from webhook.server.decision_cache import DEFAULT_CAPACITY, DecisionCache, Outcome
 from webhook.server.logs import LOGGER, write_line
 from webhook.server.metrics import Metrics, create_metrics
 from webhook.server.runtime import DEFAULT_RETRY_SECONDS, NotReady, Runtime
@@ -48,18 +49,20 @@ def create_app(
     metrics: Metrics | None = None,
     retry_seconds: float = DEFAULT_RETRY_SECONDS,
     extra_metrics: Sequence[CollectorRegistry] = (),
+    decision_cache: int = DEFAULT_CAPACITY,
 ) -> Flask:
     """A new app around the sources; they are started by `start_sources` (gunicorn: post_worker_init).
 
     `extra_metrics`: registries appended to /metrics as they are (e.g. gauges computed from this
     worker's inventory at scrape time); blueprints (e.g. /report) register on the returned app.
+    `decision_cache`: how many decisions to remember (`webhook.server.decision_cache`; 0: none).
     """
     app = Flask("gpu_webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY + 1  # werkzeug stops a chunked body there, silently
     log = logging.getLogger(f"{LOGGER}.server")
     runtime = Runtime(catalog_source, inventory_source, metrics or create_metrics(), log, retry_seconds)
     app.extensions[EXTENSION] = runtime
-    routes = Routes(runtime, tuple(extra_metrics))
+    routes = Routes(runtime, tuple(extra_metrics), DecisionCache(decision_cache))
     app.add_url_rule("/mutate", "mutate", routes.mutate, methods=["POST"])
     app.add_url_rule("/validate", "validate", routes.validate, methods=["POST"])
     app.add_url_rule("/healthz", "healthz", routes.healthz, methods=["GET"])
@@ -86,8 +89,14 @@ def stop_sources(app: Flask) -> None:
 
 
 class Routes:
-    def __init__(self, runtime: Runtime, extra_metrics: tuple[CollectorRegistry, ...] = ()) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        extra_metrics: tuple[CollectorRegistry, ...] = (),
+        decisions: DecisionCache | None = None,
+    ) -> None:
         self._runtime = runtime
+        self._decisions = decisions if decisions is not None else DecisionCache(0)
         self._extra_metrics = extra_metrics
         self._metrics = runtime.metrics
         self._log = runtime.log
@@ -118,13 +127,13 @@ class Routes:
         except ReviewError as error:
             return self._refuse(endpoint, error)
         try:
-            decision = admission.decide_review(review, *self._runtime.snapshot())
+            decision, cache = self._decisions.decide(review, *self._runtime.snapshot())
             answer = respond(review, decision)
         except Exception as exc:  # the documented internal-error answer; see the module docstring
             return self._internal_error(endpoint, review, exc)
         seconds = time.perf_counter() - started
-        self._metrics.review(endpoint, review.kind, review.dry_run, decision, seconds)
-        fields = _review_fields(endpoint, review, decision, answer, seconds)
+        self._metrics.review(endpoint, review.kind, review.dry_run, decision, seconds, cache)
+        fields = _review_fields(endpoint, review, decision, answer, seconds, cache)
         write_line(self._log, "review", fields)
         return _json(answer, 200)
 
@@ -219,13 +228,14 @@ def _identity(endpoint: str, review: Review) -> dict[str, Any]:
 
 
 def _review_fields(
-    endpoint: str, review: Review, decision: Decision, answer: dict[str, Any], seconds: float
+    endpoint: str, review: Review, decision: Decision, answer: dict[str, Any], seconds: float, cache: Outcome
 ) -> dict[str, Any]:
     fields = _identity(endpoint, review)  # filled in place: one dict per review, not two
     fields["template"] = decision.template
     fields["codes"] = list(decision.codes)
     fields["allowed"] = decision.allowed
     fields["patchBytes"] = len(answer["response"].get("patch", ""))
+    fields["cache"] = cache
     fields["latencyMs"] = round(seconds * 1_000_000) / 1000  # to the microsecond; round(x, 3) is slower
     return fields
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -31,6 +32,8 @@ class ServerSettings:
     cert_check_seconds: float = DEFAULT_INTERVAL
     worker_class: str | None = None
     """Override gunicorn_conf's worker class (the benchmark compares sync and gthread)."""
+    decision_cache: int | None = None
+    """Decisions each worker remembers (None: the app's default; 0: none)."""
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -47,7 +50,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self._address = concrete_address(settings.bind)
         self._sources = sources
         self._announce = announce
-        self._app_factory = app_factory or _webhook_app
+        self._app_factory = app_factory or partial(_webhook_app, decision_cache=settings.decision_cache)
         self._tls = ReloadingContext(settings.tls, settings.cert_check_seconds)
         super().__init__(prog="gpu-webhook serve")
 
@@ -88,7 +91,7 @@ def concrete_address(bind: str) -> tuple[str, int]:
         return host, int(probe.getsockname()[1])
 
 
-def _webhook_app(sources: SourcesFactory) -> Any:
+def _webhook_app(sources: SourcesFactory, decision_cache: int | None = None) -> Any:
     """The webhook app with the report routes and inventory gauges, built in each worker."""
     from webhook.report.service import ReportService
     from webhook.server.app import create_app
@@ -99,6 +102,7 @@ def _webhook_app(sources: SourcesFactory) -> Any:
     catalog, inventory = sources()
     service = ReportService(inventory, catalog)
     gauges = report_metrics(inventory, catalog, service)
-    app = create_app(catalog, inventory, metrics=metrics, extra_metrics=[gauges])
+    cache = {} if decision_cache is None else {"decision_cache": decision_cache}
+    app = create_app(catalog, inventory, metrics=metrics, extra_metrics=[gauges], **cache)
     app.register_blueprint(report_blueprint(inventory, catalog, service))
     return app

@@ -25,14 +25,16 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from webhook.admission import ReviewError
 from webhook.core.model import Decision
+from webhook.server.decision_cache import Outcome
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 FLUSH_SECONDS = 1.0
 
-ReviewShape = tuple[str, str, bool, bool, int, str | None, tuple[tuple[str, str], ...]]
+ReviewShape = tuple[str, str, bool, bool, int, str | None, tuple[tuple[str, str], ...], Outcome]
 """What the metrics record of one review: endpoint, kind, allowed, dry run, latency bucket,
-the template of a patch /mutate made (else None), and each violation's (code, outcome)."""
+the template of a patch /mutate made (else None), each violation's (code, outcome), and whether
+the decision came from the decision cache (hit, miss or bypass)."""
 
 M = TypeVar("M", Counter, Histogram)
 
@@ -67,25 +69,36 @@ class Metrics:
     latency: Histogram
     bad_requests: Counter
     internal_errors: Counter
+    decision_cache: Counter
     children: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
     """Each metric's labelled children, by (metric, *labels): `labels()` validates and locks on
     every call, and costs as much as the increment. Racing threads store the same child."""
 
     tally: Tally = field(default_factory=Tally, compare=False, repr=False)
 
-    def review(self, endpoint: str, kind: str, dry_run: bool, decision: Decision, seconds: float) -> None:
+    def review(
+        self,
+        endpoint: str,
+        kind: str,
+        dry_run: bool,
+        decision: Decision,
+        seconds: float,
+        cache: Outcome = "bypass",
+    ) -> None:
         """Tally one answered review; `flush` adds it to the metrics."""
         made_patch = endpoint == "mutate" and decision.allowed and bool(decision.patch)
         patched = (decision.template or "none") if made_patch else None
         violations = decision.outcomes
         bucket = bisect_left(LATENCY_BUCKETS, seconds)  # the first bound >= seconds, as observe() picks
-        self.tally.add((endpoint, kind, decision.allowed, dry_run, bucket, patched, violations), seconds)
+        shape = (endpoint, kind, decision.allowed, dry_run, bucket, patched, violations, cache)
+        self.tally.add(shape, seconds)
 
     def flush(self) -> None:
         """Add the reviews tallied so far to the metrics (thread-safe; each review once)."""
         counts, seconds = self.tally.take()
-        for (endpoint, kind, allowed, dry_run, bucket, patched, violations), count in counts.items():
+        for (endpoint, kind, allowed, dry_run, bucket, patched, violations, cache), count in counts.items():
             dry = _flag(dry_run)
+            self._child(self.decision_cache, endpoint, cache).inc(count)
             self._child(self.reviews, endpoint, kind, _flag(allowed), dry).inc(count)
             _observe_in_bucket(self._child(self.latency, endpoint, dry), bucket, count)
             for code, outcome in violations:
@@ -161,6 +174,13 @@ def create_metrics() -> Metrics:
             "gpu_webhook_internal_errors_total",
             "Unexpected exceptions while deciding (see the log line with the uid).",
             ["endpoint", "dry_run"],
+            registry=registry,
+        ),
+        decision_cache=Counter(
+            "gpu_webhook_decision_cache_total",
+            "Reviews by where their decision came from: hit (the decision cache), miss (decided and"
+            " kept), bypass (decided, not cacheable: dry run, not a CREATE, too large, cache off).",
+            ["endpoint", "result"],
             registry=registry,
         ),
     )

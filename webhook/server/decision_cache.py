@@ -1,0 +1,110 @@
+"""Decisions remembered per worker, for objects the webhook has already decided.
+
+`decide` is a pure function of the object, the namespace, the operation, the catalog and the
+inventory. The pods a ReplicaSet or a Job creates in one burst are the same object (no name
+yet: only `generateName`), and such bursts are the webhook's load peaks; a controller retrying
+a refused pod sends it again too. So a CREATE whose object, kind and namespace were decided
+against the same catalog and inventory gets that decision again without deciding.
+
+- The key is a 128-bit BLAKE2b digest of the object's JSON without `metadata.managedFields`
+  (which the core never reads; its timestamps differ between replicas created in different
+  seconds), with the kind and the namespace. Objects over MAX_OBJECT_BYTES are not kept.
+- The entries belong to one (catalog, inventory) pair, compared by identity: both are immutable
+  values that the sources replace when something changes (a catalog reload; an inventory
+  update, at most once a second in a live cluster), and a new pair starts an empty generation.
+  A decision is stored in the generation it was decided against, never in a newer one.
+- Dry-run reviews, UPDATEs (whose decision depends on the old object too), DELETEs and
+  CONNECTs are always decided: nothing is cached for a dry run.
+- At most `capacity` entries; the oldest goes first. A stored decision drops the mutated object
+  (the server answers with the patch), so an entry holds the patch, violations and warnings.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from hashlib import blake2b
+from typing import Final, Literal
+
+from webhook import admission, jsoncodec
+from webhook.admission import Review, without_managed_fields
+from webhook.core.model import Catalog, Decision, Inventory
+
+DEFAULT_CAPACITY: Final = 256
+MAX_OBJECT_BYTES: Final = 64 * 1024
+"""Larger objects are decided every time, which bounds an entry (typically 7-8 KB) by what the
+patch and messages of a 64 KiB object can hold."""
+
+Outcome = Literal["hit", "miss", "bypass"]
+"""hit: answered from the cache; miss: decided and kept; bypass: decided, not cacheable."""
+
+Key = tuple[str, str, bytes]
+
+
+@dataclass(frozen=True)
+class _Generation:
+    catalog: Catalog
+    inventory: Inventory
+    entries: dict[Key, Decision] = field(default_factory=dict)
+
+
+class DecisionCache:
+    """Thread-safe: lookups take no lock (one dict read); stores take one."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 0:
+            raise ValueError(f"capacity must be 0 or more, got {capacity}")
+        self.capacity = capacity
+        self._generation: _Generation | None = None
+        self._lock = threading.Lock()
+
+    def decide(self, review: Review, catalog: Catalog, inventory: Inventory) -> tuple[Decision, Outcome]:
+        key = self._key(review)
+        if key is None:
+            return admission.decide_review(review, catalog, inventory), "bypass"
+        generation = self._generation_for(catalog, inventory)
+        found = generation.entries.get(key)
+        if found is not None:
+            return found, "hit"
+        decision = admission.decide_review(review, catalog, inventory)
+        self._store(generation, key, decision)
+        return decision, "miss"
+
+    def __len__(self) -> int:
+        generation = self._generation
+        return 0 if generation is None else len(generation.entries)
+
+    def _key(self, review: Review) -> Key | None:
+        if not self.capacity or review.dry_run or review.operation != "CREATE" or not review.obj:
+            return None
+        encoded = jsoncodec.encode(without_managed_fields(review.obj))
+        if len(encoded) > MAX_OBJECT_BYTES:
+            return None
+        return review.kind, review.namespace, blake2b(encoded, digest_size=16).digest()
+
+    def _generation_for(self, catalog: Catalog, inventory: Inventory) -> _Generation:
+        generation = self._generation
+        if generation is None or generation.catalog is not catalog or generation.inventory is not inventory:
+            generation = self._generation = _Generation(catalog, inventory)
+        return generation
+
+    def _store(self, generation: _Generation, key: Key, decision: Decision) -> None:
+        kept = _without_mutated(decision)
+        with self._lock:
+            entries = generation.entries
+            while len(entries) >= self.capacity:
+                del entries[next(iter(entries))]  # dicts keep insertion order: the oldest first
+            entries[key] = kept
+
+
+def _without_mutated(decision: Decision) -> Decision:
+    return Decision(
+        allowed=decision.allowed,
+        template=decision.template,
+        policy=decision.policy,
+        mode=decision.mode,
+        violations=decision.violations,
+        warnings=decision.warnings,
+        mutated=None,
+        patch=decision.patch,
+    )

@@ -1,8 +1,9 @@
 """What decide costs when the CPU caches do not hold it, as inside a server under load.
 
-Under wrk, in a gunicorn worker, `decide_review` takes about 2.5 times the CPU it takes in a
-loop of its own (bench_server.py: the server with its first decision replayed). This script
-shows why, on the review of bench_server.py (examples/admission/pod-review.json), in one process:
+Under wrk, in a gunicorn worker, `decide_review` takes two to four times the CPU it takes in a
+loop of its own (bench_server.py: its distinct load, each review decided, against its replicas
+load, each answered from the decision cache). This script shows why, on the review of
+bench_server.py (examples/admission/pod-review.json), in one process:
 
 - CPU per `decide_review` (thread time, median of calls) when the calls follow each other, when
   each follows a trivial flask request (the baseline app of bench_server.py), and when each

@@ -1,19 +1,25 @@
 """Server benchmark: `/mutate` on a typical GPU pod review against a trivial allow-all flask app.
 
 Both run under the same gunicorn settings (webhook/server/gunicorn_conf.py, TLS with the
-reloading context) in this run, on loopback, for each worker class (gthread, sync). Prints:
-- throughput (req/s) of the trivial app and of /mutate, and their ratio (target >= 0.8x);
-- under gthread, a third server in the same rounds: the webhook with its first decision
-  replayed (`REPLAYED`), which is everything /mutate does but `decide`, and so what `decide`
-  costs of the server's CPU under load;
-- p50/p99 latency of /mutate at half the trivial app's saturating rate (target p99 < 10 ms),
-  measured open-loop from each request's scheduled time (no coordinated omission).
+reloading context) in this run, on loopback, for each worker class (gthread, sync), under two
+loads, in alternating rounds:
+- `replicas`: every review carries the same pod, as a ReplicaSet's or a Job's burst does (no name
+  yet, only generateName): after the first, each worker answers from its decision cache;
+- `distinct`: every review's pod carries an annotation no other has, so each one is decided
+  (the cache never hits: the worst case, and what `decide` costs under load).
+Prints, per load:
+- throughput (req/s) of the trivial app and of /mutate, and their ratio (target >= 0.8x), and
+  the server CPU per request of both;
+- under gthread, the share of /mutate's reviews answered from the decision cache (its metric),
+  and p50/p99 latency of /mutate at half the trivial app's saturating rate (target p99 < 10 ms).
 
-The load generator is `wrk` when installed (keep-alive, C), else standard-library threads with
-keep-alive TLS connections. Both share the 2 CPUs with the server: the figures are ratios
-measured in the same run, not absolute capacity.
+The load generator is `wrk` when installed (keep-alive, C; the distinct pods are made by its
+Lua `request()`, for the trivial app too), else standard-library threads with keep-alive TLS
+connections. Both share the 2 CPUs with the server: the figures are ratios measured in the same
+run, not absolute capacity.
 
-    python benchmarks/bench_server.py [--seconds 5] [--connections 8] [--generator auto|wrk|python]
+    python benchmarks/bench_server.py [--seconds 3] [--rounds 3] [--connections 8]
+                                      [--generator auto|wrk|python]
 
 All servers run the build of `webhook` the interpreter imports: .venv-compiled/bin/python for the
 compiled core the image ships (scripts/setup-compiled.sh), .venv/bin/python for the pure sources.
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import http.client
+import itertools
 import json
 import os
 import re
@@ -63,30 +70,7 @@ def serve(app: str, worker_class: str, cert_dir: Path, port_file: Path) -> None:
         "127.0.0.1:0", TLSFiles.in_directory(cert_dir), WORKERS, threads, worker_class=worker_class
     )
     factory = trivial_app if app == "trivial" else None
-    if app == REPLAYED:
-        replay_the_first_decision()
     WebhookServer(settings, default_sources, partial(write_port, port_file), factory).run()
-
-
-REPLAYED = "replayed"
-"""The webhook with every review's decision replayed from the first one (the benchmark sends one
-review): what /mutate costs around `decide`, measured in the same run. A diagnostic, not a mode."""
-
-
-def replay_the_first_decision() -> None:
-    """Before gunicorn forks: each worker decides its first review and answers every later one
-    with that decision (the route looks `decide_review` up on the module on every review)."""
-    from webhook import admission
-
-    decide = admission.decide_review
-    first: list[Any] = []
-
-    def replay(review: Any, catalog: Any, inventory: Any) -> Any:
-        if not first:
-            first.append(decide(review, catalog, inventory))
-        return first[0]
-
-    admission.decide_review = replay
 
 
 def default_sources() -> tuple[Any, Any]:
@@ -197,7 +181,65 @@ def post(conn: http.client.HTTPSConnection, body: bytes) -> bool:
     return status == 200
 
 
-def saturate_python(port: int, ca: Path, body: bytes, connections: int, seconds: float) -> int:
+# --- the two loads ---------------------------------------------------------------------------
+LOADS = ("replicas", "distinct")
+SEQUENCE_ANNOTATION = "bench.gpu-webhook.io/sequence"
+_MARK = "@@sequence@@"
+
+
+@dataclass(frozen=True)
+class Bodies:
+    """The reviews a load sends: the same one every time (`replicas`), or each with its own value
+    of SEQUENCE_ANNOTATION (`distinct`), made from `head`, a sequence and `tail`."""
+
+    load: str
+    review: bytes
+    head: str = ""
+    tail: str = ""
+    counter: Iterator[int] = field(default_factory=itertools.count, compare=False)
+
+    @classmethod
+    def of(cls, load: str, review: bytes) -> Bodies:
+        if load == "replicas":
+            return cls(load, review)
+        document = json.loads(review)
+        metadata = document["request"]["object"].setdefault("metadata", {})
+        metadata.setdefault("annotations", {})[SEQUENCE_ANNOTATION] = _MARK
+        head, tail = json.dumps(document).split(_MARK)
+        return cls(load, review, head, tail)
+
+    def next(self) -> bytes:
+        """The next review to send (thread-safe: `itertools.count` is atomic under the GIL)."""
+        if self.load == "replicas":
+            return self.review
+        return f"{self.head}{next(self.counter)}-{time.monotonic_ns()}{self.tail}".encode()
+
+    def wrk_lines(self) -> list[str]:
+        """wrk's Lua: a fixed body, or `request()` making each one (unique across its threads and runs)."""
+        lines = ['wrk.method = "POST"', 'wrk.headers["Content-Type"] = "application/json"']
+        if self.load == "replicas":
+            return [*lines, f"wrk.body = {_lua_string(self.review.decode())}"]
+        return [
+            *lines,
+            f"local head, tail = {_lua_string(self.head)}, {_lua_string(self.tail)}",
+            f'local run = "{time.monotonic_ns()}"',
+            "local threads = 0",
+            'function setup(thread) thread:set("id", threads); threads = threads + 1 end',
+            "local n = 0",
+            "function request()",
+            "  n = n + 1",
+            '  return wrk.format(nil, nil, nil, head .. run .. "-" .. id .. "-" .. n .. tail)',
+            "end",
+        ]
+
+
+def _lua_string(text: str) -> str:
+    """A Lua long string: no escapes inside, so JSON goes in as it is."""
+    assert "]==]" not in text and not text.startswith("\n")
+    return f"[==[{text}]==]"
+
+
+def saturate_python(port: int, ca: Path, bodies: Bodies, connections: int, seconds: float) -> int:
     """Closed loop: every connection sends its next request as soon as the last one is answered."""
     tally = Tally()
     stop_at = time.monotonic() + seconds
@@ -205,7 +247,7 @@ def saturate_python(port: int, ca: Path, body: bytes, connections: int, seconds:
     def loop() -> None:
         conn = connect(port, ca)
         while time.monotonic() < stop_at:
-            tally.add(0.0 if post(conn, body) else None)
+            tally.add(0.0 if post(conn, bodies.next()) else None)
         conn.close()
 
     run_threads(loop, connections)
@@ -222,11 +264,12 @@ class Latency:
     count: int
 
 
-def wrk(port: int, body: bytes, connections: int, seconds: float, workdir: Path, delay_ms: float = 0) -> str:
+def wrk(
+    port: int, bodies: Bodies, connections: int, seconds: float, workdir: Path, delay_ms: float = 0
+) -> str:
     """Run wrk against /mutate; with `delay_ms`, each connection waits that long between requests."""
     script = workdir / "post.lua"
-    lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(body.decode())}"]
-    lines.append('wrk.headers["Content-Type"] = "application/json"')
+    lines = bodies.wrk_lines()
     if delay_ms:
         lines.append(f"function delay() return {delay_ms:.3f} end")
     script.write_text("\n".join(lines) + "\n")
@@ -239,14 +282,14 @@ def wrk(port: int, body: bytes, connections: int, seconds: float, workdir: Path,
     return output
 
 
-def saturate_wrk(port: int, body: bytes, connections: int, seconds: float, workdir: Path) -> int:
-    return int(_found(r"(\d+) requests in", wrk(port, body, connections, seconds, workdir))[0])
+def saturate_wrk(port: int, bodies: Bodies, connections: int, seconds: float, workdir: Path) -> int:
+    return int(_found(r"(\d+) requests in", wrk(port, bodies, connections, seconds, workdir))[0])
 
 
 PACING_TRIES = 4
 
 
-def paced_wrk(port: int, body: bytes, rate: float, seconds: float, workdir: Path, conns: int) -> Latency:
+def paced_wrk(port: int, bodies: Bodies, rate: float, seconds: float, workdir: Path, conns: int) -> Latency:
     """Each connection pauses between an answer and its next request, so it sends one request
     per pause plus answer time: from each try's rate, the pause is set again to what leaves that
     answer time, until the rate is within 5% of `rate`; else the try closest to it counts (the
@@ -254,7 +297,7 @@ def paced_wrk(port: int, body: bytes, rate: float, seconds: float, workdir: Path
     delay_ms = conns * 1000 / rate
     tries: list[tuple[float, str]] = []
     for _ in range(PACING_TRIES):
-        output = wrk(port, body, conns, seconds, workdir, delay_ms=delay_ms)
+        output = wrk(port, bodies, conns, seconds, workdir, delay_ms=delay_ms)
         achieved = float(_found(r"Requests/sec:\s+([\d.]+)", output)[0])
         tries.append((achieved, output))
         if abs(achieved - rate) <= 0.05 * rate:
@@ -278,15 +321,17 @@ def _found(pattern: str, output: str) -> tuple[str, ...]:
     return match.groups()
 
 
-def paced_python(port: int, ca: Path, body: bytes, rate: float, seconds: float, connections: int) -> Latency:
+def paced_python(
+    port: int, ca: Path, bodies: Bodies, rate: float, seconds: float, connections: int
+) -> Latency:
     began = time.monotonic()
-    tally = paced(port, ca, body, rate, seconds, connections)
+    tally = paced(port, ca, bodies, rate, seconds, connections)
     samples = [s * 1000 for s in tally.latencies]
     achieved = len(samples) / (time.monotonic() - began - PACED_START)
     return Latency(rate, achieved, percentile(samples, 0.50), percentile(samples, 0.99), len(samples))
 
 
-def paced(port: int, ca: Path, body: bytes, rate: float, seconds: float, connections: int) -> Tally:
+def paced(port: int, ca: Path, bodies: Bodies, rate: float, seconds: float, connections: int) -> Tally:
     """Open loop at `rate` req/s; latency counts from the scheduled send time."""
     tally = Tally()
     interval = connections / rate
@@ -294,11 +339,11 @@ def paced(port: int, ca: Path, body: bytes, rate: float, seconds: float, connect
 
     def loop(offset: float) -> None:
         conn = connect(port, ca)
-        post(conn, body)  # handshake and warm-up outside the measurement
+        post(conn, bodies.next())  # handshake and warm-up outside the measurement
         scheduled = start + offset
         while scheduled < start + seconds:
             time.sleep(max(0.0, scheduled - time.monotonic()))
-            ok = post(conn, body)
+            ok = post(conn, bodies.next())
             tally.add(time.monotonic() - scheduled if ok else None)
             scheduled += interval
         conn.close()
@@ -345,78 +390,102 @@ class Run:
     connections: int
     use_wrk: bool
     workdir: Path
-    body: bytes = field(default_factory=REVIEW.read_bytes)
+    review: bytes = field(default_factory=REVIEW.read_bytes)
 
     @property
     def ca(self) -> Path:
         return self.workdir / "certs" / "ca.crt"
 
-    def saturate(self, server: Server, seconds: float | None = None) -> Sample:
+    def saturate(self, server: Server, load: str, seconds: float | None = None) -> Sample:
         seconds = seconds or self.seconds
+        bodies = Bodies.of(load, self.review)
         cpu, started = server.cpu_seconds(), time.monotonic()
         if self.use_wrk:
-            answered = saturate_wrk(server.port, self.body, self.connections, seconds, self.workdir)
+            answered = saturate_wrk(server.port, bodies, self.connections, seconds, self.workdir)
         else:
-            answered = saturate_python(server.port, self.ca, self.body, self.connections, seconds)
+            answered = saturate_python(server.port, self.ca, bodies, self.connections, seconds)
         elapsed, used = time.monotonic() - started, server.cpu_seconds() - cpu
         return Sample(answered / elapsed, used * 1000 / max(answered, 1))
 
-    def latency(self, server: Server, rate: float) -> Latency:
+    def latency(self, server: Server, load: str, rate: float) -> Latency:
+        bodies = Bodies.of(load, self.review)
         if self.use_wrk:
-            return paced_wrk(server.port, self.body, rate, self.seconds, self.workdir, self.connections)
-        return paced_python(server.port, self.ca, self.body, rate, self.seconds, self.connections)
+            return paced_wrk(server.port, bodies, rate, self.seconds, self.workdir, self.connections)
+        return paced_python(server.port, self.ca, bodies, rate, self.seconds, self.connections)
+
+    def cache_hits(self, server: Server, load: str) -> float:
+        """The share of /mutate's reviews answered from the decision cache during a short run of
+        `load`, from the webhook's own metric (each worker adds its tally every FLUSH_SECONDS)."""
+        before = self._cache_counts(server)
+        self.saturate(server, load, 1)
+        time.sleep(FLUSH_WAIT)
+        hits, total = (
+            after - earlier for after, earlier in zip(self._cache_counts(server), before, strict=True)
+        )
+        return hits / max(total, 1)
+
+    def _cache_counts(self, server: Server) -> tuple[float, float]:
+        status, body = request(connect(server.port, self.ca), "GET", "/metrics", b"")
+        if status != 200:
+            raise RuntimeError(f"/metrics answered {status}")
+        counts = {"hit": 0.0, "total": 0.0}
+        for line in body.decode().splitlines():
+            match = re.match(r"gpu_webhook_decision_cache_total\{(.*)\} (\S+)$", line)
+            if match and 'endpoint="mutate"' in match[1]:
+                counts["total"] += float(match[2])
+                counts["hit"] += float(match[2]) if 'result="hit"' in match[1] else 0.0
+        return counts["hit"], counts["total"]
+
+
+FLUSH_WAIT = 1.5
+"""Longer than the webhook's FLUSH_SECONDS: every worker has added its tally to the metrics."""
 
 
 @dataclass
 class Figures:
-    trivial: list[Sample] = field(default_factory=list)
-    webhook: list[Sample] = field(default_factory=list)
-    replayed: list[Sample] = field(default_factory=list)
-    """The webhook with its first decision replayed (gthread only): everything but `decide`."""
+    samples: dict[tuple[str, str], list[Sample]] = field(default_factory=dict)
+    """By (app, load): the trivial app or the webhook, under each load."""
     latencies: dict[str, Latency] = field(default_factory=dict)
+    """By load (gthread): /mutate at half the trivial app's saturating rate under that load."""
+    cache_hits: dict[str, float] = field(default_factory=dict)
+    """By load (gthread): the share of /mutate's reviews answered from the decision cache."""
 
-    def samples(self, app: str) -> list[Sample]:
-        found: list[Sample] = getattr(self, app)
-        return found
+    def add(self, app: str, load: str, sample: Sample) -> None:
+        self.samples.setdefault((app, load), []).append(sample)
 
-    def rate(self, app: str) -> float:
-        return statistics.median(s.rate for s in self.samples(app))
+    def rate(self, app: str, load: str) -> float:
+        return statistics.median(s.rate for s in self.samples[app, load])
 
-    def cpu_ms(self, app: str) -> float:
-        return statistics.median(s.cpu_ms for s in self.samples(app))
+    def cpu_ms(self, app: str, load: str) -> float:
+        return statistics.median(s.cpu_ms for s in self.samples[app, load])
 
-    @property
-    def ratio(self) -> float:
-        return self.ratio_of("webhook")
-
-    def ratio_of(self, app: str) -> float:
+    def ratio(self, load: str) -> float:
         """Median of the per-round ratios: each round measures the apps back to back."""
-        pairs = zip(self.trivial, self.samples(app), strict=True)
+        pairs = zip(self.samples["trivial", load], self.samples["webhook", load], strict=True)
         return statistics.median(w.rate / t.rate for t, w in pairs)
 
 
 def measure(run: Run, worker_class: str, rounds: int) -> Figures:
-    """All servers up at once (an idle one costs nothing); rounds alternate between them so a
-    change in the machine's background load hits them alike."""
+    """Both servers up at once (an idle one costs nothing); rounds alternate between the servers
+    and the loads so a change in the machine's background load hits them alike."""
     figures = Figures()
-    with_replayed = worker_class == "gthread"
     with (
         running("trivial", worker_class, run.workdir) as trivial,
         running("webhook", worker_class, run.workdir) as hook,
-        running(REPLAYED, worker_class, run.workdir) if with_replayed else nullcontext() as replayed,
     ):
-        run.saturate(trivial, 1)  # warm-up
-        run.saturate(hook, 1)
-        if replayed is not None:
-            run.saturate(replayed, 1)
+        servers = {"trivial": trivial, "webhook": hook}
+        for server in servers.values():  # warm-up
+            for load in LOADS:
+                run.saturate(server, load, 1)
         for _ in range(rounds):
-            figures.trivial.append(run.saturate(trivial))
-            figures.webhook.append(run.saturate(hook))
-            if replayed is not None:
-                figures.replayed.append(run.saturate(replayed))
-        figures.latencies["half /mutate's"] = run.latency(hook, figures.rate("webhook") / 2)
-        if worker_class == "gthread":
-            figures.latencies["half the trivial app's"] = run.latency(hook, figures.rate("trivial") / 2)
+            for load in LOADS:
+                for app, server in servers.items():
+                    figures.add(app, load, run.saturate(server, load))
+        if worker_class != "gthread":
+            return figures  # sync pays a TLS handshake per review: throughput says enough
+        for load in LOADS:
+            figures.latencies[load] = run.latency(hook, load, figures.rate("trivial", load) / 2)
+            figures.cache_hits[load] = run.cache_hits(hook, load)
     return figures
 
 
@@ -453,7 +522,7 @@ def breakdown_setup() -> tuple[Any, Any, bytes, dict[str, AbstractContextManager
 
     configure_logging(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as this process
     catalog, inventory = default_sources()
-    app = create_app(catalog, inventory)
+    app = create_app(catalog, inventory, decision_cache=0)  # every request decided, as the parts say
     start_sources(app)
     body = REVIEW.read_bytes()
     review = admission.parse_body(body)
@@ -582,7 +651,7 @@ def main() -> int:
         run = Run(args.seconds, args.connections, use_wrk, Path(temporary))
         write_certificates(run.workdir / "certs")
         results = {worker_class: measure(run, worker_class, args.rounds) for worker_class in WORKER_CLASSES}
-        decide_ms = in_process_decide_ms(run.body)
+        decide_ms = in_process_decide_ms(run.review)
     parts = run_breakdown()
     report(results, decide_ms, "wrk" if use_wrk else "python threads", time.monotonic() - started)
     report_breakdown(parts)
@@ -619,33 +688,34 @@ def report(results: dict[str, Figures], decide_ms: float, generator: str, elapse
     print(f"gpu-webhook server benchmark: {WORKERS} workers, {THREADS} threads (gthread), TLS, loopback")
     print(f"webhook.core: {core_build()} (the interpreter's installed gpu-webhook)")
     print(f"load generator: {generator}; review: {REVIEW.relative_to(ROOT)}; medians of alternating rounds")
-    print(f"{'worker class':<14}{'trivial req/s':>15}{'/mutate req/s':>15}{'ratio':>8}   (target >= 0.8x)")
-    for worker_class, figures in results.items():
-        trivial, webhook = figures.rate("trivial"), figures.rate("webhook")
-        print(f"{worker_class:<14}{trivial:>15.0f}{webhook:>15.0f}{figures.ratio:>7.2f}x")
-    heading = f"{'worker class':<14}{'trivial CPU ms':>15}{'/mutate CPU ms':>15}{'ratio':>8}"
-    print(heading + "   (server CPU per request: the ratio a dedicated machine would show)")
-    for worker_class, figures in results.items():
-        trivial, webhook = figures.cpu_ms("trivial"), figures.cpu_ms("webhook")
-        print(f"{worker_class:<14}{trivial:>15.2f}{webhook:>15.2f}{trivial / webhook:>7.2f}x")
-    threaded = results["gthread"]
-    replayed_rate, replayed_ratio = threaded.rate(REPLAYED), threaded.ratio_of(REPLAYED)
-    decide_cpu_ms = threaded.cpu_ms("webhook") - threaded.cpu_ms(REPLAYED)
+    print("loads: replicas (the same pod every time), distinct (each pod different: each one decided)")
     print(
-        f"gthread /mutate with its first decision replayed (all but decide): {replayed_rate:.0f} req/s, "
-        f"{replayed_ratio:.2f}x; decide costs {decide_cpu_ms:.2f} ms of server CPU per request under load"
+        f"{'worker class':<14}{'load':<10}{'trivial req/s':>14}{'/mutate req/s':>14}{'ratio':>7}"
+        f"{'trivial CPU ms':>16}{'/mutate CPU ms':>16}{'cache hits':>12}"
     )
-    print(f"in-process parse + decide + response of the same review: {decide_ms:.2f} ms")
-    gthread, sync = (results[c].rate("webhook") for c in ("gthread", "sync"))
-    print(f"/mutate throughput, gthread vs sync: {gthread / sync:.2f}x")
-    print("/mutate latency (target p99 < 10 ms at half the trivial app's saturating rate):")
     for worker_class, figures in results.items():
-        for which, latency in figures.latencies.items():
-            overload = "  (above /mutate's capacity)" if latency.rate > figures.rate("webhook") else ""
+        for load in LOADS:
+            hits = figures.cache_hits.get(load)
             print(
-                f"  {worker_class:<8} asked {latency.rate:5.0f} req/s ({which} saturating rate), "
-                f"got {latency.achieved:5.0f}: p50 {latency.p50:7.2f} ms  p99 {latency.p99:7.2f} ms"
-                f"  n={latency.count}{overload}"
+                f"{worker_class:<14}{load:<10}{figures.rate('trivial', load):>14.0f}"
+                f"{figures.rate('webhook', load):>14.0f}{figures.ratio(load):>6.2f}x"
+                f"{figures.cpu_ms('trivial', load):>16.2f}{figures.cpu_ms('webhook', load):>16.2f}"
+                + (f"{hits:>12.0%}" if hits is not None else "")
+            )
+    print("  (ratio: throughput, target >= 0.8x; CPU: the server's per request, master and workers)")
+    threaded = results["gthread"]
+    decide_cpu_ms = threaded.cpu_ms("webhook", "distinct") - threaded.cpu_ms("webhook", "replicas")
+    print(f"gthread: deciding instead of answering from the cache costs {decide_cpu_ms:.2f} ms of server CPU")
+    print(f"in-process parse + decide + response of the review, each decided: {decide_ms:.2f} ms")
+    gthread, sync = (results[c].rate("webhook", "distinct") for c in ("gthread", "sync"))
+    print(f"/mutate throughput under the distinct load, gthread vs sync: {gthread / sync:.2f}x")
+    print("/mutate latency at half the trivial app's saturating rate (target p99 < 10 ms):")
+    for worker_class, figures in results.items():
+        for load, latency in figures.latencies.items():
+            overload = "  (above /mutate's capacity)" if latency.rate > figures.rate("webhook", load) else ""
+            print(
+                f"  {worker_class:<8}{load:<10} asked {latency.rate:5.0f} req/s, got {latency.achieved:5.0f}:"
+                f" p50 {latency.p50:7.2f} ms  p99 {latency.p99:7.2f} ms  n={latency.count}{overload}"
             )
     print(f"total time {elapsed:.0f} s")
 

@@ -425,7 +425,11 @@ class Run:
         return hits / max(total, 1)
 
     def _cache_counts(self, server: Server) -> tuple[float, float]:
-        status, body = request(connect(server.port, self.ca), "GET", "/metrics", b"")
+        conn = connect(server.port, self.ca)
+        try:
+            status, body = request(conn, "GET", "/metrics", b"")
+        finally:
+            conn.close()
         if status != 200:
             raise RuntimeError(f"/metrics answered {status}")
         counts = {"hit": 0.0, "total": 0.0}

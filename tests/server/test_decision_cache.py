@@ -22,7 +22,7 @@ from webhook.admission import Review
 from webhook.cli import main
 from webhook.core.model import Catalog, Decision, Inventory
 from webhook.server.app import create_app, start_sources, stop_sources
-from webhook.server.decision_cache import MAX_OBJECT_BYTES, DecisionCache
+from webhook.server.decision_cache import DEFAULT_CAPACITY, MAX_OBJECT_BYTES, DecisionCache
 from webhook.server.gunicorn_app import ServerSettings, WebhookServer
 from webhook.server.logs import JsonLineFormatter
 from webhook.sources import FileInventorySource, StaticCatalogSource
@@ -239,9 +239,9 @@ def test_every_corpus_pod_gets_the_same_answer_from_the_cache(
 
 
 # --- through the app: the log line, the metric, the switch ------------------------------------
-def app_with_cache(size: int | None = None) -> Flask:
+def app_with_cache(size: int = DEFAULT_CAPACITY) -> Flask:
     catalog, inventory = default_sources()
-    app = create_app(catalog, inventory, **({} if size is None else {"decision_cache": size}))
+    app = create_app(catalog, inventory, decision_cache=size)
     start_sources(app)
     return app
 

@@ -73,9 +73,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--decision-cache",
         type=_not_negative,
+        default=DECISION_CACHE,
         metavar="N",
         help="decisions each worker remembers for identical CREATEs, e.g. a ReplicaSet's pods; 0: none"
-        f" (default: {DECISION_CACHE})",
+        " (default: %(default)s)",
     )
     parser.add_argument(
         "--cert-check-seconds",

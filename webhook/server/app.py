@@ -92,11 +92,11 @@ class Routes:
     def __init__(
         self,
         runtime: Runtime,
-        extra_metrics: tuple[CollectorRegistry, ...] = (),
-        decisions: DecisionCache | None = None,
+        extra_metrics: tuple[CollectorRegistry, ...],
+        decisions: DecisionCache,
     ) -> None:
         self._runtime = runtime
-        self._decisions = decisions if decisions is not None else DecisionCache(0)
+        self._decisions = decisions
         self._extra_metrics = extra_metrics
         self._metrics = runtime.metrics
         self._log = runtime.log

@@ -22,7 +22,7 @@ against the same catalog and inventory gets that decision again without deciding
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from hashlib import blake2b
 from typing import Final, Literal
 
@@ -98,13 +98,4 @@ class DecisionCache:
 
 
 def _without_mutated(decision: Decision) -> Decision:
-    return Decision(
-        allowed=decision.allowed,
-        template=decision.template,
-        policy=decision.policy,
-        mode=decision.mode,
-        violations=decision.violations,
-        warnings=decision.warnings,
-        mutated=None,
-        patch=decision.patch,
-    )
+    return replace(decision, mutated=None)

@@ -16,6 +16,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from webhook.server import gunicorn_conf
+from webhook.server.decision_cache import DEFAULT_CAPACITY
 from webhook.sources import CatalogSource, InventorySource
 from webhook.tls.reload import DEFAULT_INTERVAL, ReloadingContext, TLSFiles
 
@@ -32,8 +33,8 @@ class ServerSettings:
     cert_check_seconds: float = DEFAULT_INTERVAL
     worker_class: str | None = None
     """Override gunicorn_conf's worker class (the benchmark compares sync and gthread)."""
-    decision_cache: int | None = None
-    """Decisions each worker remembers (None: the app's default; 0: none)."""
+    decision_cache: int = DEFAULT_CAPACITY
+    """Decisions each worker remembers (0: none)."""
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -91,7 +92,7 @@ def concrete_address(bind: str) -> tuple[str, int]:
         return host, int(probe.getsockname()[1])
 
 
-def _webhook_app(sources: SourcesFactory, decision_cache: int | None = None) -> Any:
+def _webhook_app(sources: SourcesFactory, decision_cache: int = DEFAULT_CAPACITY) -> Any:
     """The webhook app with the report routes and inventory gauges, built in each worker."""
     from webhook.report.service import ReportService
     from webhook.server.app import create_app
@@ -102,7 +103,8 @@ def _webhook_app(sources: SourcesFactory, decision_cache: int | None = None) -> 
     catalog, inventory = sources()
     service = ReportService(inventory, catalog)
     gauges = report_metrics(inventory, catalog, service)
-    cache = {} if decision_cache is None else {"decision_cache": decision_cache}
-    app = create_app(catalog, inventory, metrics=metrics, extra_metrics=[gauges], **cache)
+    app = create_app(
+        catalog, inventory, metrics=metrics, extra_metrics=[gauges], decision_cache=decision_cache
+    )
     app.register_blueprint(report_blueprint(inventory, catalog, service))
     return app

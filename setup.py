@@ -23,7 +23,7 @@ def compiled_extensions() -> list[object]:
     if os.environ.get(SWITCH) != "1":
         return []
     if "editable_wheel" in sys.argv:
-        sys.exit(f"{SWITCH}=1 builds wheels and installs, not editable installs: unset it for `pip install -e`")
+        sys.exit(f"{SWITCH}=1 builds wheels and installs, not editable installs: unset it for pip install -e")
     from mypyc.build import mypycify
 
     return list(mypycify(COMPILED, opt_level="3", group_name="gpu_webhook"))

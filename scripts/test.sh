@@ -5,8 +5,8 @@ cd "$(dirname "$0")/.."
 scripts/setup-system.sh || echo "test: could not install the Debian packages above; the tests that need them will skip" >&2
 scripts/setup.sh
 . .venv/bin/activate
-echo "== ruff"; ruff check webhook tests tools benchmarks
-echo "== ruff format"; ruff format --check webhook tests tools benchmarks
+echo "== ruff"; ruff check webhook tests tools benchmarks setup.py
+echo "== ruff format"; ruff format --check webhook tests tools benchmarks setup.py
 echo "== mypy"; mypy
 echo "== lint templates and policies"; gpu-webhook lint templates policies
 echo "== pytest"; python -m pytest "$@"

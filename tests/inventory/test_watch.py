@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from tests.builders import A100, make_node, make_pod, mixed_node, whole_node
 from tests.inventory.fake_apiserver import FakeApiServer, wait_for
 from webhook.core.model import UNKNOWN_INVENTORY, Inventory
-from webhook.inventory.watch import POD_FIELD_SELECTOR, ClusterInventorySource, WatchConfigError
+from webhook.inventory.watch import POD_FIELD_SELECTOR, ClusterInventorySource, ClusterState, WatchConfigError
 
 MIG_1G = "nvidia.com/mig-1g.10gb"
 
@@ -127,6 +128,74 @@ def test_added_modified_deleted_events_update_the_snapshot(
     streams = running.status()["streams"]
     assert streams["nodes"]["events"] >= 3
     assert streams["pods"]["events"] >= 3
+
+
+def heartbeat(node: Any, beat: int) -> Any:
+    """The node as its kubelet reports it again: only the status conditions change."""
+    stamp = f"2026-12-05T08:{beat:02d}:00Z"
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": stamp}]
+    return node
+
+
+def cpu_pod(name: str, node: str = "cpu-0") -> Any:
+    pod = make_pod(name).namespace("team-a").container("app", limits={"cpu": "1"}).build()
+    pod["spec"]["nodeName"] = node
+    pod["status"] = {"phase": "Running"}
+    return pod
+
+
+def test_events_that_change_nothing_it_counts_keep_the_published_inventory(
+    server: FakeApiServer, running: ClusterInventorySource
+) -> None:
+    published, rebuilds = running.current(), running.status()["rebuilds"]
+    for beat in range(3):
+        server.put("nodes", heartbeat(mig_node(), beat))
+        server.put("nodes", heartbeat(make_node("cpu-0"), beat))
+    for index in range(10):
+        server.put("pods", cpu_pod(f"web-{index}"))
+    relabelled = bound_pod("slice-a", "mig-0")
+    relabelled["metadata"]["labels"] = {"app": "renamed"}
+    server.put("pods", relabelled)
+    server.delete("pods", cpu_pod("web-0"))
+    streams = running.status()["streams"]
+    wait_for(lambda: running.status()["streams"]["nodes"]["events"] >= streams["nodes"]["events"] + 6)
+    wait_for(lambda: running.status()["streams"]["pods"]["events"] >= streams["pods"]["events"] + 12)
+    time.sleep(0.3)  # six rebuild intervals: any rebuild asked for has run
+    assert running.current() is published
+    assert running.status()["rebuilds"] == rebuilds
+
+    server.put("pods", bound_pod("slice-b", "mig-0"))
+    wait_for(lambda: used(running.current(), "mig-0", MIG_1G) == 2, what="a second slice pod")
+    assert running.current() is not published
+
+
+def test_a_relist_that_finds_nothing_new_keeps_the_published_inventory(
+    server: FakeApiServer, running: ClusterInventorySource
+) -> None:
+    published = running.current()
+    server.expire_watches("pods")
+    wait_for(lambda: len(server.requests("pods", watch=False)) == 2, what="a second pod list")
+    wait_for(lambda: running.status()["unchangedRebuilds"] >= 1, what="the rebuild after the relist")
+    assert running.current() is published
+
+
+def test_cluster_state_says_which_events_change_the_inventory() -> None:
+    state = ClusterState()
+    assert state.apply_node("ADDED", mig_node()) is True
+    assert state.apply_node("MODIFIED", heartbeat(mig_node(), 1)) is False
+    assert state.apply_node("MODIFIED", mixed_node("mig-0", A100, {"1g.10gb": (14, 9856)})) is True
+    assert state.apply_node("DELETED", make_node("never-seen")) is False
+    assert state.apply_node("DELETED", mig_node()) is True
+
+    assert state.apply_pod("ADDED", bound_pod("slice-a", "mig-0")) is True
+    relabelled = bound_pod("slice-a", "mig-0")
+    relabelled["metadata"]["labels"] = {"app": "renamed"}
+    assert state.apply_pod("MODIFIED", relabelled) is False
+    assert state.apply_pod("MODIFIED", bound_pod("slice-a", "mig-0", count=2)) is True
+    assert state.apply_pod("ADDED", cpu_pod("web")) is False
+    assert state.apply_pod("DELETED", cpu_pod("web")) is False
+    assert state.apply_pod("MODIFIED", bound_pod("slice-a", "mig-0", count=2, phase="Succeeded")) is True
+    assert state.apply_pod("DELETED", bound_pod("slice-a", "mig-0")) is False
 
 
 def test_an_expired_watch_error_event_lists_again(

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ import pytest
 from flask import Flask
 
 from tests.conftest import INVENTORIES, ROOT
+from tests.inventory.fake_apiserver import FakeApiServer, wait_for
+from tests.inventory.test_watch import bound_pod, cpu_pod, heartbeat, mig_node, source_for, used
 from tests.server.conftest import Served
 from tests.server.support import metric_value, vector, write_serving_set
 from tests.test_corpus import FILES, _documents, pods_in
@@ -151,6 +154,37 @@ def test_a_decision_is_kept_only_with_the_snapshot_it_was_made_against(
     monkeypatch.setattr(admission, "decide_review", meanwhile_the_inventory_changes)
     assert cache.decide(replica, catalog, mixed_cluster)[1] == "miss"
     assert cache.decide(replica, catalog, newer)[1] == "miss"
+
+
+def test_with_a_live_inventory_the_cache_outlives_events_that_change_nothing(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """Node heartbeats and pods without accelerators are most of a cluster's events: the live
+    inventory stays the same object through them, so replicas keep being answered from the
+    cache; a pod bound with a GPU slice changes the inventory and starts the cache afresh."""
+    server = FakeApiServer(tmp_path).start()
+    server.put("nodes", mig_node())
+    server.put("pods", bound_pod("slice-a", "mig-0"))
+    source = source_for(server)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        cache = DecisionCache()
+        assert cache.decide(review_of(REPLICA, "uid-1"), catalog, source.current())[1] == "miss"
+        events = source.status()["streams"]["pods"]["events"]
+        for index in range(5):
+            server.put("nodes", heartbeat(mig_node(), index))
+            server.put("pods", cpu_pod(f"web-{index}", node="mig-0"))
+        wait_for(lambda: source.status()["streams"]["pods"]["events"] == events + 5, what="the events")
+        time.sleep(0.3)  # six rebuild intervals
+        assert cache.decide(review_of(REPLICA, "uid-2"), catalog, source.current())[1] == "hit"
+
+        server.put("pods", bound_pod("slice-b", "mig-0"))
+        wait_for(lambda: used(source.current(), "mig-0", "nvidia.com/mig-1g.10gb") == 2, what="the bind")
+        assert cache.decide(review_of(REPLICA, "uid-3"), catalog, source.current())[1] == "miss"
+    finally:
+        source.stop()
+        server.stop()
 
 
 @pytest.mark.parametrize(

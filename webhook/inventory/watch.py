@@ -6,6 +6,15 @@ status or as an ERROR event) lists again at once; any other error waits a bounde
 backoff with jitter first. Events update a compact ClusterState; a third thread publishes a new
 immutable Inventory at most once per `rebuild_interval`, swapped in as one reference.
 
+Only events that change what the inventory is built from ask for a rebuild: a GPU node's parsed
+record, the resource names a node advertises, the accelerators a bound pod holds. Node status
+heartbeats, pods without accelerators and pod changes that keep their node and counts are the
+bulk of a busy cluster's events and change none of it. A rebuild whose snapshot equals the
+published one (after a relist, or changes that cancel out) keeps the published object. So the
+Inventory stays the same object as long as its content holds: the server's decision cache (its
+entries belong to one inventory object) lives on, and a large cluster is not rebuilt every
+second for events that change nothing.
+
 Start it after gunicorn forks (post_fork): threads started before the fork do not run in
 the workers.
 """
@@ -78,13 +87,15 @@ class ClusterState:
         with self._lock:
             self._nodes = fresh
 
-    def apply_node(self, event: str, node: Mapping[str, Any]) -> None:
+    def apply_node(self, event: str, node: Mapping[str, Any]) -> bool:
+        """Apply one event; whether it changed what a snapshot is built from."""
         record = node_record(node)
         with self._lock:
             if event == "DELETED":
-                self._nodes.pop(record.name, None)
-            else:
-                self._nodes[record.name] = self._intern(record)
+                return self._nodes.pop(record.name, None) is not None
+            before = self._nodes.get(record.name)
+            self._nodes[record.name] = self._intern(record)
+            return before != record
 
     def replace_pods(self, usages: Iterable[PodUsage]) -> None:
         with self._lock:
@@ -92,7 +103,9 @@ class ClusterState:
             for usage in usages:
                 self._put(usage)
 
-    def apply_pod(self, event: str, pod: Mapping[str, Any]) -> None:
+    def apply_pod(self, event: str, pod: Mapping[str, Any]) -> bool:
+        """Apply one event; whether it changed what a snapshot is built from (the node and the
+        counts of an accelerator pod: its trimmed JSON is for reports, read live)."""
         usage = None if event == "DELETED" else pod_usage(pod)
         metadata = _mapping(pod.get("metadata"))
         key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name') or ''}"
@@ -102,6 +115,7 @@ class ClusterState:
                 self._count(old, -1)
             if usage is not None:
                 self._put(usage)
+        return _held(old) != _held(usage)
 
     def snapshot(self) -> Inventory:
         with self._lock:
@@ -169,7 +183,8 @@ class _Stream:
     list_fn: Callable[..., Any]
     parse: Callable[[Mapping[str, Any]], Any]
     replace: Callable[[Iterable[Any]], None]
-    apply: Callable[[str, Mapping[str, Any]], None]
+    apply: Callable[[str, Mapping[str, Any]], bool]
+    """Apply one watch event; True when it changed what the inventory is built from."""
     field_selector: str | None
     backoff: Backoff
     synced: bool = False
@@ -222,6 +237,7 @@ class ClusterInventorySource:
         self._inventory: Inventory | None = None
         self._published_at = 0.0
         self._rebuilds = 0
+        self._unchanged_rebuilds = 0
         self._dirty = threading.Event()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -280,6 +296,7 @@ class ClusterInventorySource:
             **self._state.counts(),
             "snapshotAgeSeconds": round(age, 3) if age is not None else None,
             "rebuilds": self._rebuilds,
+            "unchangedRebuilds": self._unchanged_rebuilds,
             "lastError": next((s.last_error for s in self._streams if s.last_error), None),
             "streams": {s.name: s.status() for s in self._streams},
         }
@@ -315,7 +332,7 @@ class ClusterInventorySource:
         list_fn: Callable[..., Any],
         parse: Callable[[Mapping[str, Any]], Any],
         replace_all: Callable[[Iterable[Any]], None],
-        apply: Callable[[str, Mapping[str, Any]], None],
+        apply: Callable[[str, Mapping[str, Any]], bool],
         field_selector: str | None,
     ) -> _Stream:
         base, cap, rng = self._backoff
@@ -412,10 +429,11 @@ class ClusterInventorySource:
         if kind == "BOOKMARK":
             stream.bookmarks += 1
             return
-        stream.apply(str(kind), obj)
+        changed = stream.apply(str(kind), obj)
         stream.events += 1
         stream.backoff.reset()
-        self._changed()
+        if changed:
+            self._changed()
 
     def _changed(self, initial: bool = False) -> None:
         if initial and self._inventory is None and all(s.synced for s in self._streams):
@@ -437,7 +455,12 @@ class ClusterInventorySource:
                 self._publish()
 
     def _publish(self) -> None:
-        self._inventory = self._state.snapshot()
+        """Swap in a new snapshot, unless it equals the published one: then that object stays."""
+        fresh = self._state.snapshot()
+        if fresh != self._inventory:
+            self._inventory = fresh
+        else:
+            self._unchanged_rebuilds += 1
         self._published_at = time.monotonic()
         self._rebuilds += 1
 
@@ -455,6 +478,11 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, ApiException):
         return f"API server answered {exc.status} {exc.reason}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _held(usage: PodUsage | None) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+    """What the inventory counts of a pod: its node and accelerator counts."""
+    return None if usage is None else (usage.node, usage.counts)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

@@ -11,7 +11,8 @@ against the same catalog and inventory gets that decision again without deciding
   seconds), with the kind and the namespace. Objects over MAX_OBJECT_BYTES are not kept.
 - The entries belong to one (catalog, inventory) pair, compared by identity: both are immutable
   values that the sources replace when something changes (a catalog reload; an inventory
-  update, at most once a second in a live cluster), and a new pair starts an empty generation.
+  update, at most once a second in a live cluster and only when GPU nodes or the
+  accelerators of bound pods change), and a new pair starts an empty generation.
   A decision is stored in the generation it was decided against, never in a newer one.
 - Dry-run reviews, UPDATEs (whose decision depends on the old object too), DELETEs and
   CONNECTs are always decided: nothing is cached for a dry run.

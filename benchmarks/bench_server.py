@@ -11,7 +11,10 @@ Prints, per load:
 - throughput (req/s) of the trivial app and of /mutate, and their ratio (target >= 0.8x), and
   the server CPU per request of both;
 - under gthread, the share of /mutate's reviews answered from the decision cache (its metric),
-  and p50/p99 latency of /mutate at half the trivial app's saturating rate (target p99 < 10 ms).
+  and p50/p99 latency of /mutate at half the trivial app's saturating rate (target p99 < 10 ms)
+  and at a fixed rate (--fixed-rate, 1,000 req/s: a budget that does not move with the trivial
+  app or the machine's other tenants);
+- the server CPU a decided review costs over the trivial app's request (distinct load).
 
 The load generator is `wrk` when installed (keep-alive, C; the distinct pods are made by its
 Lua `request()`, for the trivial app too), else standard-library threads with keep-alive TLS
@@ -19,7 +22,7 @@ connections. Both share the 2 CPUs with the server: the figures are ratios measu
 run, not absolute capacity.
 
     python benchmarks/bench_server.py [--seconds 3] [--rounds 3] [--connections 8]
-                                      [--generator auto|wrk|python]
+                                      [--generator auto|wrk|python] [--fixed-rate 1000]
 
 All servers run the build of `webhook` the interpreter imports: .venv-compiled/bin/python for the
 compiled core the image ships (scripts/setup-compiled.sh), .venv/bin/python for the pure sources.
@@ -390,6 +393,7 @@ class Run:
     connections: int
     use_wrk: bool
     workdir: Path
+    fixed_rate: float = 1000.0
     review: bytes = field(default_factory=REVIEW.read_bytes)
 
     @property
@@ -451,6 +455,8 @@ class Figures:
     """By (app, load): the trivial app or the webhook, under each load."""
     latencies: dict[str, Latency] = field(default_factory=dict)
     """By load (gthread): /mutate at half the trivial app's saturating rate under that load."""
+    fixed: dict[str, Latency] = field(default_factory=dict)
+    """By load (gthread): /mutate at the run's fixed rate."""
     cache_hits: dict[str, float] = field(default_factory=dict)
     """By load (gthread): the share of /mutate's reviews answered from the decision cache."""
 
@@ -489,6 +495,7 @@ def measure(run: Run, worker_class: str, rounds: int) -> Figures:
             return figures  # sync pays a TLS handshake per review: throughput says enough
         for load in LOADS:
             figures.latencies[load] = run.latency(hook, load, figures.rate("trivial", load) / 2)
+            figures.fixed[load] = run.latency(hook, load, run.fixed_rate)
             figures.cache_hits[load] = run.cache_hits(hook, load)
     return figures
 
@@ -639,6 +646,9 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--generator", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument(
+        "--fixed-rate", type=float, default=1000.0, help="req/s of the fixed-rate latency (default: 1000)"
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="instead: count each part's instructions per request with valgrind (about 3 minutes)",
@@ -652,7 +662,7 @@ def main() -> int:
     use_wrk = args.generator == "wrk" or (args.generator == "auto" and shutil.which("wrk") is not None)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-server-") as temporary:
-        run = Run(args.seconds, args.connections, use_wrk, Path(temporary))
+        run = Run(args.seconds, args.connections, use_wrk, Path(temporary), args.fixed_rate)
         write_certificates(run.workdir / "certs")
         results = {worker_class: measure(run, worker_class, args.rounds) for worker_class in WORKER_CLASSES}
         decide_ms = in_process_decide_ms(run.review)
@@ -710,18 +720,27 @@ def report(results: dict[str, Figures], decide_ms: float, generator: str, elapse
     threaded = results["gthread"]
     decide_cpu_ms = threaded.cpu_ms("webhook", "distinct") - threaded.cpu_ms("webhook", "replicas")
     print(f"gthread: deciding instead of answering from the cache costs {decide_cpu_ms:.2f} ms of server CPU")
+    decided_over = threaded.cpu_ms("webhook", "distinct") - threaded.cpu_ms("trivial", "distinct")
+    print(f"gthread: a decided review costs {decided_over:.2f} ms of server CPU more than the trivial app's")
     print(f"in-process parse + decide + response of the review, each decided: {decide_ms:.2f} ms")
     gthread, sync = (results[c].rate("webhook", "distinct") for c in ("gthread", "sync"))
     print(f"/mutate throughput under the distinct load, gthread vs sync: {gthread / sync:.2f}x")
     print("/mutate latency at half the trivial app's saturating rate (target p99 < 10 ms):")
     for worker_class, figures in results.items():
-        for load, latency in figures.latencies.items():
-            overload = "  (above /mutate's capacity)" if latency.rate > figures.rate("webhook", load) else ""
-            print(
-                f"  {worker_class:<8}{load:<10} asked {latency.rate:5.0f} req/s, got {latency.achieved:5.0f}:"
-                f" p50 {latency.p50:7.2f} ms  p99 {latency.p99:7.2f} ms  n={latency.count}{overload}"
-            )
+        _print_latencies(worker_class, figures, figures.latencies)
+    print("/mutate latency at a fixed rate:")
+    for worker_class, figures in results.items():
+        _print_latencies(worker_class, figures, figures.fixed)
     print(f"total time {elapsed:.0f} s")
+
+
+def _print_latencies(worker_class: str, figures: Figures, latencies: dict[str, Latency]) -> None:
+    for load, latency in latencies.items():
+        overload = "  (above /mutate's capacity)" if latency.rate > figures.rate("webhook", load) else ""
+        print(
+            f"  {worker_class:<8}{load:<10} asked {latency.rate:5.0f} req/s, got {latency.achieved:5.0f}:"
+            f" p50 {latency.p50:7.2f} ms  p99 {latency.p99:7.2f} ms  n={latency.count}{overload}"
+        )
 
 
 def report_breakdown(parts: dict[str, Any]) -> None:

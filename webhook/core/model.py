@@ -238,7 +238,8 @@ class Inventory:
     offers: tuple[SliceOffer, ...]
     largest: Mapping[str, tuple[int, str]]
     advertised: frozenset[str]
-    has_single_nodes: bool
+    single_mig_products: tuple[str, ...]
+    """The `nvidia.com/gpu.product` values of single-strategy MIG nodes (`<model>-MIG-<profile>`)."""
     has_gke_partitions: bool
     whole_gpu_taints: tuple[Taint, ...]
     profiles_by_product: Mapping[str, frozenset[str]]
@@ -254,7 +255,7 @@ UNKNOWN_INVENTORY: Final = Inventory(
     offers=(),
     largest={},
     advertised=frozenset(),
-    has_single_nodes=False,
+    single_mig_products=(),
     has_gke_partitions=False,
     whole_gpu_taints=(),
     profiles_by_product={},

@@ -133,11 +133,14 @@ def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _strategy(labels: Mapping[str, str], allocatable: Mapping[str, int]) -> Strategy:
+    """Single strategy only where GFD renamed the product to `<model>-MIG-<profile>`: the label
+    `nvidia.com/mig.strategy=single` alone is the GPU Operator's default (with MIG config
+    `all-disabled`), and those nodes' `nvidia.com/gpu` are whole GPUs (MIG.md §1.4, §2.2)."""
     if labels.get(GKE_PARTITION_LABEL):
         return "gke"
-    declared = labels.get(STRATEGY_LABEL)
-    if declared == "single" or "-MIG-" in labels.get(PRODUCT_LABEL, ""):
+    if "-MIG-" in str(labels.get(PRODUCT_LABEL, "")):
         return "single"
+    declared = labels.get(STRATEGY_LABEL)
     if declared == "mixed" or any(name.startswith(MIG_PREFIX) for name in allocatable):
         return "mixed"
     return "none"
@@ -230,7 +233,7 @@ def _aggregate(
         offers=offers,
         largest=largest,
         advertised=advertised,
-        has_single_nodes=any(n.strategy == "single" for n in nodes),
+        single_mig_products=tuple(sorted({n.product for n in nodes if n.strategy == "single"})),
         has_gke_partitions=any(n.strategy == "gke" for n in nodes),
         whole_gpu_taints=gpu_taints(whole),
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},

@@ -69,7 +69,7 @@ def test_mixed_strategy_h100_all_balanced() -> None:
         "nvidia.com/mig-2g.20gb",
         "nvidia.com/mig-3g.40gb",
     }
-    assert not inventory.has_single_nodes and not inventory.has_gke_partitions
+    assert not inventory.single_mig_products and not inventory.has_gke_partitions
 
 
 def test_mixed_memory_falls_back_to_the_reference_without_memory_labels() -> None:
@@ -104,7 +104,7 @@ def test_single_strategy_h100_all_1g_10gb() -> None:
     assert offers(inventory) == [("1g.10gb", "single", GPU, inventory.offers[0].memory_mib, 7)]
     assert inventory.offers[0].products == ("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",)
     assert 9000 < inventory.offers[0].memory_mib <= 10240
-    assert inventory.has_single_nodes
+    assert inventory.single_mig_products == ("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",)
     assert GPU not in inventory.largest, "MIG devices posing as nvidia.com/gpu are not whole GPUs"
 
 
@@ -123,6 +123,23 @@ def test_single_strategy_without_the_strategy_label_is_recognised_by_the_product
     labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb"}
     inventory = make_inventory(make_node("h100", labels, {GPU: 2}))
     assert [(o.profile, o.strategy) for o in inventory.offers] == [("3g.40gb", "single")]
+
+
+def test_the_gpu_operator_default_labels_single_on_whole_gpus() -> None:
+    """MIG.md §1.4: the chart sets `mig.strategy: single` and MIG config `all-disabled`; GFD
+    renames the product only when MIG is on (§2.2), so these are 8 whole GPUs."""
+    labels = {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "8",
+        "nvidia.com/mig.capable": "true",
+        "nvidia.com/mig.config": "all-disabled",
+        "nvidia.com/mig.config.state": "success",
+        "nvidia.com/mig.strategy": "single",
+    }
+    inventory = make_inventory(make_node("h100", labels, {GPU: 8}))
+    assert inventory.nodes[0].strategy == "none"
+    assert (inventory.offers, inventory.single_mig_products) == ((), ())
+    assert inventory.largest[GPU] == (8, "h100")
 
 
 def test_an_invalid_single_strategy_setup_offers_nothing() -> None:

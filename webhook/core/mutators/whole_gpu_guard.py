@@ -1,7 +1,9 @@
 """Keep whole-GPU pods off nodes that advertise MIG slices as plain `nvidia.com/gpu`.
 
 On single-strategy and GKE-partitioned nodes a pod asking for `nvidia.com/gpu: 1` gets a
-slice, not a GPU; a pod that wants a whole GPU must avoid them.
+slice, not a GPU; a pod that wants a whole GPU must avoid them. Single-strategy MIG nodes are
+named by their product (`<model>-MIG-<profile>`), never by `nvidia.com/mig.strategy=single`:
+the GPU Operator sets that label by default on nodes whose MIG is disabled, whole-GPU nodes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from webhook.core.model import Finding, Pod, strict_object
 from webhook.core.mutators._pod import LIMITS, RESOURCES, containers, require_node_expressions
 from webhook.core.profiles import GPU
 
-STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"
+PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
 GKE_PARTITION_LABEL: Final = "cloud.google.com/gke-gpu-partition-size"
 
 
@@ -22,11 +24,12 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     offer = env.plan.offer
     if offer is not None and offer.resource == GPU:
         return []  # steered onto MIG nodes on purpose
-    if not (inventory.has_single_nodes or inventory.has_gke_partitions) or not _asks_whole(pod):
+    if not (inventory.single_mig_products or inventory.has_gke_partitions) or not _asks_whole(pod):
         return []
     expressions: list[dict[str, Any]] = []
-    if inventory.has_single_nodes:
-        expressions.append({"key": STRATEGY_LABEL, "operator": "NotIn", "values": ["single"]})
+    if inventory.single_mig_products:
+        products = list(inventory.single_mig_products)
+        expressions.append({"key": PRODUCT_LABEL, "operator": "NotIn", "values": products})
     if inventory.has_gke_partitions:
         expressions.append({"key": GKE_PARTITION_LABEL, "operator": "DoesNotExist"})
     if not require_node_expressions(pod, expressions):

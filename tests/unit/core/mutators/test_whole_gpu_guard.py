@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from tests.builders import make_pod
+from tests.builders import GPU, make_inventory, make_node, make_pod, single_node
 from tests.unit.core.mutators._helpers import apply, terms
 from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import whole_gpu_guard
 
 AFFINITY = "spec.affinity.nodeAffinity"
+H100 = "NVIDIA-H100-80GB-HBM3"
 
 
 def trainer(gpus: int = 2) -> dict[str, object]:
@@ -17,7 +18,25 @@ def trainer(gpus: int = 2) -> dict[str, object]:
 def test_single_strategy_nodes_are_avoided(unit_catalog: Catalog, single: Inventory) -> None:
     mutated, found = apply(whole_gpu_guard.mutate, unit_catalog, trainer(), single)
     assert found == [("SteeredOffMigNodes", AFFINITY)]
-    assert terms(mutated) == [[{"key": "nvidia.com/mig.strategy", "operator": "NotIn", "values": ["single"]}]]
+    products = ["NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb"]
+    assert terms(mutated) == [[{"key": "nvidia.com/gpu.product", "operator": "NotIn", "values": products}]]
+
+
+def test_nodes_labelled_single_with_mig_disabled_stay_allowed(unit_catalog: Catalog) -> None:
+    """The GPU Operator labels every node `nvidia.com/mig.strategy=single` by default, MIG on or
+    off: only the MIG nodes' products are excluded, never the whole-GPU nodes beside them."""
+    labels = {
+        "nvidia.com/gpu.product": H100,
+        "nvidia.com/mig.strategy": "single",
+        "nvidia.com/mig.config": "all-disabled",
+    }
+    operator_default = make_node("h100-whole", labels, {GPU: 8})
+    inventory = make_inventory(single_node("h100-1g", H100, "1g.10gb", 56), operator_default)
+    mutated, found = apply(whole_gpu_guard.mutate, unit_catalog, trainer(), inventory)
+    assert found == [("SteeredOffMigNodes", AFFINITY)]
+    (expression,) = terms(mutated)[0]
+    assert expression["values"] == [f"{H100}-MIG-1g.10gb"]
+    assert H100 not in expression["values"], "the whole-GPU node stays a candidate"
 
 
 def test_gke_partitions_are_avoided(unit_catalog: Catalog, gke: Inventory) -> None:

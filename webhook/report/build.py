@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from webhook.core.model import Catalog, GpuNode, Inventory
-from webhook.core.profiles import GPU, resource_for_profile
+from webhook.core.profiles import GPU
 from webhook.inventory.usage import PodUsage
 from webhook.report.model import (
-    WHOLE_GPU,
     Costs,
     DeviceLine,
     IdleGpu,
@@ -17,6 +16,7 @@ from webhook.report.model import (
     WastefulPod,
 )
 from webhook.report.prices import base_product, gpu_price, merged_prices, slice_share
+from webhook.report.sharing import NOT_SHARED, WHOLE_GPU, DeviceKind, device_kinds, sharing_of
 from webhook.report.utilisation import GpuUtilisation
 from webhook.report.waste import WasteFinder
 
@@ -65,31 +65,34 @@ def build_report(
 
 def _node_report(node: GpuNode, prices: Mapping[str, float]) -> NodeReport:
     price = gpu_price(node, prices)
-    lines = []
-    if node.strategy in ("none", "mixed") and (node.allocatable.get(GPU, 0) or node.used.get(GPU, 0)):
-        lines.append(_line(node, WHOLE_GPU, GPU, 1.0, price))
-    for profile in sorted(node.slices, key=lambda p: (slice_share(node, p), p)):
-        resource = resource_for_profile(profile) if node.strategy == "mixed" else GPU
-        lines.append(_line(node, profile, resource, slice_share(node, profile), price))
+    lines = tuple(_line(node, kind, price) for kind in device_kinds(node))
     taints = tuple(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in node.taints)
-    return NodeReport(node.name, node.product, node.strategy, tuple(lines), node.accelerator_pods, taints)
+    return NodeReport(node.name, node.product, node.strategy, lines, node.accelerator_pods, taints)
 
 
-def _line(node: GpuNode, profile: str, resource: str, share: float, price: float | None) -> DeviceLine:
+def _line(node: GpuNode, kind: DeviceKind, price: float | None) -> DeviceLine:
     return DeviceLine(
-        profile=profile,
-        resource=resource,
-        allocatable=node.allocatable.get(resource, 0),
-        allocated=node.used.get(resource, 0),
-        gpu_share=share,
-        price_per_hour=None if price is None else price * share,
+        profile=kind.profile,
+        resource=kind.resource,
+        shares=node.allocatable.get(kind.resource, 0),
+        held_shares=node.used.get(kind.resource, 0),
+        gpu_share=kind.gpu_share,
+        price_per_hour=None if price is None else price * kind.gpu_share,
+        sharing=kind.sharing.strategy,
+        replicas=kind.sharing.replicas,
     )
 
 
 def _holds_real_gpus(usage: PodUsage, nodes: Mapping[str, GpuNode]) -> bool:
-    """Whole GPUs on a node where nvidia.com/gpu is a GPU (not a single-strategy or GKE slice)."""
+    """Whole GPUs on a node where nvidia.com/gpu is a GPU (not a single-strategy or GKE slice, nor
+    a time-sliced or MPS share of one)."""
     node = nodes.get(usage.node)
-    return node is not None and node.strategy in ("none", "mixed") and usage.count(GPU) > 0
+    return (
+        node is not None
+        and node.strategy in ("none", "mixed")
+        and usage.count(GPU) > 0
+        and sharing_of(node, GPU) == NOT_SHARED
+    )
 
 
 def _wasteful(

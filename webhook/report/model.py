@@ -6,27 +6,45 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from webhook.report.prices import base_product
+from webhook.report.sharing import WHOLE_GPU
+
 HOURS_PER_MONTH = 730
-WHOLE_GPU = "gpu"
-"""The profile name a report uses for whole GPUs."""
+__all__ = ["HOURS_PER_MONTH", "WHOLE_GPU"]
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceLine:
-    """One kind of device on a node: whole GPUs, or one MIG profile."""
+    """One kind of device on a node: whole GPUs, or one MIG profile, counted in physical devices.
+
+    A time-sliced or MPS-shared device is advertised `replicas` times; `shares` and `held_shares`
+    are those advertised units, `allocatable` and `allocated` the physical devices they make."""
 
     profile: str
     resource: str
-    allocatable: int
-    allocated: int
+    shares: int
+    """What the node advertises of the resource (each physical device `replicas` times)."""
+    held_shares: int
+    """What bound pods request of it."""
     gpu_share: float
     """GPU-equivalents per device: 1 for a whole GPU, the compute share for a slice."""
     price_per_hour: float | None
     """Price of one device-hour (the GPU's price times the share); None when unpriced."""
+    sharing: str = "none"
+    """`none`, `time-slicing`, `mps`, or `shared` when the node does not say how."""
+    replicas: int = 1
 
     @property
-    def free(self) -> int:
-        return max(0, self.allocatable - self.allocated)
+    def allocatable(self) -> float:
+        return self.shares / self.replicas
+
+    @property
+    def allocated(self) -> float:
+        return self.held_shares / self.replicas
+
+    @property
+    def free(self) -> float:
+        return max(0.0, self.allocatable - self.allocated)
 
     @property
     def unallocated_cost_per_hour(self) -> float:
@@ -110,14 +128,14 @@ class Report:
         rows: dict[tuple[str, str], list[float]] = {}
         for node in self.nodes:
             for line in node.lines:
-                row = rows.setdefault((_base(node.product), line.profile), [0, 0, 0, 0.0])
+                row = rows.setdefault((base_product(node.product), line.profile), [0, 0, 0, 0.0])
                 row[0] += line.allocatable
                 row[1] += line.allocated
                 row[2] += line.free
                 row[3] += line.unallocated_cost_per_hour
         return [
-            {"product": product, "profile": profile, "allocatable": int(a), "allocated": int(b)}
-            | {"free": int(c), "unallocatedCostPerHour": round(d, 4)}
+            {"product": product, "profile": profile, "allocatable": number(a), "allocated": number(b)}
+            | {"free": number(c), "unallocatedCostPerHour": round(d, 4)}
             for (product, profile), (a, b, c, d) in sorted(rows.items())
         ]
 
@@ -162,15 +180,33 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
             {
                 "profile": line.profile,
                 "resource": line.resource,
-                "allocatable": line.allocatable,
-                "allocated": line.allocated,
-                "free": line.free,
+                "allocatable": number(line.allocatable),
+                "allocated": number(line.allocated),
+                "free": number(line.free),
                 "gpuShare": _r(line.gpu_share),
                 "pricePerHour": None if line.price_per_hour is None else _r(line.price_per_hour),
+                "sharing": _sharing_dict(line),
             }
             for line in node.lines
         ],
     }
+
+
+def _sharing_dict(line: DeviceLine) -> dict[str, Any] | None:
+    if line.sharing == "none":
+        return None
+    return {
+        "strategy": line.sharing,
+        "replicas": line.replicas,
+        "shares": line.shares,
+        "allocatedShares": line.held_shares,
+        "freeShares": max(0, line.shares - line.held_shares),
+    }
+
+
+def number(value: float) -> int | float:
+    """A count as a whole number when it is one (devices), else rounded (devices made of shares)."""
+    return int(value) if float(value).is_integer() else _r(value)
 
 
 def _cost(hourly: float | None) -> dict[str, float | None]:
@@ -189,7 +225,3 @@ def _camel(data: dict[str, Any]) -> dict[str, Any]:
 
 def _r(value: float) -> float:
     return round(value, 4)
-
-
-def _base(product: str) -> str:
-    return product.split("-MIG-", 1)[0]

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from webhook.report.model import HOURS_PER_MONTH, Report
+from webhook.report.model import HOURS_PER_MONTH, DeviceLine, Report, number
 
 CSV_FIELDS = (
     "section",
@@ -23,6 +23,10 @@ CSV_FIELDS = (
     "utilisation_percent",
     "cost_per_hour",
     "cost_per_month",
+    "sharing",
+    "replicas",
+    "shares",
+    "allocated_shares",
 )
 
 
@@ -37,13 +41,14 @@ def render(report: Report, output: str) -> str:
 def render_text(report: Report) -> str:
     lines = [
         f"{'NODE':<16} {'PRODUCT':<34} {'DEVICE':<9} {'ALLOC':>6} {'USED':>6} {'FREE':>6} {'FREE $/h':>9}"
+        "  SHARING"
     ]
     for node in report.nodes:
         for line in node.lines:
             cost = _money(line.unallocated_cost_per_hour if line.price_per_hour is not None else None)
             lines.append(
-                f"{node.name:<16} {node.product:<34} {line.profile:<9} {line.allocatable:>6} "
-                f"{line.allocated:>6} {line.free:>6} {cost:>9}"
+                f"{node.name:<16} {node.product:<34} {line.profile:<9} {_count(line.allocatable):>6} "
+                f"{_count(line.allocated):>6} {_count(line.free):>6} {cost:>9}  {_sharing(line)}".rstrip()
             )
     total, used, free = report.gpu_equivalents()
     lines += ["", f"GPU-equivalents: {total:.2f} allocatable, {used:.2f} allocated, {free:.2f} free"]
@@ -53,6 +58,16 @@ def render_text(report: Report) -> str:
     lines += _waste_lines(report)
     lines += _idle_lines(report)
     return "\n".join(lines) + "\n"
+
+
+def _count(value: float) -> str:
+    return str(number(value))
+
+
+def _sharing(line: DeviceLine) -> str:
+    if line.sharing == "none":
+        return ""
+    return f"{line.sharing} x{line.replicas}: {line.held_shares}/{line.shares} shares allocated"
 
 
 def _cost_lines(report: Report) -> list[str]:
@@ -106,9 +121,11 @@ def render_csv(report: Report) -> str:
             priced = line.price_per_hour is not None
             writer.writerow(
                 _row("device", node.name, node.product, strategy=node.strategy, profile=line.profile)
-                | {"allocatable": line.allocatable, "allocated": line.allocated, "free": line.free}
-                | {"gpu_share": f"{line.gpu_share:.4f}"}
+                | {"allocatable": number(line.allocatable), "allocated": number(line.allocated)}
+                | {"free": number(line.free), "gpu_share": f"{line.gpu_share:.4f}"}
                 | _costs(line.unallocated_cost_per_hour if priced else None)
+                | {"sharing": line.sharing, "replicas": line.replicas}
+                | {"shares": line.shares, "allocated_shares": line.held_shares}
             )
     for pod in report.wasteful:
         writer.writerow(

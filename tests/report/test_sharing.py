@@ -1,0 +1,144 @@
+"""Time-sliced and MPS-shared GPUs: the report counts physical devices and shows the sharing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.builders import A100, H100, make_catalog, make_node, make_pod, policy_doc, template_doc
+from webhook.core.model import Catalog
+from webhook.inventory.nodes import build_inventory
+from webhook.inventory.usage import pod_usage
+from webhook.report.build import build_report
+from webhook.report.model import Report
+from webhook.report.render import render
+
+PRICE = 4.0
+
+
+def _shared(name: str, product: str, allocatable: dict[str, object], **labels: str) -> dict[str, Any]:
+    gfd = {
+        "nvidia.com/gpu.product": product,
+        "nvidia.com/gpu.count": "8",
+        "nvidia.com/gpu.replicas": "10",
+        "nvidia.com/gpu.sharing-strategy": "time-slicing",
+    }
+    return make_node(name, gfd | labels, allocatable)
+
+
+def _pod(name: str, node: str, limits: dict[str, int]) -> dict[str, Any]:
+    pod = make_pod(name).namespace("ns").container("c", image="nb:1", limits=limits).build()
+    pod["spec"]["nodeName"] = node
+    pod["status"] = {"phase": "Running"}
+    return pod
+
+
+def _catalog() -> Catalog:
+    small = template_doc(
+        "notebook", {"gpu": "optional", "gpuMemory": "8Gi", "mig": "preferred"}, match={"images": ["nb*"]}
+    )
+    return make_catalog(small, policy_doc("all", prices={H100: PRICE, A100: PRICE}))
+
+
+def _report(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Report:
+    usages = [u for u in map(pod_usage, pods) if u is not None]
+    return build_report(build_inventory(nodes, pods), _catalog(), usages)
+
+
+def _devices(report: Report) -> dict[str, dict[str, Any]]:
+    return {n["name"]: n["devices"] for n in report.to_dict()["nodes"]}
+
+
+def test_time_sliced_gpus_count_as_the_physical_gpus() -> None:
+    node = _shared("ts", f"{H100}-SHARED", {"nvidia.com/gpu": 80})
+    report = _report(
+        [node], [_pod("a", "ts", {"nvidia.com/gpu": 20}), _pod("b", "ts", {"nvidia.com/gpu": 3})]
+    )
+    (device,) = _devices(report)["ts"]
+    assert (device["allocatable"], device["allocated"], device["free"]) == (8, 2.3, 5.7)
+    assert device["sharing"] == {
+        "strategy": "time-slicing",
+        "replicas": 10,
+        "shares": 80,
+        "allocatedShares": 23,
+        "freeShares": 57,
+    }
+    assert report.gpu_equivalents() == pytest.approx((8, 2.3, 5.7))
+    assert report.costs.unallocated_per_hour == pytest.approx(5.7 * PRICE)
+    assert report.to_dict()["totals"]["byProfile"] == [
+        {
+            "product": H100,
+            "profile": "gpu",
+            "allocatable": 8,
+            "allocated": 2.3,
+            "free": 5.7,
+            "unallocatedCostPerHour": pytest.approx(5.7 * PRICE),
+        }
+    ]
+    assert report.unpriced_products == ()
+
+
+def test_a_share_of_a_gpu_is_not_a_whole_gpu_a_slice_would_serve() -> None:
+    node = _shared("ts", f"{H100}-SHARED", {"nvidia.com/gpu": 80})
+    report = _report([node], [_pod("a", "ts", {"nvidia.com/gpu": 1})])
+    assert report.wasteful == ()
+    assert report.costs.wasteful_per_hour == 0
+
+
+def test_renamed_shared_gpus_are_in_the_report() -> None:
+    node = _shared("ren", H100, {"nvidia.com/gpu.shared": 80}, **{"nvidia.com/gpu.sharing-strategy": "mps"})
+    report = _report([node], [_pod("a", "ren", {"nvidia.com/gpu.shared": 5})])
+    (device,) = _devices(report)["ren"]
+    assert (device["profile"], device["resource"]) == ("gpu", "nvidia.com/gpu.shared")
+    assert (device["allocatable"], device["allocated"]) == (8, 0.5)
+    assert device["sharing"]["strategy"] == "mps"
+    assert report.costs.unallocated_per_hour == pytest.approx(7.5 * PRICE)
+
+
+def test_shared_single_strategy_slices_are_slices_of_a_known_product() -> None:
+    node = _shared(
+        "one", f"{A100}-MIG-1g.10gb-SHARED", {"nvidia.com/gpu": 560}, **{"nvidia.com/mig.strategy": "single"}
+    )
+    report = _report([node], [])
+    (device,) = _devices(report)["one"]
+    assert (device["profile"], device["allocatable"], device["sharing"]["replicas"]) == ("1g.10gb", 56, 10)
+    assert report.gpu_equivalents()[0] == pytest.approx(8)
+    assert report.costs.unallocated_per_hour == pytest.approx(8 * PRICE)
+    assert report.unpriced_products == ()
+
+
+def test_time_sliced_mig_slices_count_as_the_slices() -> None:
+    labels = {
+        "nvidia.com/gpu.product": A100,
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/mig-1g.10gb.count": "7",
+        "nvidia.com/mig-1g.10gb.replicas": "2",
+        "nvidia.com/mig-1g.10gb.sharing-strategy": "time-slicing",
+    }
+    plain = make_node("plain", labels, {"nvidia.com/mig-1g.10gb": 14})
+    renamed = make_node("renamed", labels, {"nvidia.com/mig-1g.10gb.shared": 14})
+    report = _report([plain, renamed], [])
+    for name in ("plain", "renamed"):
+        (device,) = _devices(report)[name]
+        assert (device["profile"], device["allocatable"], device["sharing"]["replicas"]) == ("1g.10gb", 7, 2)
+    assert report.gpu_equivalents()[0] == pytest.approx(2)
+
+
+def test_unshared_nodes_show_no_sharing() -> None:
+    node = make_node(
+        "w", {"nvidia.com/gpu.product": H100, "nvidia.com/gpu.replicas": "1"}, {"nvidia.com/gpu": 8}
+    )
+    (device,) = _devices(_report([node], []))["w"]
+    assert (device["allocatable"], device["sharing"]) == (8, None)
+
+
+@pytest.mark.parametrize("output", ["text", "csv", "json"])
+def test_every_format_shows_the_shares(output: str) -> None:
+    node = _shared("ts", f"{H100}-SHARED", {"nvidia.com/gpu": 80})
+    text = render(_report([node], [_pod("a", "ts", {"nvidia.com/gpu": 23})]), output)
+    if output == "json":
+        assert json.loads(text)["nodes"][0]["devices"][0]["sharing"]["allocatedShares"] == 23
+    else:
+        assert "time-slicing" in text and "23" in text and "80" in text

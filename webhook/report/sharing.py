@@ -1,0 +1,113 @@
+"""The kinds of device a node offers, as the report counts them, and how each is shared.
+
+With the NVIDIA device plugin's time-slicing or MPS each physical device is advertised `replicas`
+times (8 GPUs x 10 replicas: `nvidia.com/gpu: 80`), under its own name with the product label
+suffixed `-SHARED`, or renamed `<resource>.shared`; GFD labels `<resource>.replicas` and
+`<resource>.sharing-strategy` (MIG.md §3). The report counts physical devices, so it divides by
+the replicas; it reads them here, apart from what the decision core sees of the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+
+from webhook.core.model import GpuNode
+from webhook.core.profiles import (
+    GPU,
+    SHARED_SUFFIX,
+    model_for_product,
+    profile_compute_slices,
+    profile_from_resource,
+)
+from webhook.report.prices import slice_share
+
+GPU_SHARED = GPU + SHARED_SUFFIX
+SHARED_PRODUCT_SUFFIX = "-SHARED"
+SHARING_STRATEGIES = ("time-slicing", "mps")
+WHOLE_GPU = "gpu"
+"""The profile name a report uses for whole GPUs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    strategy: str
+    """`none`, `time-slicing`, `mps`, or `shared` when the node says it shares but not how."""
+    replicas: int
+    """Advertised units per physical device (1 when not shared)."""
+
+
+NOT_SHARED = Sharing("none", 1)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceKind:
+    profile: str
+    resource: str
+    gpu_share: float
+    """GPU-equivalents per physical device: 1 for a whole GPU, the compute share for a slice."""
+    sharing: Sharing
+
+
+def device_kinds(node: GpuNode) -> list[DeviceKind]:
+    """Whole GPUs, then slices from the smallest, each under the resource the node advertises it as."""
+    kinds = [DeviceKind(p, r, s, sharing_of(node, r)) for p, r, s in _kinds(node) if _present(node, r)]
+    whole = [k for k in kinds if k.profile == WHOLE_GPU]
+    slices = sorted((k for k in kinds if k.profile != WHOLE_GPU), key=lambda k: (k.gpu_share, k.profile))
+    return whole + slices
+
+
+def sharing_of(node: GpuNode, resource: str) -> Sharing:
+    base = resource.removesuffix(SHARED_SUFFIX)
+    strategy = node.labels.get(f"{base}.sharing-strategy", "")
+    replicas = _int(node.labels.get(f"{base}.replicas"))
+    marked = resource.endswith(SHARED_SUFFIX) or (
+        base == GPU and node.product.endswith(SHARED_PRODUCT_SUFFIX)
+    )
+    if strategy in SHARING_STRATEGIES or replicas > 1 or marked:
+        return Sharing(strategy if strategy in SHARING_STRATEGIES else "shared", max(1, replicas))
+    return NOT_SHARED
+
+
+def _kinds(node: GpuNode) -> Iterator[tuple[str, str, float]]:
+    if node.strategy in ("none", "mixed"):
+        yield from ((WHOLE_GPU, r, 1.0) for r in (GPU, GPU_SHARED))
+    if node.strategy == "mixed":
+        for resource in node.allocatable:
+            spelled = profile_from_resource(resource)
+            if spelled is not None:
+                profile = _canonical(node, spelled)
+                yield profile, resource, slice_share(node, profile)
+    elif node.strategy == "single":
+        profile = _single_profile(node.product)
+        if profile:
+            yield from ((profile, r, slice_share(node, profile)) for r in (GPU, GPU_SHARED))
+    elif node.strategy == "gke":
+        yield from ((p, GPU, slice_share(node, p)) for p in node.slices)
+
+
+def _present(node: GpuNode, resource: str) -> bool:
+    return node.allocatable.get(resource, 0) > 0 or node.used.get(resource, 0) > 0
+
+
+def _single_profile(product: str) -> str:
+    """`1g.10gb` of `<model>-MIG-1g.10gb` or `<model>-MIG-1g.10gb-SHARED`; empty when not a profile."""
+    profile = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX) if "-MIG-" in product else ""
+    return profile if profile_compute_slices(profile) is not None else ""
+
+
+def _canonical(node: GpuNode, spelled: str) -> str:
+    """The profile's own name (`1g.10gb+me`) for its resource spelling (`1g.10gb.me`)."""
+    model = model_for_product(node.product)
+    for name in model.profiles if model is not None else ():
+        if name.replace("+", ".") == spelled:
+            return name
+    return spelled
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(Decimal(str(value)))
+    except (ArithmeticError, ValueError):
+        return 0

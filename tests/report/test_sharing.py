@@ -74,6 +74,7 @@ def test_time_sliced_gpus_count_as_the_physical_gpus() -> None:
             "allocatable": 8,
             "allocated": 2.3,
             "free": 5.7,
+            "overAllocated": 0,
             "unallocatedCostPerHour": pytest.approx(5.7 * PRICE),
         }
     ]

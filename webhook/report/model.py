@@ -47,6 +47,11 @@ class DeviceLine:
         return max(0.0, self.allocatable - self.allocated)
 
     @property
+    def over_allocated(self) -> float:
+        """Devices bound pods hold beyond allocatable (pods bound before a device went unhealthy)."""
+        return max(0.0, self.allocated - self.allocatable)
+
+    @property
     def unallocated_cost_per_hour(self) -> float:
         return self.free * (self.price_per_hour or 0.0)
 
@@ -62,10 +67,16 @@ class NodeReport:
 
     @property
     def gpu_equivalents(self) -> tuple[float, float, float]:
-        """(allocatable, allocated, free) in GPU-equivalents."""
+        """(allocatable, allocated, free) in GPU-equivalents; free is never below 0 on any line."""
         total = sum(line.allocatable * line.gpu_share for line in self.lines)
         used = sum(line.allocated * line.gpu_share for line in self.lines)
-        return total, used, total - used
+        free = sum(line.free * line.gpu_share for line in self.lines)
+        return total, used, free
+
+    @property
+    def over_allocated(self) -> float:
+        """GPU-equivalents held beyond allocatable."""
+        return sum(line.over_allocated * line.gpu_share for line in self.lines)
 
     @property
     def unallocated_cost_per_hour(self) -> float:
@@ -128,20 +139,24 @@ class Report:
         rows: dict[tuple[str, str], list[float]] = {}
         for node in self.nodes:
             for line in node.lines:
-                row = rows.setdefault((base_product(node.product), line.profile), [0, 0, 0, 0.0])
+                row = rows.setdefault((base_product(node.product), line.profile), [0, 0, 0, 0.0, 0])
                 row[0] += line.allocatable
                 row[1] += line.allocated
                 row[2] += line.free
                 row[3] += line.unallocated_cost_per_hour
+                row[4] += line.over_allocated
         return [
             {"product": product, "profile": profile, "allocatable": number(a), "allocated": number(b)}
-            | {"free": number(c), "unallocatedCostPerHour": round(d, 4)}
-            for (product, profile), (a, b, c, d) in sorted(rows.items())
+            | {"free": number(c), "overAllocated": number(e), "unallocatedCostPerHour": round(d, 4)}
+            for (product, profile), (a, b, c, d, e) in sorted(rows.items())
         ]
 
     def gpu_equivalents(self) -> tuple[float, float, float]:
         sums = [sum(n.gpu_equivalents[i] for n in self.nodes) for i in range(3)]
         return sums[0], sums[1], sums[2]
+
+    def over_allocated(self) -> float:
+        return sum(n.over_allocated for n in self.nodes)
 
     def to_dict(self) -> dict[str, Any]:
         total, used, free = self.gpu_equivalents()
@@ -149,7 +164,8 @@ class Report:
         return {
             "usageKnown": self.usage_known,
             "totals": {
-                "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)},
+                "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)}
+                | {"overAllocated": _r(self.over_allocated())},
                 "byProfile": self.totals_by_profile(),
             },
             "costs": {
@@ -174,7 +190,8 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
         "strategy": node.strategy,
         "acceleratorPods": node.accelerator_pods,
         "taints": list(node.taints),
-        "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)},
+        "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)}
+        | {"overAllocated": _r(node.over_allocated)},
         "unallocatedCostPerHour": _r(node.unallocated_cost_per_hour),
         "devices": [
             {
@@ -183,6 +200,7 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
                 "allocatable": number(line.allocatable),
                 "allocated": number(line.allocated),
                 "free": number(line.free),
+                "overAllocated": number(line.over_allocated),
                 "gpuShare": _r(line.gpu_share),
                 "pricePerHour": None if line.price_per_hour is None else _r(line.price_per_hour),
                 "sharing": _sharing_dict(line),

@@ -27,6 +27,7 @@ CSV_FIELDS = (
     "replicas",
     "shares",
     "allocated_shares",
+    "over_allocated",
 )
 
 
@@ -41,17 +42,22 @@ def render(report: Report, output: str) -> str:
 def render_text(report: Report) -> str:
     lines = [
         f"{'NODE':<16} {'PRODUCT':<34} {'DEVICE':<9} {'ALLOC':>6} {'USED':>6} {'FREE':>6} {'FREE $/h':>9}"
-        "  SHARING"
+        "  NOTES"
     ]
     for node in report.nodes:
         for line in node.lines:
             cost = _money(line.unallocated_cost_per_hour if line.price_per_hour is not None else None)
             lines.append(
                 f"{node.name:<16} {node.product:<34} {line.profile:<9} {_count(line.allocatable):>6} "
-                f"{_count(line.allocated):>6} {_count(line.free):>6} {cost:>9}  {_sharing(line)}".rstrip()
+                f"{_count(line.allocated):>6} {_count(line.free):>6} {cost:>9}  {_notes(line)}".rstrip()
             )
     total, used, free = report.gpu_equivalents()
     lines += ["", f"GPU-equivalents: {total:.2f} allocatable, {used:.2f} allocated, {free:.2f} free"]
+    if report.over_allocated() > 0:
+        lines.append(
+            f"over-allocated: bound pods hold {report.over_allocated():.2f} GPU-equivalents more than "
+            "their nodes' allocatable (devices gone unhealthy or removed under running pods)"
+        )
     if not report.usage_known:
         lines.append("note: no pods given (--pods or --kubeconfig): allocated counts are unknown, shown as 0")
     lines += _cost_lines(report)
@@ -64,10 +70,13 @@ def _count(value: float) -> str:
     return str(number(value))
 
 
-def _sharing(line: DeviceLine) -> str:
-    if line.sharing == "none":
-        return ""
-    return f"{line.sharing} x{line.replicas}: {line.held_shares}/{line.shares} shares allocated"
+def _notes(line: DeviceLine) -> str:
+    notes = []
+    if line.sharing != "none":
+        notes.append(f"{line.sharing} x{line.replicas}: {line.held_shares}/{line.shares} shares allocated")
+    if line.over_allocated > 0:
+        notes.append(f"OVER-ALLOCATED by {_count(line.over_allocated)}")
+    return "; ".join(notes)
 
 
 def _cost_lines(report: Report) -> list[str]:
@@ -126,6 +135,7 @@ def render_csv(report: Report) -> str:
                 | _costs(line.unallocated_cost_per_hour if priced else None)
                 | {"sharing": line.sharing, "replicas": line.replicas}
                 | {"shares": line.shares, "allocated_shares": line.held_shares}
+                | {"over_allocated": number(line.over_allocated)}
             )
     for pod in report.wasteful:
         writer.writerow(

@@ -34,6 +34,7 @@ def build_report(
     waste_finder: WasteFinder | None = None,
 ) -> Report:
     prices = merged_prices(catalog)
+    usages = tuple(usages)
     nodes = tuple(_node_report(node, prices) for node in inventory.nodes)
     by_name = {node.name: node for node in inventory.nodes}
     whole_gpu_pods = [u for u in usages if _holds_real_gpus(u, by_name)]
@@ -42,7 +43,10 @@ def build_report(
         _wasteful(usage, verdict.template, verdict.profile or "", verdict.share, by_name, prices)
         for usage, verdict in finder.verdicts(whole_gpu_pods, catalog, inventory)
     )
-    idle = None if utilisation is None else tuple(_idle(utilisation, idle_threshold, by_name, prices))
+    holders = frozenset((u.node, u.namespace, u.name) for u in usages) if inventory.usage_known else None
+    idle = None
+    if utilisation is not None:
+        idle = tuple(_idle(utilisation, idle_threshold, by_name, prices, holders))
     costs = Costs(
         unallocated_per_hour=sum(n.unallocated_cost_per_hour for n in nodes)
         if inventory.usage_known
@@ -123,10 +127,16 @@ def _idle(
     threshold: float,
     nodes: Mapping[str, GpuNode],
     prices: Mapping[str, float],
+    holders: frozenset[tuple[str, str, str]] | None,
 ) -> list[IdleGpu]:
+    """Readings under the bar of devices a pod holds. With pod usage known, the pod a reading names
+    must be bound to that node and hold accelerators: a scrape of dcgm-exporter that is not
+    relabelled names the exporter's own pod on a GPU nobody holds, which is unallocated, not idle."""
     found = []
     for reading in readings:
         if not reading.pod or reading.percent >= threshold:
+            continue
+        if holders is not None and (reading.hostname, reading.namespace, reading.pod) not in holders:
             continue
         node = nodes.get(reading.hostname)
         price = gpu_price(node, prices) if node is not None else None

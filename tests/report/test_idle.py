@@ -1,0 +1,66 @@
+"""Idle readings belong to the bound pods holding the device, never to dcgm-exporter's own pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import H100, make_catalog, make_pod, policy_doc, template_doc, whole_node
+from webhook.inventory.nodes import build_inventory
+from webhook.inventory.usage import pod_usage
+from webhook.report.build import build_report
+from webhook.report.model import Report
+from webhook.report.utilisation import GPU_UTIL, GpuUtilisation, reading_from_series
+
+PRICE = 4.0
+EXPORTER = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7x2kq", "instance": "10.0.0.5:9400"}
+
+
+def _pod(name: str, node: str, gpus: int) -> dict[str, Any]:
+    pod = make_pod(name).namespace("ml").container("c", image="zz:1", limits={"nvidia.com/gpu": gpus}).build()
+    pod["spec"]["nodeName"] = node
+    pod["status"] = {"phase": "Running"}
+    return pod
+
+
+def _reading(node: str, gpu: str, percent: float, **labels: str) -> GpuUtilisation:
+    metric = {"Hostname": node, "gpu": gpu, "UUID": f"GPU-{node}-{gpu}", "modelName": "H100"} | labels
+    reading = reading_from_series({"metric": metric, "value": [0, str(percent)]}, GPU_UTIL, 1.0)
+    assert reading is not None
+    return reading
+
+
+def _report(readings: list[GpuUtilisation]) -> Report:
+    nodes = [whole_node("w0", H100, 2), whole_node("w1", H100, 2)]
+    pods = [_pod("trainer", "w0", 1)]
+    template = template_doc("t", {"gpu": "optional"}, match={"images": ["yy*"]})
+    catalog = make_catalog(template, policy_doc("all", prices={H100: PRICE}))
+    usages = [u for u in map(pod_usage, pods) if u is not None]
+    return build_report(build_inventory(nodes, pods), catalog, usages, readings, window="1h")
+
+
+def test_the_exporters_own_pod_on_an_unallocated_gpu_is_not_an_idle_workload() -> None:
+    report = _report(
+        [
+            _reading("w0", "0", 1.0, namespace="ml", pod="trainer"),
+            _reading("w0", "1", 0.0, **EXPORTER),  # ServiceMonitor target labels, nobody holds GPU 1
+            _reading("w1", "0", 0.0, **EXPORTER),
+        ]
+    )
+    assert report.idle is not None
+    assert [(i.node, i.gpu, i.namespace, i.pod) for i in report.idle] == [("w0", "0", "ml", "trainer")]
+    assert report.costs.idle_per_hour == pytest.approx(PRICE)
+    # the three unallocated GPUs are costed once, as unallocated
+    assert report.costs.unallocated_per_hour == pytest.approx(3 * PRICE)
+
+
+def test_a_reading_names_a_pod_bound_to_its_own_node() -> None:
+    report = _report([_reading("w1", "0", 0.0, namespace="ml", pod="trainer")])
+    assert report.idle == ()
+
+
+def test_exported_labels_name_the_workload() -> None:
+    reading = _reading("w0", "0", 2.0, **EXPORTER, exported_namespace="ml", exported_pod="trainer")
+    report = _report([reading])
+    assert [(i.namespace, i.pod) for i in report.idle or ()] == [("ml", "trainer")]

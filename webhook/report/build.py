@@ -48,7 +48,7 @@ def build_report(
     if utilisation is not None:
         idle = tuple(_idle(utilisation, idle_threshold, by_name, prices, holders))
     costs = Costs(
-        unallocated_per_hour=sum(n.unallocated_cost_per_hour for n in nodes)
+        unallocated_per_hour=_priced_sum(n.unallocated_cost_per_hour for n in nodes)
         if inventory.usage_known
         else None,
         wasteful_per_hour=sum(w.cost_per_hour or 0.0 for w in wasteful) if inventory.usage_known else None,
@@ -65,6 +65,13 @@ def build_report(
         window=window,
         idle_threshold_percent=idle_threshold,
     )
+
+
+def _priced_sum(costs: Iterable[float | None]) -> float | None:
+    """The sum of the known costs; None (unknown) when there are costs and none is known."""
+    found = list(costs)
+    known = [c for c in found if c is not None]
+    return sum(known) if known or not found else None
 
 
 def _node_report(node: GpuNode, prices: Mapping[str, float]) -> NodeReport:

@@ -52,8 +52,9 @@ class DeviceLine:
         return max(0.0, self.allocated - self.allocatable)
 
     @property
-    def unallocated_cost_per_hour(self) -> float:
-        return self.free * (self.price_per_hour or 0.0)
+    def unallocated_cost_per_hour(self) -> float | None:
+        """None when the product has no price: unknown, not free."""
+        return None if self.price_per_hour is None else self.free * self.price_per_hour
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +80,10 @@ class NodeReport:
         return sum(line.over_allocated * line.gpu_share for line in self.lines)
 
     @property
-    def unallocated_cost_per_hour(self) -> float:
-        return sum(line.unallocated_cost_per_hour for line in self.lines)
+    def unallocated_cost_per_hour(self) -> float | None:
+        """None when the node's product has no price (or the node shows no device)."""
+        costs = [line.unallocated_cost_per_hour for line in self.lines]
+        return None if not costs or None in costs else sum(c for c in costs if c is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,18 +140,20 @@ class Report:
     def totals_by_profile(self) -> list[dict[str, Any]]:
         """Cluster-wide allocatable, allocated and free per (product, profile)."""
         rows: dict[tuple[str, str], list[float]] = {}
+        costs: dict[tuple[str, str], float | None] = {}
         for node in self.nodes:
             for line in node.lines:
-                row = rows.setdefault((base_product(node.product), line.profile), [0, 0, 0, 0.0, 0])
+                key = (base_product(node.product), line.profile)
+                row = rows.setdefault(key, [0, 0, 0, 0])
                 row[0] += line.allocatable
                 row[1] += line.allocated
                 row[2] += line.free
-                row[3] += line.unallocated_cost_per_hour
-                row[4] += line.over_allocated
+                row[3] += line.over_allocated
+                costs[key] = _add(costs.get(key), line.unallocated_cost_per_hour)
         return [
-            {"product": product, "profile": profile, "allocatable": number(a), "allocated": number(b)}
-            | {"free": number(c), "overAllocated": number(e), "unallocatedCostPerHour": round(d, 4)}
-            for (product, profile), (a, b, c, d, e) in sorted(rows.items())
+            {"product": key[0], "profile": key[1], "allocatable": number(a), "allocated": number(b)}
+            | {"free": number(c), "overAllocated": number(d), "unallocatedCostPerHour": _maybe(costs[key])}
+            for key, (a, b, c, d) in sorted(rows.items())
         ]
 
     def gpu_equivalents(self) -> tuple[float, float, float]:
@@ -192,7 +197,7 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
         "taints": list(node.taints),
         "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)}
         | {"overAllocated": _r(node.over_allocated)},
-        "unallocatedCostPerHour": _r(node.unallocated_cost_per_hour),
+        "unallocatedCostPerHour": _maybe(node.unallocated_cost_per_hour),
         "devices": [
             {
                 "profile": line.profile,
@@ -239,6 +244,15 @@ def _camel(data: dict[str, Any]) -> dict[str, Any]:
         return head + "".join(part.title() for part in rest)
 
     return {camel(k): (_r(v) if isinstance(v, float) else v) for k, v in data.items()}
+
+
+def _add(total: float | None, cost: float | None) -> float | None:
+    """Costs of priced devices add up; unpriced ones leave the sum unknown only if nothing is priced."""
+    return total if cost is None else (total or 0.0) + cost
+
+
+def _maybe(value: float | None) -> float | None:
+    return None if value is None else _r(value)
 
 
 def _r(value: float) -> float:

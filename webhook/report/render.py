@@ -46,7 +46,7 @@ def render_text(report: Report) -> str:
     ]
     for node in report.nodes:
         for line in node.lines:
-            cost = _money(line.unallocated_cost_per_hour if line.price_per_hour is not None else None)
+            cost = _money(line.unallocated_cost_per_hour)
             lines.append(
                 f"{node.name:<16} {node.product:<34} {line.profile:<9} {_count(line.allocatable):>6} "
                 f"{_count(line.allocated):>6} {_count(line.free):>6} {cost:>9}  {_notes(line)}".rstrip()
@@ -127,12 +127,11 @@ def render_csv(report: Report) -> str:
     writer.writeheader()
     for node in report.nodes:
         for line in node.lines:
-            priced = line.price_per_hour is not None
             writer.writerow(
                 _row("device", node.name, node.product, strategy=node.strategy, profile=line.profile)
                 | {"allocatable": number(line.allocatable), "allocated": number(line.allocated)}
                 | {"free": number(line.free), "gpu_share": f"{line.gpu_share:.4f}"}
-                | _costs(line.unallocated_cost_per_hour if priced else None)
+                | _costs(line.unallocated_cost_per_hour)
                 | {"sharing": line.sharing, "replicas": line.replicas}
                 | {"shares": line.shares, "allocated_shares": line.held_shares}
                 | {"over_allocated": number(line.over_allocated)}

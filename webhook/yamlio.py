@@ -17,11 +17,20 @@ import yaml
 class YamlError(ValueError):
     """Input that is not valid YAML; the message says file and line."""
 
-    def __init__(self, message: str, source: str = "", line: int | None = None, problem: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        source: str = "",
+        line: int | None = None,
+        problem: str = "",
+        documents: Sequence[Document] = (),
+    ) -> None:
         super().__init__(message)
         self.source = source
         self.line = line
         self.problem = problem or message
+        self.documents = tuple(documents)
+        """The documents of the stream read before the error."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +116,7 @@ def load_documents(
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise YamlError(_describe(source, exc), source, line, _problem(exc)) from exc
+        raise YamlError(_describe(source, exc), source, line, _problem(exc), documents) from exc
     return documents
 
 

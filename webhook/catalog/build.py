@@ -4,9 +4,9 @@ a schema cannot express (quantities, bounds, contradictions)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import translate
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.catalog_index import has_wildcard
 from webhook.core.model import Accelerator, Bounds, Injection, Policy, Template, TemplateMatch
@@ -20,55 +20,110 @@ class BuildError(ValueError):
         super().__init__(message)
 
 
+class BuildErrors(ValueError):
+    """Every semantic problem of one document."""
+
+    def __init__(self, errors: Sequence[BuildError]) -> None:
+        self.errors = tuple(errors)
+        super().__init__("; ".join(e.message for e in self.errors))
+
+
+class Checks:
+    """The problems found in one document so far. A value already reported (by the schema or
+    by a check) is not judged again, nor is anything read from it: no cascades."""
+
+    def __init__(self, covered: Iterable[Sequence[str | int]] = ()) -> None:
+        self.errors: list[BuildError] = []
+        self._covered = [tuple(path) for path in covered]
+
+    def add(self, path: Sequence[str | int], message: str) -> None:
+        self.errors.append(BuildError(path, message))
+        self._covered.append(tuple(path))
+
+    def clean(self, *paths: Sequence[str | int]) -> bool:
+        """True when nothing at, above or under any of `paths` has been reported."""
+        return not any(_related(tuple(path), covered) for path in paths for covered in self._covered)
+
+
+def _related(a: tuple[str | int, ...], b: tuple[str | int, ...]) -> bool:
+    size = min(len(a), len(b))
+    return a[:size] == b[:size]
+
+
 def build_template(data: Mapping[str, Any], source: str) -> Template:
-    spec = data["spec"]
-    accelerator = _accelerator(spec["accelerator"])
-    inject = _inject(spec.get("inject") or {})
-    _check_consistency(accelerator, inject)
+    checks = Checks()
+    template = read_template(data, source, checks)
+    if checks.errors:
+        raise BuildErrors(checks.errors)
+    return template
+
+
+def build_policy(data: Mapping[str, Any], source: str) -> Policy:
+    return read_policy(data, source)
+
+
+def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Template:
+    """The Template of a document whose schema-invalid values were removed; every semantic
+    problem goes to `checks`. Only a template with no problem at all may be used."""
+    metadata = _object(data.get("metadata"))
+    spec = _object(data.get("spec"))
+    accelerator = _accelerator(_object(spec.get("accelerator")), checks)
+    inject = _inject(_object(spec.get("inject")), checks)
+    _check_consistency(accelerator, inject, checks)
     return Template(
-        name=data["metadata"]["name"],
-        description=str(data["metadata"].get("description", "")).strip(),
-        kind=spec["kind"],
+        name=str(metadata.get("name", "")),
+        description=str(metadata.get("description", "")).strip(),
+        kind=spec.get("kind", ""),
         priority=int(spec.get("priority", 0)),
-        match=_match(spec.get("match") or {}),
+        match=_match(_object(spec.get("match"))),
         accelerator=accelerator,
         inject=inject,
         source=source,
     )
 
 
-def build_policy(data: Mapping[str, Any], source: str) -> Policy:
-    spec = data["spec"]
-    templates = spec.get("templates") or {}
-    mig = spec.get("mig") or {}
+def read_policy(data: Mapping[str, Any], source: str) -> Policy:
+    metadata = _object(data.get("metadata"))
+    spec = _object(data.get("spec"))
+    templates = _object(spec.get("templates"))
+    mig = _object(spec.get("mig"))
     allowed = templates.get("allowed")
     profiles = mig.get("allowedProfiles")
     return Policy(
-        name=data["metadata"]["name"],
-        namespaces=tuple(spec["namespaces"]),
-        excluded_namespaces=tuple(spec.get("excludedNamespaces") or ()),
+        name=str(metadata.get("name", "")),
+        namespaces=_items(spec.get("namespaces")),
+        excluded_namespaces=_items(spec.get("excludedNamespaces")),
         mode=spec.get("mode", "enforce"),
-        allowed_templates=frozenset(allowed) if allowed is not None else None,
+        allowed_templates=frozenset(_items(allowed)) if allowed is not None else None,
         default_template=templates.get("default"),
         require_template=bool(templates.get("required", False)),
         max_gpus_per_pod=spec.get("maxGpusPerPod"),
-        allowed_profiles=frozenset(profiles) if profiles is not None else None,
+        allowed_profiles=frozenset(_items(profiles)) if profiles is not None else None,
         when_no_slice_fits=mig.get("whenNoSliceFits", "larger"),
         when_none_free=mig.get("whenNoneFree", "wait"),
         mutate_templates=spec.get("mutate", "pods") == "templates",
-        prices=dict(spec.get("prices") or {}),
+        prices=dict(_object(spec.get("prices"))),
         source=source,
     )
 
 
+def _object(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _items(value: object) -> tuple[Any, ...]:
+    """The members of a list, without those the schema refused (removed as None)."""
+    return tuple(item for item in value if item is not None) if isinstance(value, list) else ()
+
+
 def _match(match: Mapping[str, Any]) -> TemplateMatch:
-    images = tuple(match.get("images") or ())
-    selector = match.get("podSelector") or {}
+    images = _items(match.get("images"))
+    selector = _object(match.get("podSelector"))
     regex = image_regex(images) if images else None
     return TemplateMatch(
-        namespaces=frozenset(match.get("namespaces") or ()),
-        match_labels=dict(selector.get("matchLabels") or {}),
-        match_expressions=tuple(selector.get("matchExpressions") or ()),
+        namespaces=frozenset(_items(match.get("namespaces"))),
+        match_labels=dict(_object(selector.get("matchLabels"))),
+        match_expressions=_items(selector.get("matchExpressions")),
         images=images,
         image_regex=regex,
     )
@@ -95,99 +150,106 @@ def image_regex(patterns: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
-def _accelerator(spec: Mapping[str, Any]) -> Accelerator:
-    devices = spec.get("devices") or {}
-    overrides = spec.get("podOverrides") or {}
+ACCELERATOR: Final[list[str | int]] = ["spec", "accelerator"]
+PER_GPU: Final[list[str | int]] = ["spec", "inject", "resources", "perGpu"]
+
+
+def _accelerator(spec: Mapping[str, Any], checks: Checks) -> Accelerator:
+    devices = _object(spec.get("devices"))
+    overrides = _object(spec.get("podOverrides"))
     memory = spec.get("gpuMemory")
     return Accelerator(
-        gpu=spec["gpu"],
-        gpu_memory_bytes=_bytes(memory, ["spec", "accelerator", "gpuMemory"]) if memory is not None else None,
+        gpu=spec.get("gpu", ""),
+        gpu_memory_bytes=_bytes(memory, [*ACCELERATOR, "gpuMemory"], checks) if memory is not None else None,
         compute_share=spec.get("computeShare"),
         min_devices=int(devices.get("min", 0)),
         max_devices=devices.get("max"),
         mig=spec.get("mig", "allowed"),
-        memory_bounds=_bounds(overrides, "gpuMemory", _bytes),
-        compute_bounds=_bounds(overrides, "computeShare", _share),
+        memory_bounds=_bounds(overrides, "gpuMemory", _bytes, checks),
+        compute_bounds=_bounds(overrides, "computeShare", _share, checks),
     )
 
 
-def _bounds(overrides: Mapping[str, Any], key: str, parse: Any) -> Bounds | None:
+def _bounds(overrides: Mapping[str, Any], key: str, parse: Any, checks: Checks) -> Bounds | None:
     if key not in overrides:
         return None
-    raw = overrides[key] or {}
-    base = ["spec", "accelerator", "podOverrides", key]
-    low = parse(raw["min"], [*base, "min"]) if "min" in raw else None
-    high = parse(raw["max"], [*base, "max"]) if "max" in raw else None
+    raw = _object(overrides[key])
+    base = [*ACCELERATOR, "podOverrides", key]
+    low = parse(raw["min"], [*base, "min"], checks) if "min" in raw else None
+    high = parse(raw["max"], [*base, "max"], checks) if "max" in raw else None
     if low is not None and high is not None and low > high:
-        raise BuildError(base, f"min {raw['min']} is above max {raw['max']}")
+        checks.add(base, f"min {raw['min']} is above max {raw['max']}")
     return Bounds(low, high)
 
 
-def _bytes(value: object, path: list[str | int]) -> int:
+def _bytes(value: object, path: list[str | int], checks: Checks) -> int | None:
     try:
         parsed = parse_quantity(value)
-    except ValueError as exc:
-        raise BuildError(path, f"{value!r} is not a memory size such as 18Gi") from exc
+    except ValueError:
+        checks.add(path, f"{value!r} is not a memory size such as 18Gi")
+        return None
     if parsed <= 0:
-        raise BuildError(path, f"{value!r} must be positive")
+        checks.add(path, f"{value!r} must be positive")
+        return None
     return int(parsed)
 
 
-def _share(value: object, path: list[str | int]) -> float:
+def _share(value: object, path: list[str | int], checks: Checks) -> float | None:
     if not isinstance(value, int | float) or not 0 < value <= 1:
-        raise BuildError(path, f"{value!r} must be a number in (0, 1]")
+        checks.add(path, f"{value!r} must be a number in (0, 1]")
+        return None
     return float(value)
 
 
-def _inject(spec: Mapping[str, Any]) -> Injection:
-    resources = spec.get("resources") or {}
-    per_gpu = resources.get("perGpu") or {}
-    base = ["spec", "inject", "resources", "perGpu"]
+def _inject(spec: Mapping[str, Any], checks: Checks) -> Injection:
+    resources = _object(spec.get("resources"))
+    per_gpu = _object(resources.get("perGpu"))
     return Injection(
-        per_gpu_requests=_scalable(per_gpu.get("requests") or {}, [*base, "requests"]),
-        per_gpu_limits=_scalable(per_gpu.get("limits") or {}, [*base, "limits"]),
-        requests={k: str(v) for k, v in (resources.get("requests") or {}).items()},
-        limits={k: str(v) for k, v in (resources.get("limits") or {}).items()},
-        tolerations=tuple(spec.get("tolerations") or ()),
-        node_affinity=tuple(spec.get("nodeAffinity") or ()),
+        per_gpu_requests=_scalable(_object(per_gpu.get("requests")), [*PER_GPU, "requests"], checks),
+        per_gpu_limits=_scalable(_object(per_gpu.get("limits")), [*PER_GPU, "limits"], checks),
+        requests={k: str(v) for k, v in _object(resources.get("requests")).items()},
+        limits={k: str(v) for k, v in _object(resources.get("limits")).items()},
+        tolerations=_items(spec.get("tolerations")),
+        node_affinity=_items(spec.get("nodeAffinity")),
         shm_size=str(spec["shmSize"]) if "shmSize" in spec else None,
-        labels=dict(spec.get("labels") or {}),
-        annotations=dict(spec.get("annotations") or {}),
+        labels=dict(_object(spec.get("labels"))),
+        annotations=dict(_object(spec.get("annotations"))),
         priority_class_name=spec.get("priorityClassName"),
         runtime_class_name=spec.get("runtimeClassName"),
     )
 
 
-def _scalable(values: Mapping[str, Any], path: list[str | int]) -> dict[str, str]:
+def _scalable(values: Mapping[str, Any], path: list[str | int], checks: Checks) -> dict[str, str]:
     out = {}
     for key, value in values.items():
         try:
             scale_quantity(str(value), 2)
-        except ValueError as exc:
-            raise BuildError([*path, key], f"{value!r} cannot be multiplied per GPU") from exc
+        except ValueError:
+            checks.add([*path, key], f"{value!r} cannot be multiplied per GPU")
+            continue
         out[key] = str(value)
     return out
 
 
-def _check_consistency(accelerator: Accelerator, inject: Injection) -> None:
-    path = ["spec", "accelerator"]
-    if accelerator.gpu == "forbidden":
-        if accelerator.mig == "preferred" or accelerator.min_devices > 0:
-            raise BuildError(path, "a CPU-only template (gpu: forbidden) cannot prefer MIG or need devices")
-        if inject.per_gpu_requests or inject.per_gpu_limits:
-            raise BuildError(
-                ["spec", "inject", "resources", "perGpu"], "a CPU-only template has no GPUs to size by"
-            )
+def _check_consistency(accelerator: Accelerator, inject: Injection, checks: Checks) -> None:
+    gpu, mig, devices = [*ACCELERATOR, "gpu"], [*ACCELERATOR, "mig"], [*ACCELERATOR, "devices"]
+    memory, share = [*ACCELERATOR, "gpuMemory"], [*ACCELERATOR, "computeShare"]
+    high = accelerator.max_devices
+    if high is not None and accelerator.min_devices > high and checks.clean(devices):
+        checks.add(devices, f"devices.min {accelerator.min_devices} is above devices.max {high}")
+    if accelerator.gpu == "required" and high == 0 and checks.clean(gpu, [*devices, "max"]):
+        checks.add([*devices, "max"], "gpu: required with devices.max 0 admits no pod")
+    cpu_only = accelerator.gpu == "forbidden" and checks.clean(gpu)
+    if cpu_only and accelerator.mig == "preferred" and checks.clean(mig):
+        checks.add(mig, "a CPU-only template (gpu: forbidden) cannot prefer MIG")
+    if cpu_only and accelerator.min_devices > 0 and checks.clean(devices):
+        checks.add([*devices, "min"], "a CPU-only template (gpu: forbidden) cannot need devices")
+    if cpu_only and (inject.per_gpu_requests or inject.per_gpu_limits) and checks.clean(PER_GPU):
+        checks.add(PER_GPU, "a CPU-only template has no GPUs to size by")
     if (
         accelerator.mig == "preferred"
         and accelerator.gpu_memory_bytes is None
         and accelerator.compute_share is None
+        and checks.clean(mig, memory, share)
     ):
-        raise BuildError([*path, "mig"], "mig: preferred needs gpuMemory or computeShare to choose a slice")
-    high = accelerator.max_devices
-    if high is not None and accelerator.min_devices > high:
-        raise BuildError(
-            [*path, "devices"], f"devices.min {accelerator.min_devices} is above devices.max {high}"
-        )
-    if accelerator.gpu == "required" and high == 0:
-        raise BuildError([*path, "devices", "max"], "gpu: required with devices.max 0 admits no pod")
+        checks.add(mig, "mig: preferred needs gpuMemory or computeShare to choose a slice")

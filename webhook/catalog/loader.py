@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.catalog.build import BuildError, build_policy, build_template
+from webhook.catalog.build import Checks, read_policy, read_template
 from webhook.catalog.overlap import policy_overlaps, template_ties
-from webhook.catalog.schema import SCHEMAS, schema_errors
+from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
 from webhook.yamlio import Document, YamlError, iter_yaml_files, key_path, load_file
 
@@ -50,8 +50,8 @@ def lint_paths(paths: Iterable[str | Path]) -> list[Problem]:
 
 def _load(paths: Iterable[str | Path]) -> tuple[Catalog | None, list[Problem]]:
     problems: list[Problem] = []
-    templates: list[tuple[Template, Document]] = []
-    policies: list[tuple[Policy, Document]] = []
+    templates: list[tuple[Template, Document, Checks]] = []
+    policies: list[tuple[Policy, Document, Checks]] = []
     for document in _documents(paths, problems):
         _read(document, templates, policies, problems)
     problems.extend(_cross_checks(templates, policies))
@@ -60,12 +60,14 @@ def _load(paths: Iterable[str | Path]) -> tuple[Catalog | None, list[Problem]]:
     return _assemble(templates, policies), []
 
 
-def _assemble(templates: list[tuple[Template, Document]], policies: list[tuple[Policy, Document]]) -> Catalog:
-    by_name = {t.name: t for t, _ in templates}
+def _assemble(
+    templates: list[tuple[Template, Document, Checks]], policies: list[tuple[Policy, Document, Checks]]
+) -> Catalog:
+    by_name = {t.name: t for t, _, _ in templates}
     ranked = sorted(
         (t for t in by_name.values() if not t.match.is_empty), key=lambda t: (-t.priority, t.name)
     )
-    return Catalog(templates=by_name, policies=tuple(p for p, _ in policies), ranked=tuple(ranked))
+    return Catalog(templates=by_name, policies=tuple(p for p, _, _ in policies), ranked=tuple(ranked))
 
 
 def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Document]:
@@ -80,14 +82,15 @@ def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Doc
             try:
                 documents.extend(load_file(file, report_duplicates=True))
             except YamlError as exc:
+                documents.extend(exc.documents)
                 problems.append(Problem(str(file), exc.line, "", exc.problem))
     return documents
 
 
 def _read(
     document: Document,
-    templates: list[tuple[Template, Document]],
-    policies: list[tuple[Policy, Document]],
+    templates: list[tuple[Template, Document, Checks]],
+    policies: list[tuple[Policy, Document, Checks]],
     problems: list[Problem],
 ) -> None:
     for duplicate in document.duplicates:
@@ -102,40 +105,56 @@ def _read(
         )
         return
     errors = schema_errors(kind, data)
-    for path, message in errors:
-        problems.append(Problem(document.source, document.line_of(path), _dotted(path), message))
-    if errors:
-        return
-    try:
-        if kind == "WorkloadTemplate":
-            templates.append((build_template(data, document.source), document))
-        else:
-            policies.append((build_policy(data, document.source), document))
-    except BuildError as exc:
-        problems.append(Problem(document.source, document.line_of(exc.path), _dotted(exc.path), exc.message))
+    checks = Checks(e.covers for e in errors)
+    usable = without(data, [e.covers for e in errors])
+    if kind == "WorkloadTemplate":
+        templates.append((read_template(usable, document.source, checks), document, checks))
+    else:
+        policies.append((read_policy(usable, document.source), document, checks))
+    found = [(e.path, e.message) for e in errors] + [(e.path, e.message) for e in checks.errors]
+    problems.extend(Problem(document.source, document.line_of(p), _dotted(p), m) for p, m in found)
 
 
 def _cross_checks(
-    templates: list[tuple[Template, Document]], policies: list[tuple[Policy, Document]]
+    templates: list[tuple[Template, Document, Checks]], policies: list[tuple[Policy, Document, Checks]]
 ) -> list[Problem]:
-    problems = _duplicates([(t.name, d) for t, d in templates], "template")
-    problems += _duplicates([(p.name, d) for p, d in policies], "policy")
-    names = {t.name for t, _ in templates}
-    for policy, document in policies:
-        problems += _policy_references(policy, document, names)
-    located = {t.name: d for t, d in templates}
-    for tied, other, reason in template_ties([t for t, _ in templates]):
-        document = located[other.name]
-        message = f"could tie with template {tied.name} ({tied.source}): {reason}"
-        problems.append(Problem(document.source, document.line_of(["spec", "match"]), "spec.match", message))
-    policy_docs = {p.name: d for p, d in policies}
-    for first, second, pattern in policy_overlaps([p for p, _ in policies]):
+    """Checks between documents, each only on values that have no problem of their own."""
+    template_names = [(name, d) for _, d, _ in templates if (name := _name(d))]
+    problems = _duplicates(template_names, "template")
+    problems += _duplicates([(name, d) for _, d, _ in policies if (name := _name(d))], "policy")
+    names = {name for name, _ in template_names}
+    for policy, document, checks in policies:
+        problems += _policy_references(policy, document, checks, names)
+    problems += _ties(
+        [(t, d) for t, d, c in templates if _name(d) and c.clean(["spec", "match"], ["spec", "priority"])]
+    )
+    claiming = [(p, d) for p, d, c in policies if _name(d) and c.clean(["spec", "namespaces"])]
+    policy_docs = {p.name: d for p, d in claiming}
+    for first, second, pattern in policy_overlaps([p for p, _ in claiming]):
         document = policy_docs[second.name]
         message = f"namespace {pattern!r} is also claimed by policy {first.name} ({first.source})"
         problems.append(
             Problem(document.source, document.line_of(["spec", "namespaces"]), "spec.namespaces", message)
         )
     return problems
+
+
+def _ties(templates: list[tuple[Template, Document]]) -> list[Problem]:
+    problems = []
+    located = {t.name: d for t, d in templates}
+    for tied, other, reason in template_ties([t for t, _ in templates]):
+        document = located[other.name]
+        message = f"could tie with template {tied.name} ({tied.source}): {reason}"
+        problems.append(Problem(document.source, document.line_of(["spec", "match"]), "spec.match", message))
+    return problems
+
+
+def _name(document: Document) -> str:
+    """The name a document gives itself, even one the schema refuses: a policy that names it
+    then gets no second, cascading 'no template' problem."""
+    metadata = document.data.get("metadata") if isinstance(document.data, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _duplicates(named: list[tuple[str, Document]], what: str) -> list[Problem]:
@@ -153,22 +172,25 @@ def _duplicates(named: list[tuple[str, Document]], what: str) -> list[Problem]:
     return problems
 
 
-def _policy_references(policy: Policy, document: Document, names: set[str]) -> list[Problem]:
+def _policy_references(policy: Policy, document: Document, checks: Checks, names: set[str]) -> list[Problem]:
     problems = []
-    for name in sorted(policy.allowed_templates or ()):
+    allowed_clean = checks.clean(["spec", "templates", "allowed"])
+    for name in sorted(policy.allowed_templates or ()) if allowed_clean else ():
         if name not in names:
             path: list[str | int] = ["spec", "templates", "allowed"]
             problems.append(
                 Problem(document.source, document.line_of(path), _dotted(path), f"no template {name!r}")
             )
     default = policy.default_template
-    if default is not None:
+    if default is not None and checks.clean(["spec", "templates", "default"]):
         path = ["spec", "templates", "default"]
         if default not in names:
             problems.append(
                 Problem(document.source, document.line_of(path), _dotted(path), f"no template {default!r}")
             )
-        elif policy.allowed_templates is not None and default not in policy.allowed_templates:
+        elif (
+            allowed_clean and policy.allowed_templates is not None and default not in policy.allowed_templates
+        ):
             message = f"default template {default!r} is not in templates.allowed"
             problems.append(Problem(document.source, document.line_of(path), _dotted(path), message))
     return problems
@@ -184,8 +206,8 @@ def _dotted(path: Sequence[str | int]) -> str:
 def build_from_data(items: Iterable[dict[str, Any]], source: str = "<memory>") -> Catalog:
     """A catalog from already-parsed documents (tests and benchmarks build catalogs in memory)."""
     problems: list[Problem] = []
-    templates: list[tuple[Template, Document]] = []
-    policies: list[tuple[Policy, Document]] = []
+    templates: list[tuple[Template, Document, Checks]] = []
+    policies: list[tuple[Policy, Document, Checks]] = []
     for index, data in enumerate(items):
         _read(Document(source, index, data, None), templates, policies, problems)
     problems.extend(_cross_checks(templates, policies))

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
 
 SCHEMAS = {"WorkloadTemplate": "template.v1.json", "GpuPolicy": "policy.v1.json"}
+
+JsonPath = list[str | int]
+
+
+class SchemaError(NamedTuple):
+    path: JsonPath
+    message: str
+    covers: JsonPath
+    """The value this error makes unusable: later checks do not judge it again."""
 
 
 @cache
@@ -24,16 +35,45 @@ def validator(kind: str) -> Draft202012Validator:
     return Draft202012Validator(schema(kind))
 
 
-def schema_errors(kind: str, data: Any) -> list[tuple[list[str | int], str]]:
-    """(JSON path, message) for every schema violation, sorted by path."""
-    found: list[tuple[list[str | int], str]] = []
+def schema_errors(kind: str, data: Any) -> list[SchemaError]:
+    """Every schema violation, sorted by path, each with the value it makes unusable."""
+    found: list[SchemaError] = []
     for error in validator(kind).iter_errors(data):
         path = list(error.absolute_path)
         if error.validator == "additionalProperties":
-            found.extend(([*path, key], f"unknown field {key!r}") for key in _unknown_keys(error))
+            found.extend(
+                SchemaError([*path, key], f"unknown field {key!r}", [*path, key])
+                for key in _unknown_keys(error)
+            )
+        elif error.validator == "required":
+            found.extend(SchemaError(path, _message(error), [*path, key]) for key in _missing_keys(error))
         else:
-            found.append((path, _message(error)))
-    return sorted(found, key=lambda item: [str(p) for p in item[0]])
+            found.append(SchemaError(path, _message(error), path))
+    return sorted(found, key=lambda item: [str(p) for p in item.path])
+
+
+def without(data: Any, paths: Iterable[Sequence[str | int]]) -> Any:
+    """A copy of `data` without the values at `paths` (list items become None, keeping indices)."""
+    pruned = copy.deepcopy(data)
+    for path in sorted((list(p) for p in paths if p), key=len, reverse=True):
+        parent = _at(pruned, path[:-1])
+        last = path[-1]
+        if isinstance(parent, dict):
+            parent.pop(last, None)
+        elif isinstance(parent, list) and isinstance(last, int) and last < len(parent):
+            parent[last] = None
+    return pruned
+
+
+def _at(data: Any, path: Sequence[str | int]) -> Any:
+    for step in path:
+        if isinstance(data, dict):
+            data = data.get(step)
+        elif isinstance(data, list) and isinstance(step, int) and step < len(data):
+            data = data[step]
+        else:
+            return None
+    return data
 
 
 def _unknown_keys(error: Any) -> list[str]:
@@ -41,6 +81,12 @@ def _unknown_keys(error: Any) -> list[str]:
     known = set(error.schema.get("properties") or ()) if isinstance(error.schema, dict) else set()
     instance = error.instance if isinstance(error.instance, dict) else {}
     return [str(key) for key in instance if key not in known] or ["?"]
+
+
+def _missing_keys(error: Any) -> list[str]:
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    required = error.validator_value if isinstance(error.validator_value, list) else []
+    return [str(key) for key in required if key not in instance] or ["?"]
 
 
 def _message(error: Any) -> str:

@@ -21,8 +21,8 @@ def problems(*documents: dict[str, Any]) -> set[str]:
     [
         ({"gpu": "required", "devices": {"min": 3, "max": 2}}, None, "spec.accelerator.devices"),
         ({"gpu": "required", "devices": {"max": 0}}, None, "spec.accelerator.devices.max"),
-        ({"gpu": "forbidden", "mig": "preferred", "gpuMemory": "1Gi"}, None, "spec.accelerator"),
-        ({"gpu": "forbidden", "devices": {"min": 1}}, None, "spec.accelerator"),
+        ({"gpu": "forbidden", "mig": "preferred", "gpuMemory": "1Gi"}, None, "spec.accelerator.mig"),
+        ({"gpu": "forbidden", "devices": {"min": 1}}, None, "spec.accelerator.devices.min"),
         (
             {"gpu": "forbidden"},
             {"resources": {"perGpu": {"requests": {"cpu": "1"}}}},

@@ -122,3 +122,72 @@ def test_a_clean_catalog_has_no_problems_and_loads(tmp_path: Path) -> None:
 def test_problem_text_names_file_line_and_path() -> None:
     problem = Problem("templates/a.yaml", 12, "spec.priority", "'high' is not of type 'integer'")
     assert str(problem).startswith("templates/a.yaml:12: spec.priority: ")
+
+
+MANY = template(
+    "many",
+    "  kind: batch\n"  # 6
+    "  colour: blue\n"  # 7
+    "  priority: high\n"  # 8
+    "  accelerator:\n"  # 9
+    "    gpu: required\n"  # 10
+    "    gpuMemory: lots\n"  # 11
+    "    mig: preferred\n"  # 12
+    "    podOverrides:\n"  # 13
+    "      gpuMemory: {min: plenty}\n"  # 14
+    "  inject:\n"  # 15
+    "    resources:\n"  # 16
+    "      perGpu: {requests: {cpu: abc}, limits: {memory: 2x}}\n",  # 17
+)
+
+
+def test_schema_errors_do_not_hide_the_other_problems_of_the_file(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "templates/many.yaml": MANY,
+            "policies/p.yaml": policy(
+                "p", '  namespaces: ["x"]\n  templates: {allowed: [many], default: many}\n'
+            ),
+        },
+    )
+    problems = lint_paths([tmp_path])
+    assert located(tmp_path, problems) == {
+        ("templates/many.yaml", 7, "spec.colour"),
+        ("templates/many.yaml", 8, "spec.priority"),
+        ("templates/many.yaml", 11, "spec.accelerator.gpuMemory"),
+        ("templates/many.yaml", 14, "spec.accelerator.podOverrides.gpuMemory.min"),
+        ("templates/many.yaml", 17, "spec.inject.resources.perGpu.requests.cpu"),
+        ("templates/many.yaml", 17, "spec.inject.resources.perGpu.limits.memory"),
+    }  # no 'mig: preferred needs gpuMemory' (gpuMemory is reported) and no 'no template many'
+
+
+def test_a_missing_required_field_hides_nothing_and_cascades_nothing(tmp_path: Path) -> None:
+    body = "  kind: batch\n  accelerator:\n    podOverrides:\n      gpuMemory: {min: plenty}\n"
+    write(tmp_path, {"templates/t.yaml": template("t", body)})
+    problems = lint_paths([tmp_path])
+    assert located(tmp_path, problems) == {
+        ("templates/t.yaml", 8, "spec.accelerator"),  # gpu is required
+        ("templates/t.yaml", 9, "spec.accelerator.podOverrides.gpuMemory.min"),
+    }
+
+
+def test_semantic_problems_of_one_file_are_all_reported(tmp_path: Path) -> None:
+    body = (
+        "  kind: cpu-only\n  accelerator:\n    gpu: forbidden\n    devices: {min: 3, max: 2}\n"
+        "    podOverrides:\n      gpuMemory: {min: 8Gi, max: 4Gi}\n      computeShare: {max: 2}\n"
+    )
+    write(tmp_path, {"templates/t.yaml": template("t", body)})
+    paths = {p.path for p in lint_paths([tmp_path])}
+    assert paths == {
+        "spec.accelerator.devices",
+        "spec.accelerator.podOverrides.gpuMemory",
+        "spec.accelerator.podOverrides.computeShare.max",
+    }  # the CPU-only check does not judge devices again
+
+
+def test_a_yaml_error_in_a_later_document_keeps_the_earlier_ones(tmp_path: Path) -> None:
+    text = template("first", "  kind: batch\n  priority: high\n  accelerator:\n    gpu: optional\n")
+    write(tmp_path, {"templates/two.yaml": text + "---\na: [1, 2\n"})
+    problems = lint_paths([tmp_path])
+    assert {(p.path, p.line) for p in problems} == {("spec.priority", 7), ("", 12)}

@@ -128,14 +128,7 @@ def _cross_checks(
     problems += _ties(
         [(t, d) for t, d, c in templates if _name(d) and c.clean(["spec", "match"], ["spec", "priority"])]
     )
-    claiming = [(p, d) for p, d, c in policies if _name(d) and c.clean(["spec", "namespaces"])]
-    policy_docs = {p.name: d for p, d in claiming}
-    for first, second, pattern in policy_overlaps([p for p, _ in claiming]):
-        document = policy_docs[second.name]
-        message = f"namespace {pattern!r} is also claimed by policy {first.name} ({first.source})"
-        problems.append(
-            Problem(document.source, document.line_of(["spec", "namespaces"]), "spec.namespaces", message)
-        )
+    problems += _policy_ties([(p, d) for p, d, c in policies if _name(d) and c.clean(["spec", "namespaces"])])
     return problems
 
 
@@ -146,6 +139,23 @@ def _ties(templates: list[tuple[Template, Document]]) -> list[Problem]:
         document = located[other.name]
         message = f"could tie with template {tied.name} ({tied.source}): {reason}"
         problems.append(Problem(document.source, document.line_of(["spec", "match"]), "spec.match", message))
+    return problems
+
+
+def _policy_ties(claiming: list[tuple[Policy, Document]]) -> list[Problem]:
+    problems = []
+    policy_docs = {p.name: d for p, d in claiming}
+    for first, second, pattern, other in policy_overlaps([p for p, _ in claiming]):
+        document = policy_docs[second.name]
+        message = f"namespace {pattern!r} is also claimed by policy {first.name} ({first.source})"
+        if other != pattern:
+            message = (
+                f"namespace pattern {pattern!r} ties with {other!r} of policy {first.name} ({first.source}):"
+                " a namespace could match both, and neither is longer"
+            )
+        problems.append(
+            Problem(document.source, document.line_of(["spec", "namespaces"]), "spec.namespaces", message)
+        )
     return problems
 
 

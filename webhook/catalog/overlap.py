@@ -1,8 +1,13 @@
 """Find templates that could tie and policies that claim the same namespace, at load time.
 
 Two templates tie when they have the same priority and some pod could match both. This is
-decided conservatively from the match conditions: namespaces that can coincide, label
-selectors that do not contradict, and image patterns whose fixed prefixes and suffixes agree.
+decided conservatively from the match conditions: namespaces that can coincide and label
+selectors that do not contradict. Images never keep two templates apart: a template matches
+when any container's image matches one of its patterns, so a pod with one container of each
+image matches both.
+
+Two policies tie on a namespace when both name it exactly, or when patterns of theirs with the
+same length (what the index ranks patterns by) could both match it.
 """
 
 from __future__ import annotations
@@ -23,30 +28,36 @@ def template_ties(templates: Sequence[Template]) -> Iterator[tuple[Template, Tem
             yield first, second, f"same priority {first.priority} and a pod could match both"
 
 
-def policy_overlaps(policies: Sequence[Policy]) -> Iterator[tuple[Policy, Policy, str]]:
-    claimed: dict[str, Policy] = {}
+def policy_overlaps(policies: Sequence[Policy]) -> Iterator[tuple[Policy, Policy, str, str]]:
+    """(first policy, second policy, its pattern, the first's pattern it ties with)."""
+    claimed: list[tuple[str, Policy]] = []
     for policy in policies:
         for pattern in policy.namespaces:
-            if pattern in claimed and claimed[pattern].name != policy.name:
-                yield claimed[pattern], policy, pattern
-            claimed.setdefault(pattern, policy)
+            other = next((c for c in claimed if c[1].name != policy.name and _same_rank(c[0], pattern)), None)
+            if other is not None:
+                yield other[1], policy, pattern, other[0]
+            claimed.append((pattern, policy))
+
+
+def _same_rank(first: str, second: str) -> bool:
+    """Two namespace patterns that could select the same namespace with neither ranked above."""
+    if first == second:
+        return True
+    if not (has_wildcard(first) and has_wildcard(second)):
+        return False
+    return pattern_length(first) == pattern_length(second) and _patterns_overlap(first, second)
+
+
+def pattern_length(pattern: str) -> int:
+    """What webhook.core.catalog_index.build_index ranks a namespace pattern by: the longer wins."""
+    return len(pattern.replace("*", ""))
 
 
 def _could_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:
-    return (
-        _namespaces_overlap(a.namespaces, b.namespaces)
-        and _labels_compatible(a, b)
-        and _images_overlap(a.images, b.images)
-    )
+    return _namespaces_overlap(a.namespaces, b.namespaces) and _labels_compatible(a, b)
 
 
 def _namespaces_overlap(a: frozenset[str], b: frozenset[str]) -> bool:
-    if not a or not b:
-        return True
-    return any(_patterns_overlap(p, q) for p in a for q in b)
-
-
-def _images_overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     if not a or not b:
         return True
     return any(_patterns_overlap(p, q) for p in a for q in b)

@@ -76,7 +76,9 @@ def test_two_templates_of_different_priority_never_tie() -> None:
     ("first", "second", "tie"),
     [
         ({"images": ["vllm/*"]}, {"images": ["*/vllm"]}, True),
-        ({"images": ["vllm/*"]}, {"images": ["sglang/*"]}, False),
+        # matching is per pod: a pod with a vllm and an sglang container matches both
+        ({"images": ["vllm/*"]}, {"images": ["sglang/*"]}, True),
+        ({"images": ["vllm/*"], "namespaces": ["a"]}, {"images": ["sglang/*"], "namespaces": ["b"]}, False),
         ({"namespaces": ["a"]}, {"namespaces": ["b"]}, False),
         ({"namespaces": ["team-*"]}, {"namespaces": ["team-ml"]}, True),
         (
@@ -100,3 +102,24 @@ def test_templates_that_could_tie_are_refused_when_the_library_loads(
         assert problems(a, b) == {"spec.match"}
     else:
         assert len(make_catalog(a, b).ranked) == 2
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "tie"),
+    [
+        (["team-*"], ["team-*"], True),
+        (["team-*"], ["*-prod"], True),  # team-prod: both 5 literal characters
+        (["team-*"], ["team-ml-*"], False),  # the longer wins
+        (["team-*"], ["prod-*"], False),  # no namespace matches both
+        (["team-a"], ["team-*"], False),  # an exact name wins
+        (["team-a"], ["team-a"], True),
+    ],
+)
+def test_policies_whose_namespaces_could_tie_are_refused(
+    first: list[str], second: list[str], tie: bool
+) -> None:
+    a, b = policy_doc("a", first), policy_doc("b", second)
+    if tie:
+        assert problems(a, b) == {"spec.namespaces"}
+    else:
+        assert len(make_catalog(a, b).policies) == 2

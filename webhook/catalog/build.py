@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import translate
 from typing import Any, Final
 
+from webhook.catalog import apirules
 from webhook.core.catalog_index import has_wildcard
 from webhook.core.model import Accelerator, Bounds, Injection, Policy, Template, TemplateMatch
 from webhook.core.quantity import parse_quantity, scale_quantity
@@ -70,6 +71,7 @@ def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Templ
     accelerator = _accelerator(_object(spec.get("accelerator")), checks)
     inject = _inject(_object(spec.get("inject")), checks)
     _check_consistency(accelerator, inject, checks)
+    _check_api_rules(_object(spec.get("inject")), checks)
     return Template(
         name=str(metadata.get("name", "")),
         description=str(metadata.get("description", "")).strip(),
@@ -253,3 +255,33 @@ def _check_consistency(accelerator: Accelerator, inject: Injection, checks: Chec
         and checks.clean(mig, memory, share)
     ):
         checks.add(mig, "mig: preferred needs gpuMemory or computeShare to choose a slice")
+
+
+INJECT: Final[list[str | int]] = ["spec", "inject"]
+
+
+def _check_api_rules(inject: Mapping[str, Any], checks: Checks) -> None:
+    """What the template injects must pass the API server's validation of a pod."""
+    found: list[tuple[list[str | int], str]] = []
+    found += [(["labels", *p], m) for p, m in apirules.label_map(_object(inject.get("labels")))]
+    found += [
+        (["annotations", *p], m) for p, m in apirules.annotation_map(_object(inject.get("annotations")))
+    ]
+    for field, rule in (
+        ("tolerations", apirules.toleration),
+        ("nodeAffinity", apirules.node_selector_requirement),
+    ):
+        for index, item in enumerate(_list(inject.get(field))):
+            if isinstance(item, Mapping):
+                found += [([field, index, *p], m) for p, m in rule(item)]
+    for field in ("priorityClassName", "runtimeClassName"):
+        name = inject.get(field)
+        problem = apirules.dns_subdomain(name) if isinstance(name, str) else None
+        if problem is not None:
+            found.append(([field], problem))
+    for path, message in [(p, m) for p, m in found if checks.clean([*INJECT, *p])]:
+        checks.add([*INJECT, *path], message)
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -6,6 +6,8 @@ not built, so a typo never reaches the admission path.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +18,8 @@ from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
 from webhook.yamlio import Document, YamlError, iter_yaml_files, key_path, load_file
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 @dataclass(frozen=True, order=True)
@@ -207,9 +211,15 @@ def _policy_references(policy: Policy, document: Document, checks: Checks, names
 
 
 def _dotted(path: Sequence[str | int]) -> str:
+    """spec.inject.labels["example.com/team"]: a key that is not a plain word is quoted."""
     text = ""
     for step in path:
-        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+        if isinstance(step, int):
+            text += f"[{step}]"
+        elif not _PLAIN_KEY.fullmatch(step):
+            text += f"[{json.dumps(step)}]"
+        else:
+            text += f".{step}" if text else step
     return text
 
 

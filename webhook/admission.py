@@ -30,10 +30,10 @@ MAX_DEPTH: Final = 100
 """Deeper objects are refused: no Kubernetes object nests anywhere near this."""
 WARNINGS_BUDGET: Final = 4096 - 96
 """The API server cuts every warning to 256 runes once all of them pass 4096 runes."""
-MAX_LISTED: Final = 50
 SKIP_NOTES: Final = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
 """Info codes that say why nothing was checked: kept in /validate's audit annotations."""
 MAX_LINE: Final = 400
+"""A denial lists every violation; a single line longer than this is cut."""
 
 
 class ReviewError(ValueError):
@@ -307,9 +307,7 @@ def denial_message(review: Review, decision: Decision) -> str:
     where = f" in namespace {review.namespace}" if review.namespace else ""
     head = f"gpu-webhook denied {subject}{where} (policy {decision.policy}, template {decision.template})"
     ordered = sorted(decision.violations, key=lambda v: v.outcome != "deny")
-    lines = [_clip(_line(v), MAX_LINE) for v in ordered[:MAX_LISTED]]
-    if len(ordered) > MAX_LISTED:
-        lines.append(f"- and {len(ordered) - MAX_LISTED} more")
+    lines = [_clip(_line(v), MAX_LINE) for v in ordered]
     return "\n".join([head + ":", *lines])
 
 

@@ -15,6 +15,7 @@ from webhook.core.env import Env
 from webhook.core.matching import resolve_template
 from webhook.core.model import Context, Finding, Pod, Policy, Template
 from webhook.core.mutators import mutate
+from webhook.core.mutators._pod import MalformedMember, message_of, path_of
 from webhook.core.need import resolve_need
 from webhook.core.podview import build_view
 from webhook.core.selection import plan_slice
@@ -52,10 +53,13 @@ def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: s
 
 
 def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
-    """A mutated copy of the pod and what changed; MutationSkipped and the original on a bug."""
+    """A mutated copy of the pod and what changed; MutationSkipped and the original when a member
+    the mutators need is malformed (at its path), or on a bug."""
     mutated = writable_copy(pod)
     try:
         return mutated, mutate(mutated, env)
+    except MalformedMember as exc:
+        return pod, [Finding("MutationSkipped", path_of(exc), f"left unchanged: {message_of(exc)}")]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
         return pod, [skipped]

@@ -44,21 +44,6 @@ def lenient_object(value: object) -> dict[Any, Any]:
     return {}
 
 
-def strict_object(value: object, member: str) -> dict[Any, Any]:
-    """What `(value or {})` reads members from, as `lenient_object` does, but a TypeError for a
-    value that is neither empty nor a Mapping: a mutation stops there (MutationSkipped) rather
-    than write over a member it cannot read. `member` names it in the error, with the value."""
-    if isinstance(value, dict):
-        return value
-    if not value:
-        return {}
-    if isinstance(value, Mapping):
-        return dict(value)
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:59] + "…"
-    raise TypeError(f"{member} is {type(value).__name__} {shown}, not an object")
-
-
 TEMPLATE_LABEL: Final = "gpu.aethervirt.io/template"
 ANNOTATION_PREFIX: Final = "gpu.aethervirt.io/"
 MEMORY_ANNOTATION: Final = "gpu.aethervirt.io/gpu-memory"

@@ -1,4 +1,12 @@
-"""Small helpers to reach into a pod dict for writing, creating what is missing."""
+"""Small helpers to reach into a pod dict: read without creating, write creating what is missing.
+
+Reading never creates a member: a mutator that changes nothing leaves the copy equal to the
+original, so there is no patch. Writing creates a member only where it is absent (or null, which
+Kubernetes reads as absent). A member that is there but of another type than Kubernetes gives it
+(a container's `resources` that is a string, `tolerations` that is an object...) is never read
+as empty nor written over: the helpers raise `MalformedMember` with its field path, and the
+mutation of the pod stops there (MutationSkipped at that path; the pod is left unchanged).
+"""
 
 from __future__ import annotations
 
@@ -7,64 +15,187 @@ from typing import Any, Final
 
 from webhook.core.model import MAPPINGS, Pod
 
-RESOURCES: Final = "a container's resources"
-LIMITS: Final = "a container's resources.limits"
-REQUESTS: Final = "a container's resources.requests"
-ANNOTATIONS: Final = "metadata.annotations"
-"""What `strict_object` calls the members mutators read, when one is not an object."""
+CONTAINER_GROUPS: Final = ("initContainers", "containers")
+_EMPTY: Final[dict[str, Any]] = {}
+"""What reading an absent member gives; never written to (writes go through `child`)."""
 
 
-def child(parent: dict[str, Any], key: str) -> dict[str, Any]:
-    """parent[key] as a dict, created (or replaced when null) if needed."""
+class MalformedMember(Exception):
+    """A member neither absent nor of its Kubernetes type. args: (field path, message).
+    (An Exception, not a TypeError: mypyc compiles no other builtin exception subclasses.)"""
+
+    def __init__(self, path: str, value: object, expected: str) -> None:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        super().__init__(path, f"{path} is {type(value).__name__} {shown}, not {expected}")
+
+
+def path_of(exc: MalformedMember) -> str:
+    return str(exc.args[0])
+
+
+def message_of(exc: MalformedMember) -> str:
+    return str(exc.args[1])
+
+
+def read(parent: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    """parent[key] to read members from: itself, or empty (never created) when absent or null.
+    `where` is the path of `parent`, used to name a malformed member."""
     value = parent.get(key)
-    if not isinstance(value, dict):
-        value = {}
-        parent[key] = value
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return _EMPTY
+    raise MalformedMember(_join(where, key), value, "an object")
+
+
+def read_list(parent: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    """parent[key] to read items from: itself, or empty (never created) when absent or null."""
+    value = parent.get(key)
+    if isinstance(value, list):
+        return value
+    if value is None:
+        return []
+    raise MalformedMember(_join(where, key), value, "an array")
+
+
+def child(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """parent[key] as a dict to write into, created when absent or null."""
+    value = parent.get(key)
+    if isinstance(value, dict):
+        return value
+    if value is not None:
+        raise MalformedMember(_join(where, key), value, "an object")
+    created: dict[str, Any] = {}
+    parent[key] = created
+    return created
+
+
+def child_list(parent: dict[str, Any], key: str, where: str) -> list[Any]:
+    """parent[key] as a list to append to, created when absent or null."""
+    value = parent.get(key)
+    if isinstance(value, list):
+        return value
+    if value is not None:
+        raise MalformedMember(_join(where, key), value, "an array")
+    created: list[Any] = []
+    parent[key] = created
+    return created
+
+
+def read_spec(pod: Pod, base: str) -> dict[str, Any]:
+    """The pod spec to read, never created; `base` is its path."""
+    value = pod.get("spec")
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return _EMPTY
+    raise MalformedMember(base, value, "an object")
+
+
+def spec(pod: Pod, base: str) -> dict[str, Any]:
+    """The pod spec to write into, created when absent or null; `base` is its path."""
+    value = read_spec(pod, base)
+    if value is _EMPTY:
+        value = pod["spec"] = {}
     return value
 
 
-def child_list(parent: dict[str, Any], key: str) -> list[Any]:
-    value = parent.get(key)
-    if not isinstance(value, list):
-        value = []
-        parent[key] = value
-    return value
+def read_metadata(pod: Pod, meta: str) -> dict[str, Any]:
+    """The pod metadata to read, never created; `meta` is its path."""
+    value = pod.get("metadata")
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return _EMPTY
+    raise MalformedMember(meta, value, "an object")
 
 
-def spec(pod: Pod) -> dict[str, Any]:
-    return child(pod, "spec")
+def metadata(pod: Pod, meta: str) -> dict[str, Any]:
+    """The pod metadata to write into, created when absent or null; `meta` is its path."""
+    value = pod.get("metadata")
+    if isinstance(value, dict):
+        return value
+    if value is not None:
+        raise MalformedMember(meta, value, "an object")
+    created: dict[str, Any] = {}
+    pod["metadata"] = created
+    return created
 
 
 def containers(
-    pod: Pod, groups: tuple[str, ...] = ("initContainers", "containers")
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    pod_spec = spec(pod)
+    pod: Pod, base: str, groups: tuple[str, ...] = CONTAINER_GROUPS
+) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """(group, index, container) of every container object, read without creating anything."""
+    pod_spec = read_spec(pod, base)
     for group in groups:
-        for item in pod_spec.get(group) or ():
-            if isinstance(item, dict):
-                yield group, item
+        items = pod_spec.get(group)
+        if isinstance(items, list):
+            for index, item in enumerate(items):
+                if isinstance(item, dict):
+                    yield group, index, item
+
+
+def container_path(base: str, group: str, index: int, container: Mapping[str, Any]) -> str:
+    """The path the checks give a container: by name, by index when it has none."""
+    name = container.get("name")
+    selector = f"name={name}" if isinstance(name, str) and name else str(index)
+    return f"{base}.{group}[{selector}]"
+
+
+def resources_of(container: dict[str, Any], base: str, group: str, index: int) -> dict[str, Any]:
+    """The container's `resources` to read; its path is built only to name it when malformed."""
+    value = container.get("resources")
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return _EMPTY
+    raise MalformedMember(f"{container_path(base, group, index, container)}.resources", value, "an object")
+
+
+def section_of(container: dict[str, Any], section: str, base: str, group: str, index: int) -> dict[str, Any]:
+    """`resources.limits` or `resources.requests` of the container, to read."""
+    value = resources_of(container, base, group, index).get(section)
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return _EMPTY
+    where = f"{container_path(base, group, index, container)}.resources.{section}"
+    raise MalformedMember(where, value, "an object")
 
 
 def has_gpu(container: Mapping[str, Any]) -> bool:
     resources = container.get("resources")
     if not isinstance(resources, MAPPINGS):
         return False
-    names = [*(resources.get("limits") or {}), *(resources.get("requests") or {})]
+    names = [*_keys(resources.get("limits")), *_keys(resources.get("requests"))]
     return any(n == "nvidia.com/gpu" or n.startswith("nvidia.com/mig-") for n in names)
 
 
-def require_node_expressions(pod: Pod, expressions: list[dict[str, Any]]) -> bool:
+def _keys(value: object) -> list[str]:
+    return [k for k in value if isinstance(k, str)] if isinstance(value, MAPPINGS) else []
+
+
+REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def node_affinity(pod: Pod, base: str) -> dict[str, Any]:
+    """spec.affinity.nodeAffinity to write into."""
+    return child(child(spec(pod, base), "affinity", base), "nodeAffinity", f"{base}.affinity")
+
+
+def require_node_expressions(pod: Pod, base: str, expressions: list[dict[str, Any]]) -> bool:
     """AND the expressions into every required node-selector term; True when anything changed."""
-    affinity = child(child(spec(pod), "affinity"), "nodeAffinity")
-    required = child(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
-    terms = child_list(required, "nodeSelectorTerms")
+    where = f"{base}.affinity.nodeAffinity"
+    required = child(node_affinity(pod, base), REQUIRED, where)
+    terms = child_list(required, "nodeSelectorTerms", f"{where}.{REQUIRED}")
     if not terms:
         terms.append({})
     changed = False
-    for term in terms:
+    for index, term in enumerate(terms):
         if not isinstance(term, dict):
             continue
-        existing = child_list(term, "matchExpressions")
+        existing = child_list(term, "matchExpressions", f"{where}.{REQUIRED}.nodeSelectorTerms[{index}]")
         for expression in expressions:
             if expression not in existing:
                 existing.append(dict(expression))
@@ -74,3 +205,7 @@ def require_node_expressions(pod: Pod, expressions: list[dict[str, Any]]) -> boo
 
 def name_of(container: dict[str, Any]) -> str:
     return str(container.get("name", ""))
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key

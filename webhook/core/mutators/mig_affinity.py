@@ -28,7 +28,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     offer = env.plan.offer
     if offer is None:
         return []
-    if not require_node_expressions(pod, expressions_for(offer)):
+    if not require_node_expressions(pod, env.view.base, expressions_for(offer)):
         return []
     where = ", ".join(offer.gke_accelerators or offer.products)
     message = f"requires nodes with {offer.profile} slices ({where})"

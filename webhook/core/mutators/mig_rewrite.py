@@ -9,8 +9,8 @@ from __future__ import annotations
 from json.encoder import encode_basestring_ascii as json_string
 
 from webhook.core.env import Env
-from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod, strict_object
-from webhook.core.mutators._pod import ANNOTATIONS, LIMITS, RESOURCES, child, containers, name_of
+from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod
+from webhook.core.mutators._pod import child, containers, metadata, name_of, read, read_metadata, section_of
 from webhook.core.profiles import GPU
 from webhook.core.selection import describe_need
 
@@ -18,23 +18,22 @@ from webhook.core.selection import describe_need
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     plan = env.plan
     offer = plan.offer
-    present = strict_object(strict_object(pod.get("metadata"), "metadata").get("annotations"), ANNOTATIONS)
-    if not plan.rewrite or offer is None or PROFILE_ANNOTATION in present:
+    if not plan.rewrite or offer is None:
         return []
-    annotations = child(child(pod, "metadata"), "annotations")
+    base, meta = env.view.base, env.view.meta
+    if PROFILE_ANNOTATION in read(read_metadata(pod, meta), "annotations", meta):
+        return []
     original: dict[str, str] = {}
     first_path = ""
-    for group, container in containers(pod):
-        resources = container.get("resources") or {}  # `_rename` writes to it: a dict, or a TypeError
-        limit = strict_object(strict_object(resources, RESOURCES).get("limits"), LIMITS).get(GPU)
+    for group, index, container in containers(pod, base):
+        limit = section_of(container, "limits", base, group, index).get(GPU)
         if limit is None:
             continue
         original[name_of(container)] = str(limit)
-        first_path = (
-            first_path or f'{env.view.base}.{group}[name={name_of(container)}].resources.limits["{GPU}"]'
-        )
+        first_path = first_path or f'{base}.{group}[name={name_of(container)}].resources.limits["{GPU}"]'
         if offer.resource != GPU:
-            _rename(resources, offer.resource)
+            _rename(container["resources"], offer.resource)
+    annotations = child(metadata(pod, meta), "annotations", meta)
     annotations[ORIGINAL_REQUEST_ANNOTATION] = original_request_json(original)
     annotations[PROFILE_ANNOTATION] = offer.profile
     via = offer.resource if offer.resource != GPU else f"{GPU} on {offer.strategy} MIG nodes"

@@ -12,7 +12,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     if template is None or not template.inject.node_affinity:
         return []
     expressions = [dict(e) for e in template.inject.node_affinity]
-    if not require_node_expressions(pod, expressions):
+    if not require_node_expressions(pod, env.view.base, expressions):
         return []
     keys = ", ".join(sorted({str(e["key"]) for e in expressions}))
     message = f"template {template.name} requires nodes by {keys}"

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, GpuNode, Inventory, Pod, SliceOffer
-from webhook.core.mutators._pod import child, child_list, spec
+from webhook.core.mutators._pod import child_list, node_affinity
 from webhook.core.profiles import GPU
 
 WEIGHT: Final = 100
@@ -34,9 +34,12 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     names = packed_nodes(env.inventory, offer, devices)
     if not names:
         return []
-    affinity = child(child(spec(pod), "affinity"), "nodeAffinity")
+    base = env.view.base
+    affinity = node_affinity(pod, base)
     preference = {"matchFields": [{"key": _NAME_FIELD, "operator": "In", "values": names}]}
-    child_list(affinity, _PREFERRED).append({"weight": WEIGHT, "preference": preference})
+    child_list(affinity, _PREFERRED, f"{base}.affinity.nodeAffinity").append(
+        {"weight": WEIGHT, "preference": preference}
+    )
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     message = f"prefers busy nodes with a free {offer.profile}: {shown}"
     return [Finding("PreferredPackedNodes", f"{env.view.base}.affinity.nodeAffinity.{_PREFERRED}", message)]

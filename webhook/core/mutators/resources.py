@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Pod, strict_object
-from webhook.core.mutators._pod import LIMITS, REQUESTS, RESOURCES, child, containers, name_of
+from webhook.core.model import Finding, Pod
+from webhook.core.mutators._pod import child, container_path, containers, name_of, section_of
 from webhook.core.quantity import parse_quantity, scale_quantity
 
 
@@ -21,11 +21,21 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         return []
     inject = template.inject
     filled: list[str] = []
-    for _, container in containers(pod, ("containers",)):
-        devices = _devices(container)
+    base = env.view.base
+    for group, index, container in containers(pod, base, ("containers",)):
+        have_limits = section_of(container, "limits", base, group, index)
+        have_requests = section_of(container, "requests", base, group, index)
+        devices = _devices(have_limits)
         wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices)
         wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices)
-        if _fill(container, wanted_requests, wanted_limits):
+        new_requests, new_limits = _missing(have_requests, have_limits, wanted_requests, wanted_limits)
+        if new_requests or new_limits:
+            where = container_path(base, group, index, container)
+            resources = child(container, "resources", where)
+            if new_requests:
+                child(resources, "requests", f"{where}.resources").update(new_requests)
+            if new_limits:
+                child(resources, "limits", f"{where}.resources").update(new_limits)
             filled.append(name_of(container))
     if not filled:
         return []
@@ -39,8 +49,7 @@ def _wanted(fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int) 
     return {**fixed, **{k: scale_quantity(v, devices) for k, v in per_gpu.items()}}
 
 
-def _devices(container: dict[str, Any]) -> int:
-    limits = strict_object(strict_object(container.get("resources"), RESOURCES).get("limits"), LIMITS)
+def _devices(limits: dict[str, Any]) -> int:
     total = 0
     for name, value in limits.items():
         if name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-"):
@@ -51,14 +60,15 @@ def _devices(container: dict[str, Any]) -> int:
     return total
 
 
-def _fill(container: dict[str, Any], requests: Mapping[str, str], limits: Mapping[str, str]) -> bool:
-    if not requests and not limits:
-        return False
-    resources = strict_object(container.get("resources"), RESOURCES)
-    have_requests = dict(strict_object(resources.get("requests"), REQUESTS))
-    have_limits = dict(strict_object(resources.get("limits"), LIMITS))
+def _missing(
+    have_requests: dict[str, Any],
+    have_limits: dict[str, Any],
+    requests: Mapping[str, str],
+    limits: Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The requests and limits to add: those not set, within what is set."""
     if requests.keys() <= have_requests.keys() and limits.keys() <= have_limits.keys():
-        return False  # all set already, as on the second pass over a mutated pod
+        return {}, {}  # all set already, as on the second pass over a mutated pod
     new_requests = {
         k: v for k, v in requests.items() if k not in have_requests and _at_most(v, have_limits.get(k))
     }
@@ -67,14 +77,7 @@ def _fill(container: dict[str, Any], requests: Mapping[str, str], limits: Mappin
         for k, v in limits.items()
         if k not in have_limits and _at_least(v, have_requests.get(k, new_requests.get(k)))
     }
-    if not new_requests and not new_limits:
-        return False
-    section = child(container, "resources")
-    if new_requests:
-        child(section, "requests").update(new_requests)
-    if new_limits:
-        child(section, "limits").update(new_limits)
-    return True
+    return new_requests, new_limits
 
 
 def _at_most(value: str, limit: object) -> bool:

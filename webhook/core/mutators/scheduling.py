@@ -9,23 +9,25 @@ from __future__ import annotations
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod
-from webhook.core.mutators._pod import spec
+from webhook.core.mutators._pod import read_spec, spec
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     template = env.template
     if template is None:
         return []
-    pod_spec = spec(pod)
+    base = env.view.base
+    present = read_spec(pod, base)
     changed = []
     inject = template.inject
-    if inject.priority_class_name and not pod_spec.get("priorityClassName"):
+    if inject.priority_class_name and not present.get("priorityClassName"):
+        pod_spec = spec(pod, base)
         pod_spec["priorityClassName"] = inject.priority_class_name
         pod_spec.pop("priority", None)
         changed.append(f"priorityClassName={inject.priority_class_name}")
-    if inject.runtime_class_name and not pod_spec.get("runtimeClassName"):
-        pod_spec["runtimeClassName"] = inject.runtime_class_name
+    if inject.runtime_class_name and not present.get("runtimeClassName"):
+        spec(pod, base)["runtimeClassName"] = inject.runtime_class_name
         changed.append(f"runtimeClassName={inject.runtime_class_name}")
     if not changed:
         return []
-    return [Finding("InjectedScheduling", env.view.base, f"set {', '.join(changed)}")]
+    return [Finding("InjectedScheduling", base, f"set {', '.join(changed)}")]

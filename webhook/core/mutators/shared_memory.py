@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, Pod
-from webhook.core.mutators._pod import child_list, containers, has_gpu, spec
+from webhook.core.mutators._pod import child_list, container_path, containers, has_gpu, read, read_list, spec
 
 SHM_PATH: Final = "/dev/shm"
 VOLUME_NAMES: Final = ("dshm", "gpu-webhook-dshm")
@@ -17,13 +17,18 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     template = env.template
     if template is None or template.inject.shm_size is None:
         return []
-    targets = [c for _, c in containers(pod, ("containers",)) if _wants_shm(c, template.accelerator.gpu)]
-    targets = [c for c in targets if not _mounts_shm(c)]
+    base = env.view.base
+    targets = [
+        (container_path(base, group, index, c), c)
+        for group, index, c in containers(pod, base, ("containers",))
+        if _wants_shm(c, template.accelerator.gpu)
+    ]
+    targets = [(where, c) for where, c in targets if not _mounts_shm(c, where)]
     if not targets:
         return []
-    volume = _ensure_volume(pod, template.inject.shm_size)
-    for container in targets:
-        child_list(container, "volumeMounts").append({"name": volume, "mountPath": SHM_PATH})
+    volume = _ensure_volume(pod, base, template.inject.shm_size)
+    for where, container in targets:
+        child_list(container, "volumeMounts", where).append({"name": volume, "mountPath": SHM_PATH})
     message = f"mounted a {template.inject.shm_size} memory-backed {SHM_PATH}"
     return [Finding("InjectedSharedMemory", f"{env.view.base}.volumes", message)]
 
@@ -32,13 +37,13 @@ def _wants_shm(container: Mapping[str, Any], gpu: str) -> bool:
     return has_gpu(container) or gpu == "forbidden"
 
 
-def _mounts_shm(container: Mapping[str, Any]) -> bool:
-    mounts = container.get("volumeMounts") or ()
+def _mounts_shm(container: Mapping[str, Any], where: str) -> bool:
+    mounts = read_list(container, "volumeMounts", where)
     return any(isinstance(m, MAPPINGS) and m.get("mountPath") == SHM_PATH for m in mounts)
 
 
-def _ensure_volume(pod: Pod, size: str) -> str:
-    volumes = child_list(spec(pod), "volumes")
+def _ensure_volume(pod: Pod, base: str, size: str) -> str:
+    volumes = child_list(spec(pod, base), "volumes", base)
     wanted = {"emptyDir": {"medium": "Memory", "sizeLimit": size}}
     by_name = {v.get("name"): v for v in volumes if isinstance(v, MAPPINGS)}
     for name in VOLUME_NAMES:
@@ -46,7 +51,7 @@ def _ensure_volume(pod: Pod, size: str) -> str:
         if existing is None:
             volumes.append({"name": name, **wanted})
             return name
-        if (existing.get("emptyDir") or {}).get("medium") == "Memory":
+        if read(existing, "emptyDir", f"{base}.volumes[name={name}]").get("medium") == "Memory":
             return name
     suffix = len(volumes)
     name = f"gpu-webhook-dshm-{suffix}"

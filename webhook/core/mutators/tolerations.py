@@ -7,20 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.core.env import Env
-from webhook.core.model import MAPPINGS, Finding, Pod, Taint, lenient_object, strict_object
-from webhook.core.mutators._pod import LIMITS, RESOURCES, child_list, containers, spec
+from webhook.core.model import MAPPINGS, Finding, Pod, Taint, lenient_object
+from webhook.core.mutators._pod import child_list, containers, read_list, read_spec, section_of, spec
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     if env.template is None:
         return []
+    base = env.view.base
+    have = read_list(read_spec(pod, base), "tolerations", base)
     wanted = _wanted(pod, env)
-    existing = spec(pod).get("tolerations")
-    have = existing if isinstance(existing, list) else []
     added = [t for t in wanted if t not in have and not any(_tolerates(h, t) for h in have)]
     if not added:
         return []
-    child_list(spec(pod), "tolerations").extend(added)
+    child_list(spec(pod, base), "tolerations", base).extend(added)
     keys = ", ".join(dict.fromkeys(str(t["key"]) for t in added))
     return [Finding("InjectedTolerations", f"{env.view.base}.tolerations", f"tolerates {keys}")]
 
@@ -28,7 +28,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
 def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
     assert env.template is not None
     wanted: list[dict[str, Any]] = []
-    requested = _device_resources(pod)
+    requested = _device_resources(pod, env.view.base)
     for resource in requested:
         wanted.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})
     if requested:
@@ -43,10 +43,10 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
     return unique
 
 
-def _device_resources(pod: Pod) -> list[str]:
+def _device_resources(pod: Pod, base: str) -> list[str]:
     names: dict[str, None] = {}
-    for _, container in containers(pod):
-        limits = strict_object(strict_object(container.get("resources"), RESOURCES).get("limits"), LIMITS)
+    for group, index, container in containers(pod, base):
+        limits = section_of(container, "limits", base, group, index)
         for name in limits:
             if name.startswith("nvidia.com/"):
                 names[name] = None

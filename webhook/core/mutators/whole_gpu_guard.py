@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Pod, strict_object
-from webhook.core.mutators._pod import LIMITS, RESOURCES, containers, require_node_expressions
+from webhook.core.model import Finding, Pod
+from webhook.core.mutators._pod import containers, require_node_expressions, section_of
 from webhook.core.profiles import GPU
 
 PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
@@ -24,7 +24,9 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     offer = env.plan.offer
     if offer is not None and offer.resource == GPU:
         return []  # steered onto MIG nodes on purpose
-    if not (inventory.single_mig_products or inventory.has_gke_partitions) or not _asks_whole(pod):
+    if not (inventory.single_mig_products or inventory.has_gke_partitions) or not _asks_whole(
+        pod, env.view.base
+    ):
         return []
     expressions: list[dict[str, Any]] = []
     if inventory.single_mig_products:
@@ -32,15 +34,15 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         expressions.append({"key": PRODUCT_LABEL, "operator": "NotIn", "values": products})
     if inventory.has_gke_partitions:
         expressions.append({"key": GKE_PARTITION_LABEL, "operator": "DoesNotExist"})
-    if not require_node_expressions(pod, expressions):
+    if not require_node_expressions(pod, env.view.base, expressions):
         return []
     message = "keeps this whole-GPU pod off nodes whose nvidia.com/gpu are MIG slices"
     return [Finding("SteeredOffMigNodes", f"{env.view.base}.affinity.nodeAffinity", message)]
 
 
-def _asks_whole(pod: Pod) -> bool:
-    for _, container in containers(pod):
-        limits = strict_object(strict_object(container.get("resources"), RESOURCES).get("limits"), LIMITS)
+def _asks_whole(pod: Pod, base: str) -> bool:
+    for group, index, container in containers(pod, base):
+        limits = section_of(container, "limits", base, group, index)
         if GPU in limits and str(limits[GPU]) not in ("0", ""):
             return True
     return False

@@ -261,10 +261,21 @@ def mutation_response(review: Review, decision: Decision) -> dict[str, Any]:
 
 
 def validation_response(review: Review, decision: Decision) -> dict[str, Any]:
-    """Never a patch; warnings and codes leave out mutations (none is made here)."""
-    warnings = [_warning(v) for v in decision.violations if v.outcome == "warn"]
-    found = [v for v in decision.violations if v.outcome != "info" or v.code in SKIP_NOTES]
+    """Never a patch; warnings, denial and codes leave out mutations (none is made here)."""
+    found = validation_reported(decision)
+    warnings = [_warning(v) for v in found if v.outcome == "warn"]
     return _response(review, decision, warnings, (), found)
+
+
+def mutation_reported(decision: Decision) -> tuple[Violation, ...]:
+    """The violations /mutate's answer reports (denial, warnings, audit codes): all of them."""
+    return decision.violations
+
+
+def validation_reported(decision: Decision) -> tuple[Violation, ...]:
+    """The violations /validate's answer reports: all but the mutations, keeping the notes that
+    say why nothing was checked. The server logs and counts exactly these."""
+    return tuple([v for v in decision.violations if v.outcome != "info" or v.code in SKIP_NOTES])
 
 
 def unchanged_response(review: Review, warning: str) -> dict[str, Any]:
@@ -281,14 +292,18 @@ def _response(
     decision: Decision,
     warnings: Sequence[str],
     patch: Sequence[dict[str, Any]],
-    annotated: Iterable[Violation],
+    annotated: Sequence[Violation],
 ) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": review.uid, "allowed": decision.allowed}
     if patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = encode_patch(patch)
     if not decision.allowed:
-        response["status"] = {"code": 403, "reason": "Forbidden", "message": denial_message(review, decision)}
+        response["status"] = {
+            "code": 403,
+            "reason": "Forbidden",
+            "message": denial_message(review, decision, annotated),
+        }
     if warnings:
         response["warnings"] = bounded_warnings(warnings)
     response["auditAnnotations"] = audit_annotations(decision, annotated)
@@ -301,12 +316,13 @@ def encode_patch(patch: Iterable[dict[str, Any]]) -> str:
     return pybase64.b64encode(jsoncodec.encode(operations)).decode("ascii")
 
 
-def denial_message(review: Review, decision: Decision) -> str:
-    """Every violation, denials first, one per line: code, path and message."""
+def denial_message(review: Review, decision: Decision, violations: Sequence[Violation] | None = None) -> str:
+    """Every violation reported (default: all), denials first, one per line: code, path, message."""
     subject = f"{review.kind} {review.name or '(unnamed)'}"
     where = f" in namespace {review.namespace}" if review.namespace else ""
     head = f"gpu-webhook denied {subject}{where} (policy {decision.policy}, template {decision.template})"
-    ordered = sorted(decision.violations, key=lambda v: v.outcome != "deny")
+    reported = decision.violations if violations is None else violations
+    ordered = sorted(reported, key=lambda v: v.outcome != "deny")
     lines = [_clip(_line(v), MAX_LINE) for v in ordered]
     return "\n".join([head + ":", *lines])
 

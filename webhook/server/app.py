@@ -28,7 +28,7 @@ from werkzeug.wsgi import get_content_length
 
 from webhook import admission, jsoncodec
 from webhook.admission import Review, ReviewError
-from webhook.core.model import Decision
+from webhook.core.model import Decision, Violation
 from webhook.server.decision_cache import DEFAULT_CAPACITY, DecisionCache, Outcome
 from webhook.server.logs import LOGGER, write_line
 from webhook.server.metrics import Metrics, create_metrics
@@ -40,6 +40,7 @@ MAX_BODY = 7 * 1024 * 1024
 """What controller-runtime accepts: an old and a new object of up to 3 MiB each, and 1 MiB more."""
 
 Respond = Callable[[Review, Decision], dict[str, Any]]
+Reported = Callable[[Decision], tuple[Violation, ...]]
 
 
 def create_app(
@@ -102,10 +103,10 @@ class Routes:
         self._log = runtime.log
 
     def mutate(self) -> Response:
-        return self._review("mutate", admission.mutation_response)
+        return self._review("mutate", admission.mutation_response, admission.mutation_reported)
 
     def validate(self) -> Response:
-        return self._review("validate", admission.validation_response)
+        return self._review("validate", admission.validation_response, admission.validation_reported)
 
     def healthz(self) -> Response:
         return _json({"alive": True}, 200)
@@ -118,7 +119,8 @@ class Routes:
         body = self._metrics.exposition() + b"".join(generate_latest(r) for r in self._extra_metrics)
         return Response(body, 200, content_type=CONTENT_TYPE_LATEST)
 
-    def _review(self, endpoint: str, respond: Respond) -> Response:
+    def _review(self, endpoint: str, respond: Respond, reported: Reported) -> Response:
+        """Answer a review; log and count the violations the answer reports, no others."""
         started = time.perf_counter()
         try:
             review = admission.parse_body(_read_body())
@@ -129,11 +131,12 @@ class Routes:
         try:
             decision, cache = self._decisions.decide(review, *self._runtime.snapshot())
             answer = respond(review, decision)
+            violations = reported(decision)
         except Exception as exc:  # the documented internal-error answer; see the module docstring
             return self._internal_error(endpoint, review, exc)
         seconds = time.perf_counter() - started
-        self._metrics.review(endpoint, review.kind, review.dry_run, decision, seconds, cache)
-        fields = _review_fields(endpoint, review, decision, answer, seconds, cache)
+        self._metrics.review(endpoint, review.kind, review.dry_run, decision, seconds, cache, violations)
+        fields = _review_fields(endpoint, review, decision, violations, answer, seconds, cache)
         write_line(self._log, "review", fields)
         return _json(answer, 200)
 
@@ -228,11 +231,17 @@ def _identity(endpoint: str, review: Review) -> dict[str, Any]:
 
 
 def _review_fields(
-    endpoint: str, review: Review, decision: Decision, answer: dict[str, Any], seconds: float, cache: Outcome
+    endpoint: str,
+    review: Review,
+    decision: Decision,
+    violations: tuple[Violation, ...],
+    answer: dict[str, Any],
+    seconds: float,
+    cache: Outcome,
 ) -> dict[str, Any]:
     fields = _identity(endpoint, review)  # filled in place: one dict per review, not two
     fields["template"] = decision.template
-    fields["codes"] = list(decision.codes)
+    fields["codes"] = [v.code for v in violations]
     fields["allowed"] = decision.allowed
     fields["patchBytes"] = len(answer["response"].get("patch", ""))
     fields["cache"] = cache

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
@@ -24,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from webhook.admission import ReviewError
-from webhook.core.model import Decision
+from webhook.core.model import Decision, Violation
 from webhook.server.decision_cache import Outcome
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -84,11 +85,13 @@ class Metrics:
         decision: Decision,
         seconds: float,
         cache: Outcome = "bypass",
+        reported: Sequence[Violation] | None = None,
     ) -> None:
-        """Tally one answered review; `flush` adds it to the metrics."""
+        """Tally one answered review; `flush` adds it to the metrics. `reported`: the violations
+        the answer reports, the ones counted (default: all the decision's)."""
         made_patch = endpoint == "mutate" and decision.allowed and bool(decision.patch)
         patched = (decision.template or "none") if made_patch else None
-        violations = decision.outcomes
+        violations = decision.outcomes if reported is None else tuple([(v.code, v.outcome) for v in reported])
         bucket = bisect_left(LATENCY_BUCKETS, seconds)  # the first bound >= seconds, as observe() picks
         shape = (endpoint, kind, decision.allowed, dry_run, bucket, patched, violations, cache)
         self.tally.add(shape, seconds)

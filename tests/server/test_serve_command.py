@@ -4,15 +4,22 @@ every bad argument refused before gunicorn starts, with a message naming it and 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import webhook
 from tests.conftest import ROOT
+from tests.server.conftest import Served
 from tests.server.support import Client, WebhookProcess, write_serving_set
 from webhook.cli import main
 from webhook.commands.serve import parse_bind
@@ -115,3 +122,83 @@ def test_inventory_and_kubeconfig_exclude_each_other(tmp_path: Path) -> None:
 )
 def test_bind_addresses(bind: str, expected: tuple[str, int]) -> None:
     assert parse_bind(bind) == expected
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A loopback port another process listens on (a plain socket: no SO_REUSEPORT)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield int(listener.getsockname()[1])
+
+
+def run_to_exit(command: list[str], cwd: Path, timeout: float = 45) -> subprocess.CompletedProcess[str]:
+    """Run `command` in its own session; a server still running after `timeout` is killed with
+    its workers, and the test fails."""
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        pytest.fail(f"still running after {timeout} s:\n{out}{err}")
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def serve_on(port: int, cert_dir: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "webhook", "serve", "--bind", f"127.0.0.1:{port}"]
+    return run_to_exit([*command, "--cert-dir", str(cert_dir), "--workers", "1"], ROOT)
+
+
+def test_a_port_in_use_is_refused_before_gunicorn_starts(tmp_path: Path, taken_port: int) -> None:
+    """The real command exits with code 2 and announces nothing."""
+    result = serve_on(taken_port, tmp_path / "certs")
+    assert result.returncode == 2
+    assert "--bind" in result.stderr and "Traceback" not in result.stderr
+    assert "serving" not in result.stdout
+    assert not (tmp_path / "certs").exists(), "nothing is generated for a server that cannot start"
+
+
+def test_a_second_webhook_on_the_same_port_is_refused(served: Served, tmp_path: Path) -> None:
+    """The running webhook's workers listen with SO_REUSEPORT; another one must not join them."""
+    result = serve_on(served.process.port, tmp_path / "certs")
+    assert result.returncode == 2
+    assert "--bind" in result.stderr and "Traceback" not in result.stderr
+
+
+WORKERS_CANNOT_BIND = """
+import socket
+from pathlib import Path
+from webhook.server.gunicorn_app import ServerSettings, WebhookServer
+from webhook.sources import FileInventorySource, StaticCatalogSource
+from webhook.tls.reload import TLSFiles
+
+root, certs = Path({root!r}), Path({certs!r})
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+port = listener.getsockname()[1]
+settings = ServerSettings(f"127.0.0.1:{{port}}", TLSFiles.in_directory(certs, None), workers=2)
+sources = lambda: (StaticCatalogSource([root / "templates", root / "policies"]),
+                   FileInventorySource(root / "examples/inventories/mixed-cluster.yaml"))
+WebhookServer(settings, sources).run()
+"""
+
+
+def test_workers_that_cannot_boot_stop_the_master(tmp_path: Path) -> None:
+    """Past the check (the port taken after it): gunicorn's master exits with code 3 once a worker
+    fails to boot, instead of starting new workers that fail the same way forever."""
+    write_serving_set(tmp_path)
+    script = textwrap.dedent(WORKERS_CANNOT_BIND.format(root=str(ROOT), certs=str(tmp_path)))
+    result = run_to_exit([sys.executable, "-c", script], tmp_path)
+    assert result.returncode == 3, result.stderr

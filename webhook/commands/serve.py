@@ -120,6 +120,7 @@ class Plan:
 
 def _plan(args: argparse.Namespace) -> Plan:
     host, port = parse_bind(args.bind)
+    check_bind(host, port)
     templates = _default_path(args.templates, "templates")
     policies = _default_path(args.policies, "policies")
     catalog_from(str(templates), str(policies))
@@ -169,6 +170,21 @@ def parse_bind(bind: str) -> tuple[str, int]:
     if not separator or not port.isdigit() or int(port) > 65535:
         raise UsageError(f"--bind must be HOST:PORT (e.g. 127.0.0.1:8443 or 0.0.0.0:8443), got {bind!r}")
     return host, int(port)
+
+
+def check_bind(host: str, port: int) -> None:
+    """Bind the address once, as each gunicorn worker will (reuse_port), but without SO_REUSEPORT:
+    a port already in use, even by another gpu-webhook, or an address this host does not have is
+    refused here instead of being retried by every worker."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        raise UsageError(f"--bind {host}:{port}: cannot listen there: {exc.strerror or exc}") from exc
 
 
 def _default_path(given: str | None, relative: str) -> Path:

@@ -8,12 +8,15 @@ worker (`load`), after the fork.
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
+from gunicorn.errors import HaltServer
 
 from webhook.server import gunicorn_conf
 from webhook.server.decision_cache import DEFAULT_CAPACITY
@@ -72,11 +75,38 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
     def load(self) -> Any:
         return self._app_factory(self._sources)
 
+    def run(self) -> None:
+        """BaseApplication.run with the master below."""
+        try:
+            HaltingArbiter(self).run()
+        except RuntimeError as exc:
+            print(f"\nError: {exc}\n", file=sys.stderr, flush=True)
+            sys.exit(1)
+
     def announce(self, addresses: Sequence[Any]) -> None:
         """Called by gunicorn_conf.when_ready; with reuse_port the workers bind, so none are known
         yet and the address this server chose is announced."""
         if self._announce is not None:
             self._announce(list(addresses) or [self._address])
+
+
+class HaltingArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's master, except that a worker failing to boot while the master is already
+    halting (the other workers fail the same way) does not interrupt the halt: in gunicorn that
+    raised HaltServer out of `halt`, a traceback and exit code 1 instead of 3."""
+
+    halting = False
+
+    def halt(self, reason: str | None = None, exit_status: int = 0) -> None:
+        self.halting = True
+        super().halt(reason, exit_status)
+
+    def reap_workers(self) -> None:
+        try:
+            super().reap_workers()
+        except HaltServer:
+            if not self.halting:
+                raise
 
 
 def concrete_address(bind: str) -> tuple[str, int]:

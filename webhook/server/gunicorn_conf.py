@@ -14,9 +14,12 @@
 - `reuse_port`: with one shared socket, the worker that wakes first accepts every connection a
   client opens at once, and kept-alive connections never move: measured, one worker served all
   of a load test's requests. With SO_REUSEPORT each worker listens on its own socket and the
-  kernel spreads connections over them. The price: a second server started on the same port by
-  the same user joins the group instead of failing, and connections still queued on a worker
-  that dies are reset.
+  kernel spreads connections over them. The price: connections still queued on a worker that
+  dies are reset, and a second server started on the same port by the same user would join the
+  group, so `serve` first binds the address without SO_REUSEPORT and refuses a port in use.
+- A worker that exits before it has booted (its socket could not be bound, its app not built)
+  exits with gunicorn's WORKER_BOOT_ERROR (`worker_exit`), so the master stops with exit code 3
+  instead of starting another worker that fails the same way, forever.
 - `keepalive` outlasts the API server's idle-connection timeout (90 s), so the client, not the
   server, closes idle connections: a POST on a connection the server just closed would fail.
 - TLS: `WebhookServer` (gunicorn_app.py) sets `certfile`/`keyfile` and the `ssl_context` hook to
@@ -28,6 +31,7 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -78,11 +82,26 @@ def freeze_start_up() -> None:
     gc.freeze()
 
 
+WORKER_BOOT_ERROR = 3
+"""gunicorn's Arbiter.WORKER_BOOT_ERROR: the master halts with it instead of respawning."""
+
+
 def worker_exit(server: Any, worker: Any) -> None:
     if getattr(worker, "wsgi", None) is not None:
         from webhook.server.app import stop_sources
 
         stop_sources(worker.wsgi)
+    if failed_to_boot(worker):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(WORKER_BOOT_ERROR)
+
+
+def failed_to_boot(worker: Any) -> bool:
+    """The worker is leaving before it booted, and not because it was told to stop. gunicorn
+    itself halts only when booting raised an exception; a worker that could not bind its socket
+    (reuse_port) exits with code 1 and was started again, forever."""
+    return not getattr(worker, "booted", True) and bool(getattr(worker, "alive", False))
 
 
 def child_exit(server: Any, worker: Any) -> None:

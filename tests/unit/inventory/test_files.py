@@ -8,6 +8,8 @@ import pytest
 import yaml
 
 from tests.builders import example_inventory_paths, make_node, whole_node
+from tests.conftest import ROOT
+from webhook.cli import main
 from webhook.inventory.files import InventoryError, load_inventory
 
 NODE_A = whole_node("a", "NVIDIA-L4", 1)
@@ -67,3 +69,78 @@ def test_a_node_without_status_is_not_a_gpu_node(tmp_path: Path) -> None:
     path = tmp_path / "nodes.yaml"
     path.write_text(yaml.safe_dump(node), encoding="utf-8")
     assert load_inventory(path).nodes == ()
+
+
+BAD_NODE_LISTS = {
+    "count-abc": (
+        "kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n"
+        '  status: {allocatable: {nvidia.com/gpu: "abc"}}\n',
+        ["items[0]", 'status.allocatable["nvidia.com/gpu"]'],
+    ),
+    "count-fraction": (
+        'kind: Node\nmetadata: {name: a}\nstatus: {capacity: {nvidia.com/mig-1g.10gb: "1.5"}}\n',
+        ["document 1", 'status.capacity["nvidia.com/mig-1g.10gb"]'],
+    ),
+    "count-json": (
+        '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "a"},'
+        ' "status": {"allocatable": {"nvidia.com/gpu": 2.5}}}]}',
+        ["items[0]", 'status.allocatable["nvidia.com/gpu"]'],
+    ),
+    "duplicate-name": (
+        "kind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata: {name: a}\n",
+        ["document 2", "metadata.name", "document 1"],
+    ),
+    "missing-name": (
+        "kind: List\nitems:\n- kind: Node\n  metadata: {labels: {}}\n",
+        ["items[0]", "metadata.name"],
+    ),
+    "items-a-mapping": ("kind: List\nitems: {a: 1}\n", ["document 1", "items"]),
+    "items-a-string": ("kind: NodeList\nitems: abc\n", ["document 1", "items"]),
+    "document-a-scalar": ("kind: Node\nmetadata: {name: a}\n---\n42\n", ["document 2"]),
+}
+
+
+@pytest.mark.parametrize(("text", "named"), BAD_NODE_LISTS.values(), ids=BAD_NODE_LISTS.keys())
+def test_node_lists_that_would_be_misread_are_refused(tmp_path: Path, text: str, named: list[str]) -> None:
+    path = tmp_path / "nodes.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(path)
+    assert all(part in str(caught.value) for part in [str(path), *named])
+
+
+def test_a_file_that_is_not_utf8_names_line_column_and_offset(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.yaml"
+    path.write_bytes(b"kind: Node\nmetadata: {name: n\xe9}\n")
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(path)
+    assert f"{path}:2:19:" in str(caught.value) and "offset 29" in str(caught.value)
+
+
+def test_whole_counts_in_every_spelling_load(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.yaml"
+    node = make_node("a", {"nvidia.com/gpu.product": "NVIDIA-L4"}, {"nvidia.com/gpu": "2"})
+    node["status"]["capacity"]["nvidia.com/gpu"] = 2
+    node["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] = "0"
+    path.write_text(yaml.safe_dump(node), encoding="utf-8")
+    assert [n.name for n in load_inventory(path).nodes] == ["a"]
+
+
+@pytest.mark.parametrize("case", ["count-fraction", "duplicate-name", "not-utf8"])
+@pytest.mark.parametrize("command", ["check", "report", "serve"])
+def test_every_command_refuses_a_bad_node_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, case: str
+) -> None:
+    path = tmp_path / "nodes.yaml"
+    if case == "not-utf8":
+        path.write_bytes(b"kind: Node\nmetadata: {name: n\xe9}\n")
+    else:
+        path.write_text(BAD_NODE_LISTS[case][0], encoding="utf-8")
+    argv = {
+        "check": ["check", str(ROOT / "examples" / "pods" / "vllm-server.yaml"), "--inventory", str(path)],
+        "report": ["report", "--inventory", str(path)],
+        "serve": ["serve", "--inventory", str(path), "--bind", "127.0.0.1:0"],
+    }[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "Traceback" not in err

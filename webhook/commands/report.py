@@ -20,7 +20,7 @@ from webhook.inventory.watch import ClusterInventorySource, WatchConfigError
 from webhook.report.build import IDLE_THRESHOLD_PERCENT, build_report
 from webhook.report.files import load_with_pods
 from webhook.report.render import render
-from webhook.report.utilisation import PrometheusError, check_window, query_utilisation
+from webhook.report.utilisation import PrometheusError, check_url, check_window, query_utilisation
 
 FORMATS = ("text", "json", "csv")
 
@@ -53,10 +53,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.prometheus is not None:
+            check_url(args.prometheus)
+            check_window(args.window)
         catalog = catalog_from(args.templates, args.policies)
         inventory, usages = _inventory(args)
         utilisation = None
-        if args.prometheus:
+        if args.prometheus is not None:
             utilisation = query_utilisation(args.prometheus, check_window(args.window))
     except (UsageError, InventoryError, WatchConfigError, PrometheusError) as exc:
         error(str(exc))
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         catalog,
         usages,
         utilisation,
-        window=args.window if args.prometheus else None,
+        window=args.window if args.prometheus is not None else None,
         idle_threshold=args.idle_below,
     )
     sys.stdout.write(render(report, args.output))

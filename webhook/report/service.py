@@ -11,7 +11,13 @@ from webhook.core.model import Catalog, Inventory
 from webhook.inventory.usage import PodUsage
 from webhook.report.build import build_report
 from webhook.report.model import Report
-from webhook.report.utilisation import GpuUtilisation, PrometheusError, check_window, query_utilisation
+from webhook.report.utilisation import (
+    GpuUtilisation,
+    PrometheusError,
+    check_url,
+    check_window,
+    query_utilisation,
+)
 from webhook.report.waste import WasteFinder
 from webhook.sources import CatalogSource, InventorySource
 
@@ -38,7 +44,7 @@ class ReportService:
     ) -> None:
         self.inventory_source = inventory_source
         self.catalog_source = catalog_source
-        self.prometheus_url = prometheus_url
+        self.prometheus_url = None if prometheus_url is None else check_url(prometheus_url)
         self.window = check_window(window)
         self.prometheus_error: str | None = None
         self._refresh_seconds = refresh_seconds

@@ -50,8 +50,39 @@ def check_window(window: str) -> str:
     return window
 
 
+def check_url(url: str) -> str:
+    """An http(s) URL with a host (and a path prefix if Prometheus is served under one); nothing else
+    reaches the HTTP library, which would open `file:` URLs or fail with a traceback."""
+    problem = _url_problem(url)
+    if problem:
+        raise PrometheusError(
+            f"--prometheus {url!r} is not a Prometheus URL such as http://prometheus:9090: {problem}"
+        )
+    return url
+
+
+def _url_problem(url: str) -> str:
+    if not url or any(c.isspace() or ord(c) < 32 for c in url):
+        return "it is empty or holds spaces or control characters"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https"):
+        return f"the scheme is {parts.scheme or 'missing'}, not http or https"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0"
+    if parts.query or parts.fragment:
+        return "it has a query or fragment; give the server's base URL"
+    return ""
+
+
 def query_utilisation(url: str, window: str, timeout: float = 10.0) -> list[GpuUtilisation]:
     """Average utilisation per GPU or MIG device over the window, engine-active first."""
+    check_url(url)
     check_window(window)
     found: dict[tuple[str, str, str, str], GpuUtilisation] = {}
     for metric, scale in ((ENGINE_ACTIVE, 100.0), (GPU_UTIL, 1.0)):

@@ -97,6 +97,10 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         "lint-shipped": Run(("lint",)),
         "lint-broken": Run(("lint", templates, policies)),
         "lint-missing": Run(("lint", str(tmp / "nowhere"))),
+        "aliases-yaml": Run(
+            ("check", write(tmp / "aliased.yaml", ALIASED_POD), "--inventory", MIXED, "-o", "yaml")
+        ),
+        "aliases-text": Run(("check", str(tmp / "aliased.yaml"), "--inventory", MIXED)),
     }
     for name, (text, _) in BAD_MANIFESTS.items():
         # each bad file comes with a good one: a bad file must not hide the others
@@ -108,6 +112,25 @@ def scenarios(tmp: Path) -> dict[str, Run]:
     return runs
 
 
+ALIASED_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: shared
+  labels: &labels {app: demo}
+  annotations:
+    <<: *labels
+    note: merged
+spec:
+  containers:
+  - name: a
+    image: nvidia/cuda:12.4.1-base-ubuntu22.04
+    resources: &gpu
+      limits: {nvidia.com/gpu: 1}
+  - name: b
+    image: nvidia/cuda:12.4.1-base-ubuntu22.04
+    resources: *gpu
+"""
 BAD_MANIFESTS = {  # name: (text, where the message must point)
     "invalid-yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", ":4:1:"),
     "duplicate-key": ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n", ":5"),
@@ -202,6 +225,20 @@ def test_yaml_output_holds_the_same_decisions_as_json(ran: tuple[dict[str, Resul
         "mutated",
     }
     assert fields <= set(as_json[0])
+
+
+def test_merge_keys_are_read_and_no_output_has_yaml_anchors(ran: tuple[dict[str, Result], Path]) -> None:
+    as_yaml, as_text = result(ran, "aliases-yaml"), result(ran, "aliases-text")
+    assert (as_yaml.returncode, as_text.returncode) == (0, 0), as_yaml.stderr + as_text.stderr
+    for output in (as_yaml.stdout, as_text.stdout):
+        assert "&id0" not in output and "*id0" not in output
+    (record,) = yaml.safe_load_all(as_yaml.stdout)
+    mutated = record["mutated"]
+    assert {"app": "demo", "note": "merged"}.items() <= mutated["metadata"]["annotations"].items()
+    limits = [c["resources"]["limits"] for c in mutated["spec"]["containers"]]
+    assert [sorted(k for k in lim if k.startswith("nvidia.com/")) for lim in limits] == [
+        ["nvidia.com/mig-1g.10gb"]
+    ] * 2
 
 
 def test_a_list_is_read_item_by_item_and_other_kinds_are_skipped(ran: tuple[dict[str, Result], Path]) -> None:

@@ -63,6 +63,9 @@ class Document:
         return line
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 class _DuplicateNotingLoader(yaml.SafeLoader):
     """Notes every duplicate mapping key (PyYAML keeps the last one without a word)."""
 
@@ -71,8 +74,12 @@ class _DuplicateNotingLoader(yaml.SafeLoader):
         self.duplicates: list[Duplicate] = []
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """Merge keys (`<<: *anchor`) are expanded as YAML 1.1 says: the mapping's own keys win
+        over merged ones, which is not a duplicate; two equal keys of its own are."""
+        own = [(k, v) for k, v in node.value if k.tag != MERGE_TAG]
+        self.flatten_mapping(node)
         seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
+        for key_node, _ in own:
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str | int | float | bool):
                 continue
@@ -126,6 +133,22 @@ def load_file(path: Path, strict: bool = True, report_duplicates: bool = False) 
     except (OSError, UnicodeDecodeError) as exc:
         raise YamlError(f"{path}: cannot read: {exc}", str(path)) from exc
     return load_documents(text, str(path), strict, report_duplicates)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes every object in full: no `&id001` anchors and `*id001` aliases where the same
+    object appears twice (a mutation shares values; an input may use aliases)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_yaml(data: Any) -> str:
+    return str(yaml.dump(data, Dumper=_PlainDumper, sort_keys=False))
+
+
+def dump_yaml_all(items: Sequence[Any]) -> str:
+    return str(yaml.dump_all(items, Dumper=_PlainDumper, sort_keys=False))
 
 
 def iter_yaml_files(directory: Path) -> Iterator[Path]:

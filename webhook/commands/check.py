@@ -10,8 +10,6 @@ import difflib
 import json
 from typing import Any
 
-import yaml
-
 from webhook.commands.common import (
     EXIT_BAD_INPUT,
     EXIT_DENIED,
@@ -24,6 +22,7 @@ from webhook.commands.common import (
 from webhook.core.model import Context, Decision
 from webhook.core.workloads import SUPPORTED_KINDS, decide_object
 from webhook.manifests import Manifest, read_manifests
+from webhook.yamlio import dump_yaml, dump_yaml_all
 
 FORMATS = ("text", "yaml", "json", "patch")
 
@@ -80,7 +79,7 @@ def _print(
     if output == "json":
         print(json.dumps([_record(m, d) for m, d in results], indent=2))
     elif output == "yaml":
-        print(yaml.safe_dump_all([_record(m, d) for m, d in results], sort_keys=False), end="")
+        print(dump_yaml_all([_record(m, d) for m, d in results]), end="")
     elif output == "patch":
         print(json.dumps({m.source: list(d.patch) for m, d in results}, indent=2))
     else:
@@ -118,6 +117,6 @@ def _text(manifest: Manifest, decision: Decision) -> str:
 
 
 def _diff(original: dict[str, Any], mutated: dict[str, Any]) -> list[str]:
-    before = yaml.safe_dump(original, sort_keys=False).splitlines()
-    after = yaml.safe_dump(mutated, sort_keys=False).splitlines()
+    before = dump_yaml(original).splitlines()
+    after = dump_yaml(mutated).splitlines()
     return list(difflib.unified_diff(before, after, "original", "mutated", lineterm="", n=2))

@@ -191,3 +191,31 @@ def test_a_yaml_error_in_a_later_document_keeps_the_earlier_ones(tmp_path: Path)
     write(tmp_path, {"templates/two.yaml": text + "---\na: [1, 2\n"})
     problems = lint_paths([tmp_path])
     assert {(p.path, p.line) for p in problems} == {("spec.priority", 7), ("", 12)}
+
+
+def test_merge_keys_are_expanded_and_their_values_checked_where_they_land(tmp_path: Path) -> None:
+    body = (
+        "  kind: batch\n  accelerator:\n    gpu: optional\n  inject:\n"  # 6-9
+        "    labels: &labels\n      team: a\n      tier: bad value\n"  # 10-12
+        "    annotations:\n      <<: *labels\n      team: b\n"  # 13-15
+    )
+    write(tmp_path, {"templates/t.yaml": template("t", body)})
+    problems = lint_paths([tmp_path])
+    # merged into annotations, `tier: bad value` is fine (annotation values are free text); as a
+    # label it is not. `team: b` overriding a merged key is no duplicate
+    assert {(p.line, p.path) for p in problems} == {
+        (12, "spec.inject.labels.tier"),
+    }
+    ok = body.replace("bad value", "good")
+    write(tmp_path, {"templates/t.yaml": template("t", ok)})
+    catalog = load_catalog([tmp_path])
+    assert catalog.templates["t"].inject.annotations == {"team": "b", "tier": "good"}
+
+
+def test_two_equal_keys_of_a_mapping_with_a_merge_are_still_a_duplicate(tmp_path: Path) -> None:
+    body = (
+        "  kind: batch\n  accelerator: &acc\n    gpu: optional\n  inject:\n"  # 6-9
+        "    labels:\n      <<: {a: x}\n      b: y\n      b: z\n"  # 10-13
+    )
+    write(tmp_path, {"templates/t.yaml": template("t", body)})
+    assert {(p.line, p.path) for p in lint_paths([tmp_path])} == {(13, "spec.inject.labels.b")}

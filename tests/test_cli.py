@@ -58,6 +58,15 @@ def write(path: Path, text: str) -> str:
     return str(path)
 
 
+def write_bytes(path: Path, data: bytes) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return str(path)
+
+
+LATIN1_POD = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: café\n".encode("latin-1")  # é at 4:12
+
+
 def broken_catalog(root: Path) -> tuple[str, str]:
     """A template with a misspelt field and a policy with a wrong type: two problems, two files."""
     templates = write(
@@ -101,6 +110,11 @@ def scenarios(tmp: Path) -> dict[str, Run]:
             ("check", write(tmp / "aliased.yaml", ALIASED_POD), "--inventory", MIXED, "-o", "yaml")
         ),
         "aliases-text": Run(("check", str(tmp / "aliased.yaml"), "--inventory", MIXED)),
+        "not-utf8-check": Run(
+            ("check", write_bytes(tmp / "latin1.yaml", LATIN1_POD), VECTORADD, "-o", "json")
+        ),
+        "not-utf8-lint": Run(("lint", write_bytes(tmp / "latin1-catalog" / "t.yaml", LATIN1_POD))),
+        "not-utf8-test": Run(("test", str(tmp / "latin1.yaml"))),
     }
     for name, (text, _) in BAD_MANIFESTS.items():
         # each bad file comes with a good one: a bad file must not hide the others
@@ -274,6 +288,18 @@ def test_unreadable_manifests_exit_2_naming_file_and_line(
     found = result(ran, f"manifest-{name}")
     assert_bad_input(found, f"{ran[1] / name}.yaml{BAD_MANIFESTS[name][1]}")
     assert [r["name"] for r in records(found)] == ["cuda-vectoradd"], "a bad file must not hide the others"
+
+
+def test_a_file_that_is_not_utf8_exits_2_naming_file_line_and_column(
+    ran: tuple[dict[str, Result], Path],
+) -> None:
+    found = result(ran, "not-utf8-check")
+    assert_bad_input(found, f"{ran[1] / 'latin1.yaml'}:4:12:")
+    assert [r["name"] for r in records(found)] == ["cuda-vectoradd"], "a bad file must not hide the others"
+    for name in ("not-utf8-lint", "not-utf8-test"):
+        found = result(ran, name)
+        assert found.returncode == 2 and "Traceback" not in found.stdout + found.stderr, found.stderr
+        assert "latin1.yaml:4:" in found.stdout or "t.yaml:4:" in found.stdout, found.stdout
 
 
 def test_a_missing_file_exits_2(ran: tuple[dict[str, Result], Path]) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.yamlio import YamlError, load_documents
+from webhook.yamlio import YamlError, decode_text, load_documents, read_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -47,7 +47,7 @@ def read_manifests(inputs: list[str], recursive: bool = False) -> tuple[list[Man
 def _sources(inputs: list[str], recursive: bool, errors: list[str]) -> Iterator[Callable[[], list[Manifest]]]:
     for raw in inputs:
         if raw == "-":
-            yield lambda: list(_objects(sys.stdin.read(), "<stdin>"))
+            yield lambda: list(_objects(decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"))
             continue
         path = Path(raw)
         if path.is_dir():
@@ -62,11 +62,7 @@ def _sources(inputs: list[str], recursive: bool, errors: list[str]) -> Iterator[
 
 
 def _file(path: Path) -> Iterator[Manifest]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise YamlError(f"{path}: cannot read: {exc}") from exc
-    yield from _objects(text, str(path))
+    yield from _objects(read_text(path), str(path))
 
 
 def _objects(text: str, source: str) -> Iterator[Manifest]:

@@ -128,11 +128,31 @@ def load_documents(
 
 
 def load_file(path: Path, strict: bool = True, report_duplicates: bool = False) -> list[Document]:
+    return load_documents(read_text(path), str(path), strict, report_duplicates)
+
+
+def read_text(path: Path) -> str:
+    """The file's text; YamlError naming the file (and the line and column of a byte that is not
+    UTF-8) when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise YamlError(f"{path}: cannot read: {exc}", str(path)) from exc
-    return load_documents(text, str(path), strict, report_duplicates)
+        data = path.read_bytes()
+    except OSError as exc:
+        problem = f"cannot read: {exc.strerror or exc}"
+        raise YamlError(f"{path}: {problem}", str(path), None, problem) from exc
+    return decode_text(data, str(path))
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """UTF-8 bytes as text (a byte-order mark dropped); YamlError at the first byte that is not."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = len(data[line_start : exc.start].decode("utf-8", errors="replace")) + 1
+        byte = f"0x{data[exc.start]:02x}"
+        problem = f"not UTF-8: byte {byte} at column {column} ({exc.reason}); save the file as UTF-8"
+        raise YamlError(f"{source}:{line}:{column}: {problem}", source, line, problem) from exc
 
 
 class _PlainDumper(yaml.SafeDumper):

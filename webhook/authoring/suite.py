@@ -24,7 +24,7 @@ from webhook.core.reasons import REASONS
 from webhook.core.workloads import SUPPORTED_KINDS
 from webhook.inventory.files import InventoryError, load_inventory
 from webhook.manifests import Manifest, read_manifests
-from webhook.yamlio import Document, YamlError, load_documents
+from webhook.yamlio import Document, YamlError, load_documents, read_text
 
 SUITE_KIND = "TemplateTestSuite"
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -107,9 +107,7 @@ def load_suites(paths: Sequence[str | Path]) -> Loaded:
 
 def _load_file(file: Path, resolver: _Resolver) -> tuple[list[Suite], list[Problem]]:
     try:
-        documents = load_documents(file.read_text(encoding="utf-8"), str(file))
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [Problem(str(file), None, "", f"cannot read: {exc}")]
+        documents = load_documents(read_text(file), str(file))
     except YamlError as exc:
         problem = getattr(exc, "problem", None) or str(exc).split(": ", 1)[-1]
         return [], [Problem(str(file), getattr(exc, "line", None), "", problem)]

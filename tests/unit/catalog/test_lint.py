@@ -219,3 +219,23 @@ def test_two_equal_keys_of_a_mapping_with_a_merge_are_still_a_duplicate(tmp_path
     )
     write(tmp_path, {"templates/t.yaml": template("t", body)})
     assert {(p.line, p.path) for p in lint_paths([tmp_path])} == {(13, "spec.inject.labels.b")}
+
+
+def test_text_that_is_not_utf8_is_located_by_line_and_character_column() -> None:
+    from webhook.yamlio import YamlError, decode_text
+
+    assert decode_text("\ufeffa: é\n".encode(), "f.yaml") == "a: é\n"  # a UTF-8 byte-order mark is dropped
+    with pytest.raises(YamlError) as caught:
+        decode_text("a: 1\nb: é".encode() + b"\xff\n", "f.yaml")  # é is one character, two bytes
+    assert (caught.value.line, str(caught.value).split(": ")[0]) == (2, "f.yaml:2:5")
+
+
+def test_a_template_that_is_not_utf8_is_one_problem_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_bytes(template("t", VALID).replace("name: t", "name: té").encode("latin-1"))
+    (tmp_path / "ok.yaml").write_text(
+        template("ok", "  kind: batch\n  priority: x\n  accelerator:\n    gpu: optional\n")
+    )
+    assert {(Path(p.source).name, p.line, p.path) for p in lint_paths([tmp_path])} == {
+        ("t.yaml", 4, ""),
+        ("ok.yaml", 7, "spec.priority"),
+    }

@@ -102,7 +102,7 @@ def _read(
         problems.append(Problem(document.source, duplicate.line, _dotted(path), str(duplicate)))
     data = document.data
     kind = data.get("kind") if isinstance(data, dict) else None
-    if kind not in SCHEMAS:
+    if not isinstance(kind, str) or kind not in SCHEMAS:
         line = document.line_of(["kind"])
         problems.append(
             Problem(document.source, line, "kind", f"expected one of {sorted(SCHEMAS)}, got {kind!r}")

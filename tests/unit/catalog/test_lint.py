@@ -239,3 +239,8 @@ def test_a_template_that_is_not_utf8_is_one_problem_at_its_line(tmp_path: Path) 
         ("t.yaml", 4, ""),
         ("ok.yaml", 7, "spec.priority"),
     }
+
+
+def test_a_kind_that_is_not_a_string_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    write(tmp_path, {"t.yaml": "apiVersion: gpu.aethervirt.io/v1\nkind: {}\nmetadata: {name: t}\n"})
+    assert {(p.line, p.path) for p in lint_paths([tmp_path])} == {(2, "kind")}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from webhook.core.model import COMPUTE_ANNOTATION, MEMORY_ANNOTATION, Bounds, Finding, Template
 from webhook.core.podview import PodView
@@ -71,8 +73,14 @@ def _memory(raw: str) -> float:
     return float(value)
 
 
+_SHARE: Final = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?%?")
+"""ASCII digits only: float() would also take "١", "1_0", "inf" and "nan"."""
+
+
 def _share(raw: str) -> float:
     text = raw.strip()
+    if _SHARE.fullmatch(text) is None:
+        raise ValueError("must be a share of one GPU's compute in (0, 1], such as 0.3 or 30%")
     value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     if not 0 < value <= 1:
         raise ValueError("must be a share of one GPU's compute in (0, 1], such as 0.3 or 30%")

@@ -18,7 +18,7 @@ GPU: Final = "nvidia.com/gpu"
 MIG_PREFIX: Final = "nvidia.com/mig-"
 SHARED_SUFFIX: Final = ".shared"
 
-_PROFILE: Final = re.compile(r"^(?P<g>[1-9])g\.(?P<gb>\d{1,4})gb(?P<attrs>(?:[+.-][a-z]+)*)$")
+_PROFILE: Final = re.compile(r"^(?P<g>[1-9])g\.(?P<gb>[0-9]{1,4})gb(?P<attrs>(?:[+.-][a-z]+)*)$")
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,9 @@ _DECIMAL: Final = {
     "E": Decimal("1e18"),
 }
 _QUANTITY: Final = re.compile(
-    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+    r"^(?P<num>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
 )
+"""ASCII digits only, as the API server reads them: a Unicode digit class would take "١" too."""
 _MAX_LEN: Final = 64
 _MAX_MAGNITUDE: Final = Decimal(2**63)  # Kubernetes keeps a quantity's value in an int64
 
@@ -90,7 +91,7 @@ def is_whole(value: Decimal) -> bool:
     return value == value.to_integral_value()
 
 
-_SCALABLE: Final = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<suffix>[A-Za-z]*)$")
+_SCALABLE: Final = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<suffix>[A-Za-z]*)$")
 
 
 @lru_cache(maxsize=1024)

@@ -6,8 +6,19 @@ from typing import Any
 
 import pytest
 
-from tests.builders import A100, H100, make_env, make_inventory, make_pod, mixed_node, single_node, whole_node
+from tests.builders import (
+    A100,
+    H100,
+    gke_node,
+    make_env,
+    make_inventory,
+    make_pod,
+    mixed_node,
+    single_node,
+    whole_node,
+)
 from webhook.core.model import MEMORY_ANNOTATION, PROFILE_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
+from webhook.inventory.nodes import build_inventory
 
 GPU_LIMIT = 'spec.containers[name={}].resources.limits["nvidia.com/gpu"]'
 
@@ -172,3 +183,53 @@ def test_the_mixed_offer_wins_over_an_equal_single_one(unit_catalog: Catalog) ->
         mixed_node("a100-mig", A100, {"3g.40gb": (2, 40320)}),
     )
     assert plan(unit_catalog, vllm(), inventory) == ("3g.40gb", "mixed", True, [])
+
+
+# --- plain profiles before their media/graphics variants of the same size ---------------------
+RTX = "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"
+
+
+def _bound(node: str, resource: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"busy-{resource}", "namespace": "default"},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "resources": {"limits": {resource: count}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+@pytest.mark.parametrize(
+    "inventory",
+    [
+        make_inventory(
+            mixed_node("rtx", RTX, {"1g.24gb+gfx": (4, None), "1g.24gb+me": (1, None), "1g.24gb": (2, None)})
+        ),
+        make_inventory(mixed_node("rtx", RTX, {"1g.24gb+me": (1, 22000), "1g.24gb": (2, 24000)})),
+        make_inventory(single_node("rtx-gfx", RTX, "1g.24gb+gfx", 4), single_node("rtx", RTX, "1g.24gb", 4)),
+        make_inventory(
+            gke_node("rtx-gfx", "nvidia-rtx-pro-6000", "1g.24gb+gfx", 4),
+            gke_node("rtx-me", "nvidia-rtx-pro-6000", "1g.24gb-me", 4),
+            gke_node("rtx", "nvidia-rtx-pro-6000", "1g.24gb", 4),
+        ),
+    ],
+    ids=["mixed-reference-memory", "mixed-gfd-memory", "single", "gke"],
+)
+def test_the_plain_profile_is_chosen_before_its_variants(unit_catalog: Catalog, inventory: Inventory) -> None:
+    assert plan(unit_catalog, tei(), inventory)[0] == "1g.24gb"
+
+
+def test_a_variant_is_taken_when_no_plain_slice_of_its_size_is_free(unit_catalog: Catalog) -> None:
+    node = mixed_node("rtx", RTX, {"1g.24gb+gfx": (4, None), "1g.24gb": (2, None)})
+    free = build_inventory([node], [])
+    full = build_inventory([node], [_bound("rtx", "nvidia.com/mig-1g.24gb", 2)])
+    assert plan(unit_catalog, tei(), free)[0] == "1g.24gb"
+    assert plan(unit_catalog, tei(), full)[0] == "1g.24gb+gfx"
+
+
+def test_a_variant_alone_is_still_offered(unit_catalog: Catalog) -> None:
+    inventory = make_inventory(mixed_node("rtx", RTX, {"1g.24gb+gfx": (4, None)}))
+    assert plan(unit_catalog, tei(), inventory)[0] == "1g.24gb+gfx"

@@ -21,7 +21,15 @@ from webhook import jsoncodec
 from webhook.core.clone import JSON_SCALARS
 from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
-from webhook.core.workloads import SUPPORTED_KINDS, decide_workload
+from webhook.core.workloads import (
+    SUPPORTED_KINDS,
+    VOLCANO_JOB,
+    GroupKind,
+    api_group,
+    decide_workload,
+    home_group,
+)
+from webhook.core.workloads import is_supported as is_supported_group_kind
 
 API_VERSION: Final = "admission.k8s.io/v1"
 REVIEW_KIND: Final = "AdmissionReview"
@@ -62,6 +70,8 @@ class Review:
     obj: dict[str, Any]
     """The object; empty for DELETE and CONNECT, which carry none."""
     old_obj: dict[str, Any] | None
+    group: str | None = None
+    """request.kind.group (`` for Pods, `apps`, `batch.volcano.sh`...); None: the kind's home group."""
 
     def __init__(
         self,
@@ -73,6 +83,7 @@ class Review:
         dry_run: bool,
         obj: dict[str, Any],
         old_obj: dict[str, Any] | None,
+        group: str | None = None,
     ) -> None:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "kind", kind)
@@ -82,6 +93,12 @@ class Review:
         object.__setattr__(self, "dry_run", dry_run)
         object.__setattr__(self, "obj", obj)
         object.__setattr__(self, "old_obj", old_obj)
+        object.__setattr__(self, "group", group)
+
+    @property
+    def group_kind(self) -> GroupKind:
+        """(API group, kind) of the reviewed object."""
+        return _resolved(self.group, self.kind)
 
 
 def parse_body(raw: bytes) -> Review:
@@ -121,13 +138,13 @@ def _check_envelope(document: dict[str, Any], uid: str | None) -> None:
 
 
 def _parse_request(request: dict[str, Any], uid: str) -> Review:
-    kind = _kind(request, uid)
+    group, kind = _kind(request, uid)
     operation = request.get("operation")
     if operation not in OPERATIONS:
         _wrong("request.operation", f"one of {', '.join(OPERATIONS)}", operation, uid)
     obj = _object(request, "object", uid, required=operation in ("CREATE", "UPDATE"))
     old = _object(request, "oldObject", uid, required=False)
-    _check_object(obj or {}, kind, uid)
+    _check_object(obj or {}, group, kind, uid)
     return Review(
         uid=uid,
         kind=kind,
@@ -137,20 +154,29 @@ def _parse_request(request: dict[str, Any], uid: str) -> Review:
         dry_run=_dry_run(request, uid),
         obj=obj or {},
         old_obj=old,
+        group=group,
     )
 
 
-def _kind(request: dict[str, Any], uid: str) -> str:
+def _kind(request: dict[str, Any], uid: str) -> GroupKind:
     group_version_kind = request.get("kind")
     if not isinstance(group_version_kind, dict):
         _wrong("request.kind", "an object (group, version, kind)", group_version_kind, uid)
     kind = group_version_kind.get("kind")
     if not isinstance(kind, str) or not kind:
         _wrong("request.kind.kind", "a non-empty string", kind, uid)
-    if not is_supported_kind(kind):
+    group = group_version_kind.get("group", "")
+    if not isinstance(group, str):
+        _wrong("request.kind.group", "a string (empty for the core group)", group, uid)
+    if not is_supported(group, kind):
+        if kind == "Pod" or kind in SUPPORTED_KINDS:  # the name of a supported kind, in another group
+            message = f"{kind!r} is supported in API group {home_group(kind)!r}, not {group!r}"
+            if (group, kind) != VOLCANO_JOB and kind == VOLCANO_JOB[1]:
+                message += f" or {VOLCANO_JOB[0]!r}"
+            raise ReviewError("UnsupportedKind", "request.kind.group", message, uid, status=422)
         message = f"{_show(kind)} is not a Pod or a supported workload kind; check the webhook's rules"
         raise ReviewError("UnsupportedKind", "request.kind.kind", message, uid, status=422)
-    return kind
+    return group, kind
 
 
 def _object(request: dict[str, Any], field: str, uid: str, required: bool) -> dict[str, Any] | None:
@@ -175,10 +201,14 @@ def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
 
 
-def _check_object(obj: dict[str, Any], kind: str, uid: str) -> None:
+def _check_object(obj: dict[str, Any], group: str, kind: str, uid: str) -> None:
     if "kind" in obj and obj["kind"] != kind:
         message = f"is {_show(obj['kind'])} but request.kind.kind is {kind!r}"
         raise ReviewError("KindMismatch", "request.object.kind", message, uid)
+    own_group = api_group(obj.get("apiVersion"))
+    if own_group is not None and own_group != group:
+        message = f"is {_show(obj['apiVersion'])} but request.kind.group is {group!r}"
+        raise ReviewError("KindMismatch", "request.object.apiVersion", message, uid)
     for field in ("metadata", "spec"):
         if obj.get(field) is not None and not isinstance(obj[field], dict):
             _wrong(f"request.object.{field}", "an object", obj[field], uid)
@@ -231,8 +261,13 @@ def _too_deep(child: object, limit: int) -> bool:
     return limit <= 1 or _nests_deeper(child, limit - 1)
 
 
-def is_supported_kind(kind: str) -> bool:
-    return kind == "Pod" or kind in SUPPORTED_KINDS
+def is_supported(group: str | None, kind: str) -> bool:
+    """A Pod or a supported workload, by API group and kind (None: the kind's home group)."""
+    return is_supported_group_kind(_resolved(group, kind))
+
+
+def _resolved(group: str | None, kind: str) -> GroupKind:
+    return (home_group(kind) if group is None else group), kind
 
 
 def decide_review(review: Review, catalog: Catalog, inventory: Inventory) -> Decision:
@@ -244,11 +279,12 @@ def decide_review(review: Review, catalog: Catalog, inventory: Inventory) -> Dec
         dry_run=review.dry_run,
         old_object=review.old_obj,
     )
-    if review.kind == "Pod":  # the review's kind decides: the object itself may not say
+    found = review.group_kind  # the review's group and kind decide: the object itself may not say
+    if found == ("", "Pod"):
         return decide(review.obj, context)
-    if review.kind in SUPPORTED_KINDS:
-        return decide_workload(review.obj, context)
-    raise ReviewError("UnsupportedKind", "request.kind.kind", f"{review.kind!r} is not supported", review.uid)
+    if is_supported_group_kind(found):
+        return decide_workload(review.obj, context, found)
+    raise ReviewError("UnsupportedKind", "request.kind", f"{found!r} is not supported", review.uid, 422)
 
 
 def mutation_response(review: Review, decision: Decision) -> dict[str, Any]:

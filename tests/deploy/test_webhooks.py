@@ -9,6 +9,7 @@ from typing import Any
 from tests.conftest import ROOT
 from tests.deploy.conftest import Objects, all_of, one
 from webhook.core.model import TEMPLATE_LABEL
+from webhook.core.workloads import SUPPORTED
 
 EXCLUDED = {"kube-system", "kube-node-lease", "gpu-webhook"}
 
@@ -76,6 +77,7 @@ def test_rules_cover_pods_controllers_and_ai_jobs_in_separate_entries(objects: O
             ("kubeflow.org", "pytorchjobs"),
             ("ray.io", "rayclusters"),
             ("serving.kserve.io", "inferenceservices"),
+            ("batch.volcano.sh", "jobs"),
         } <= {(g, r) for g, r, _ in jobs}
         assert all(ops == ("CREATE", "UPDATE") for *_, ops in jobs)
         assert not any(r.endswith("/status") for _, r, _ in jobs), "status updates must not reach us"
@@ -133,3 +135,16 @@ def test_webhook_names_are_fully_qualified_and_unique(objects: Objects) -> None:
 def test_default_install_leaves_ca_bundle_to_the_certs_job(rendered: Any) -> None:
     for _, webhook in _webhooks(rendered("default")):
         assert "caBundle" not in webhook["clientConfig"], "kubectl apply would fight the certs Job over it"
+
+
+def test_every_workload_the_webhooks_send_is_one_the_core_reads(objects: Objects) -> None:
+    """Each (group, resource) in a workload rule names a (group, kind) in SUPPORTED, and back."""
+    kinds = {(group, kind.lower() + "s") for group, kind in SUPPORTED}
+    for verb in ("mutate", "validate"):
+        webhooks = _by_name(objects)
+        sent = {
+            (g, r)
+            for name in (f"{verb}-workloads.gpu.aethervirt.io", f"{verb}-ai-jobs.gpu.aethervirt.io")
+            for g, r, _ in _resources(webhooks[name])
+        }
+        assert sent == kinds - {("", "replicationcontrollers")}

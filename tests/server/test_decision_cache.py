@@ -97,7 +97,7 @@ def test_managed_fields_do_not_make_a_replica_new(catalog: Catalog, mixed_cluste
         pytest.param(lambda r: with_metadata(r, labels={"app": "vllm"}), id="labels"),
         pytest.param(lambda r: with_metadata(r, annotations={"a": "b"}), id="annotations"),
         pytest.param(lambda r: dataclasses.replace(r, namespace="other"), id="namespace"),
-        pytest.param(lambda r: dataclasses.replace(r, kind="Deployment"), id="kind"),
+        pytest.param(lambda r: dataclasses.replace(r, kind="Deployment", group="apps"), id="kind"),
     ],
 )
 def test_any_other_difference_is_decided_again(

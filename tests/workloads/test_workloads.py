@@ -13,7 +13,13 @@ import yaml
 
 from tests.conftest import SHARED
 from webhook.core.model import Catalog, Context, Inventory, Policy
-from webhook.core.workloads import SUPPORTED_KINDS, UnsupportedKind, decide_object, pod_sites
+from webhook.core.workloads import (
+    SUPPORTED_KINDS,
+    UnsupportedKind,
+    decide_object,
+    is_supported_object,
+    pod_sites,
+)
 
 CORPUS = SHARED / "corpus" / "manifests"
 ADMISSION = SHARED / "reference" / "admission"
@@ -198,3 +204,92 @@ def test_deletes_are_admitted_untouched(catalog: Catalog, inventories: dict[str,
     deployment = _review_object("create-deployment-vllm.json")
     decision = decide_object(deployment, _context(catalog, inventories["mixed-cluster"], operation="DELETE"))
     assert decision.allowed and decision.violations == () and decision.patch == ()
+
+
+# --- told by API group and kind ----------------------------------------------------------------
+def _volcano_job(limit: str = "1", request: str = "2") -> dict[str, Any]:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "vc", "namespace": "ml"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "decoy", "resources": {"limits": {"nvidia.com/gpu": "0.5"}}}]
+                }
+            },
+            "tasks": [
+                {"name": "ps", "template": {"spec": {"containers": [{"name": "ps", "image": "busybox"}]}}},
+                {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "worker",
+                                    "image": "busybox",
+                                    "resources": {
+                                        "limits": {"nvidia.com/gpu": limit},
+                                        "requests": {"nvidia.com/gpu": request},
+                                    },
+                                }
+                            ]
+                        }
+                    }
+                },
+            ],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("obj", "supported"),
+    [
+        ({"apiVersion": "v1", "kind": "Pod"}, True),
+        ({"apiVersion": "batch/v1", "kind": "Job"}, True),
+        ({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}, True),
+        ({"apiVersion": "apps/v1", "kind": "Deployment"}, True),
+        ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob"}, True),
+        ({"kind": "Deployment"}, True),
+        ({"apiVersion": "example.com/v1", "kind": "Job"}, False),
+        ({"apiVersion": "extensions/v1beta1", "kind": "Deployment"}, False),
+        ({"apiVersion": "example.com/v1", "kind": "Pod"}, False),
+        ({"apiVersion": "batch/v1", "kind": "PyTorchJob"}, False),
+        ({"apiVersion": "v1", "kind": "ConfigMap"}, False),
+    ],
+)
+def test_objects_are_supported_by_api_group_and_kind(obj: dict[str, Any], supported: bool) -> None:
+    assert is_supported_object(obj) is supported
+
+
+def test_the_tasks_of_a_volcano_job_are_checked_not_its_spec_template(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    job = _volcano_job()
+    assert [site.path for site in pod_sites(job)] == [
+        "spec.tasks[name=ps].template",
+        "spec.tasks[1].template",
+    ]
+    decision = decide_object(job, _context(catalog, inventories["mixed-cluster"]))
+    assert not decision.allowed
+    assert [(v.code, v.path) for v in decision.violations] == [
+        (
+            "GpuRequestLimitMismatch",
+            'spec.tasks[1].template.spec.containers[name=worker].resources.requests["nvidia.com/gpu"]',
+        )
+    ]
+
+
+def test_a_batch_job_is_not_read_as_a_volcano_job(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    job = {**_volcano_job(), "apiVersion": "batch/v1"}
+    assert [site.path for site in pod_sites(job)] == ["spec.template"]
+    decision = decide_object(job, _context(catalog, inventories["mixed-cluster"]))
+    assert [v.code for v in decision.violations] == ["FractionalGpu"]
+
+
+def test_a_kind_of_another_api_group_is_refused(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
+    job = {**_volcano_job(), "apiVersion": "example.com/v1"}
+    assert pod_sites(job) == []
+    with pytest.raises(UnsupportedKind):
+        decide_object(job, _context(catalog, inventories["mixed-cluster"]))

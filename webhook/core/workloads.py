@@ -1,5 +1,9 @@
 """Decide on workloads: every pod template inside Deployments, Jobs, CronJobs, StatefulSets and the AI
-job kinds (Kubeflow, JobSet, LeaderWorkerSet, KubeRay, KServe, TrainJob), at apply time.
+job kinds (Kubeflow, JobSet, LeaderWorkerSet, KubeRay, KServe, TrainJob, Volcano Job), at apply time.
+
+Objects are recognised by API group and kind, never by kind alone: a Volcano
+`batch.volcano.sh/v1alpha1` Job keeps its pod templates in `spec.tasks[*].template`, a
+`batch/v1` Job in `spec.template`, and another group's kind of the same name is not supported.
 
 Each template is evaluated like a Pod, with paths that name it in full
 (`spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch]...`). On UPDATE, a
@@ -55,17 +59,57 @@ _KSERVE_FRAMEWORKS: Final = (
     "paddle",
     "huggingface",
 )
-SUPPORTED_KINDS: Final = frozenset(
-    {
-        *_TEMPLATE_AT,
-        *_REPLICA_SPECS,
-        *_RAY_CLUSTER_AT,
-        "JobSet",
-        "LeaderWorkerSet",
-        "InferenceService",
-        "TrainJob",
-    }
+GroupKind = tuple[str, str]
+VOLCANO_JOB: Final[GroupKind] = ("batch.volcano.sh", "Job")
+_GROUP_OF: Final[dict[str, str]] = {
+    "Pod": "",
+    "ReplicationController": "",
+    **dict.fromkeys(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"), "apps"),
+    **dict.fromkeys(("Job", "CronJob"), "batch"),
+    **dict.fromkeys(_REPLICA_SPECS, "kubeflow.org"),
+    **dict.fromkeys(_RAY_CLUSTER_AT, "ray.io"),
+    "JobSet": "jobset.x-k8s.io",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io",
+    "InferenceService": "serving.kserve.io",
+    "TrainJob": "trainer.kubeflow.org",
+}
+"""The API group of each kind this webhook reads (its home group: Kubernetes' or the CRD's)."""
+SUPPORTED: Final[frozenset[GroupKind]] = frozenset(
+    {*((group, kind) for kind, group in _GROUP_OF.items() if kind != "Pod"), VOLCANO_JOB}
 )
+"""(API group, kind) of every workload whose pod templates are checked."""
+SUPPORTED_KINDS: Final = frozenset(kind for _, kind in SUPPORTED)
+"""Their kind names: a first filter only; `is_supported_object` tells by group and kind."""
+
+
+def home_group(kind: str) -> str:
+    """The API group a kind is read in when none is given (`Deployment` -> `apps`)."""
+    return _GROUP_OF.get(kind, "")
+
+
+def api_group(api_version: object) -> str | None:
+    """The group of an apiVersion (`apps/v1` -> `apps`, `v1` -> ``); None when there is none."""
+    if not isinstance(api_version, str) or not api_version:
+        return None
+    group, slash, _ = api_version.rpartition("/")
+    return group if slash else ""
+
+
+def group_kind(obj: Mapping[str, Any]) -> GroupKind:
+    """(API group, kind) of an object; without an apiVersion, the kind's home group."""
+    kind = obj.get("kind")
+    kind = kind if isinstance(kind, str) else ""
+    group = api_group(obj.get("apiVersion"))
+    return (home_group(kind) if group is None else group), kind
+
+
+def is_supported_object(obj: Mapping[str, Any]) -> bool:
+    """True for a Pod (core group) and the workloads in SUPPORTED, told by API group and kind."""
+    return is_supported(group_kind(obj))
+
+
+def is_supported(group_and_kind: GroupKind) -> bool:
+    return group_and_kind == ("", "Pod") or group_and_kind in SUPPORTED
 
 
 class UnsupportedKind(ValueError):
@@ -92,16 +136,20 @@ class Site:
 
 
 def decide_object(obj: Pod, context: Context) -> Decision:
-    """Pods go to `decide`; workload kinds to `decide_workload`; anything else is refused."""
-    kind = str(obj.get("kind") or "")
-    if kind == "Pod":
+    """Pods go to `decide`; workloads to `decide_workload`; anything else is refused."""
+    found = group_kind(obj)
+    if found == ("", "Pod"):
         return decide(obj, context)
-    if kind in SUPPORTED_KINDS:
-        return decide_workload(obj, context)
-    raise UnsupportedKind(f"kind {kind or '(none)'!r} is not a Pod or a supported workload kind")
+    if found in SUPPORTED:
+        return decide_workload(obj, context, found)
+    group, kind = found
+    shown = f"{kind or '(none)'!r}" + (f" in API group {group!r}" if group else "")
+    raise UnsupportedKind(f"kind {shown} is not a Pod or a supported workload kind")
 
 
-def decide_workload(obj: Pod, context: Context) -> Decision:
+def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -> Decision:
+    """Every pod template of the workload; `kind` is its (API group, kind), by default the object's."""
+    kind = group_kind(obj) if kind is None else kind
     namespace, policy, untouched = governing(obj, context, ("CREATE", "UPDATE"))
     if untouched is not None:
         return untouched
@@ -109,14 +157,14 @@ def decide_workload(obj: Pod, context: Context) -> Decision:
     templates: list[str] = []
     mutate = policy.mutate_templates if context.mutate_templates is None else context.mutate_templates
     mutated = copy_object(obj) if mutate else None
-    for site in pod_sites(obj):
+    for site in pod_sites(obj, kind):
         site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy, mutate)
         findings.extend(site_findings)
         if template and template not in templates:
             templates.append(template)
         if mutated is not None and site_mutated is not None:
             _put(mutated, site.pointer, site_mutated)
-    grandfathered = _inherited(context, namespace, policy)
+    grandfathered = _inherited(context, namespace, policy, kind)
     name = ", ".join(templates) or None
     unpatched = finish(policy, name, findings, None, [], grandfathered)
     if mutated is None or not unpatched.allowed:
@@ -142,23 +190,30 @@ def _evaluate_site(
     return [*findings, *changes], template, mutated
 
 
-def _inherited(context: Context, namespace: str, policy: Policy) -> frozenset[tuple[str, str]]:
+def _inherited(
+    context: Context, namespace: str, policy: Policy, kind: GroupKind
+) -> frozenset[tuple[str, str]]:
     """(code, path) of the problems the object had before this UPDATE."""
     old = context.old_object
     if context.operation != "UPDATE" or not isinstance(old, dict):
         return frozenset()
     found: set[tuple[str, str]] = set()
-    for site in pod_sites(old):
+    for site in pod_sites(old, kind):
         findings, _, _ = _evaluate_site(site, context, namespace, policy, mutate=False)
         found.update((f.code, f.path) for f in findings)
     return frozenset(found)
 
 
-def pod_sites(obj: Mapping[str, Any]) -> list[Site]:
-    """Every pod spec the object carries, in a stable order."""
-    kind = str(obj.get("kind") or "")
+def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -> list[Site]:
+    """Every pod spec the object carries, in a stable order; `group_and_kind` is its (API group,
+    kind), by default the object's own; none for a kind of another group than the supported one."""
+    group, kind = group_kind(obj) if group_and_kind is None else group_and_kind
     spec = _mapping(obj.get("spec"))
     metadata = _mapping(obj.get("metadata"))
+    if (group, kind) == VOLCANO_JOB:
+        return _template_sites(obj, list(_volcano_templates(spec)))
+    if _GROUP_OF.get(kind) != group:
+        return []
     if kind in _TEMPLATE_AT:
         return _template_sites(obj, [(_TEMPLATE_AT[kind], ".".join(map(str, _TEMPLATE_AT[kind])))])
     if kind in _REPLICA_SPECS:
@@ -214,6 +269,14 @@ def _ray_templates(
             ("spec", *prefix, "workerGroupSpecs", index, "template"),
             f"{dotted}.workerGroupSpecs[{selector}].template",
         )
+
+
+def _volcano_templates(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[Step, ...], str]]:
+    tasks = spec.get("tasks")
+    for index, task in enumerate(tasks if isinstance(tasks, list) else ()):
+        name = _mapping(task).get("name")
+        selector = f"name={name}" if isinstance(name, str) and name else str(index)
+        yield ("spec", "tasks", index, "template"), f"spec.tasks[{selector}].template"
 
 
 def _jobset_templates(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[Step, ...], str]]:

@@ -74,7 +74,7 @@ def example_values() -> dict[str, dict[str, Any]]:
         "Need": {"memory_bytes": 10, "compute_share": 0.25},
         "Review": {
             "uid": "u", "kind": "Pod", "operation": "CREATE", "namespace": "ns", "name": "n", "dry_run": True,
-            "obj": {"kind": "Pod"}, "old_obj": {"kind": "Pod", "old": True},
+            "obj": {"kind": "Pod"}, "old_obj": {"kind": "Pod", "old": True}, "group": "",
         },
     }  # fmt: skip
 

@@ -49,6 +49,8 @@ def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Ki
         return Kind.WHOLE
     if name.endswith(SHARED_SUFFIX) and name.startswith("nvidia.com/"):
         return Kind.SHARED
+    if name.startswith(MIG_PREFIX) and "+" in name:
+        return Kind.SUSPECT  # a profile's name (1g.10gb+me), not its resource: see `suggestion`
     if name.startswith(MIG_PREFIX) and is_profile_syntax(name[len(MIG_PREFIX) :]):
         return Kind.MIG
     if name in advertised or name.startswith(KNOWN_OTHER_PREFIXES):
@@ -81,6 +83,12 @@ def _looks_like_gpu(name: str) -> bool:
 
 
 def suggestion(name: str) -> str:
+    if name.startswith(MIG_PREFIX) and "+" in name:
+        profile = name[len(MIG_PREFIX) :]
+        return (
+            f"{name.replace('+', '.')}: the device plugin (mixed strategy) advertises profile {profile} "
+            "with its '+' written as '.', and a resource name cannot contain '+'"
+        )
     lower = name.lower()
     if "mig" in lower:
         return "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"

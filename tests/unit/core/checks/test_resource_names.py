@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import make_env, make_inventory, make_node, make_pod
+from tests.builders import context, make_env, make_inventory, make_node, make_pod
 from webhook.core.checks import resource_names
+from webhook.core.decide import decide
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
 
 TYPOS = [
@@ -132,3 +133,33 @@ def test_every_typo_in_every_container_is_reported(unit_catalog: Catalog) -> Non
         'spec.containers[name=a].resources.limits["nvidia.com/GPU"]',
         'spec.containers[name=b].resources.limits["gpus"]',
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "resource"),
+    [
+        ("nvidia.com/mig-1g.10gb+me", "nvidia.com/mig-1g.10gb.me"),
+        ("nvidia.com/mig-1g.24gb+gfx", "nvidia.com/mig-1g.24gb.gfx"),
+        ("nvidia.com/mig-1g.24gb+me.all", "nvidia.com/mig-1g.24gb.me.all"),
+    ],
+)
+def test_a_profile_name_with_plus_is_not_its_resource_name(
+    unit_catalog: Catalog, mixed: Inventory, name: str, resource: str
+) -> None:
+    """MIG.md: mixed strategy advertises profile 1g.10gb+me as nvidia.com/mig-1g.10gb.me ('+' -> '.');
+    a resource name cannot hold '+'. The profile exists, so it is a misspelt resource, not an
+    unknown profile, and the finding names the resource to write."""
+    pod = make_pod().container("c", limits={name: 1}).build()
+    path = f'spec.containers[name=c].resources.limits["{name}"]'
+    for inventory in (UNKNOWN_INVENTORY, mixed):
+        env = make_env(pod, unit_catalog, inventory)
+        findings = resource_names.check(env)
+        assert [(f.code, f.path) for f in findings] == [("UnknownAcceleratorResource", path)]
+        assert resource in findings[0].message
+
+
+def test_a_profile_name_with_plus_is_not_checked_as_a_slice(unit_catalog: Catalog, mixed: Inventory) -> None:
+    """Only the resource-name finding: no MigProfileUnavailable for a name no node could advertise."""
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb+me": 1}).build()
+    decision = decide(pod, context(unit_catalog, mixed))
+    assert [v.code for v in decision.violations] == ["UnknownAcceleratorResource"]

@@ -58,8 +58,9 @@ def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
     mutated = writable_copy(pod)
     try:
         return mutated, mutate(mutated, env)
-    except MalformedMember as exc:
-        return pod, [Finding("MutationSkipped", path_of(exc), f"left unchanged: {message_of(exc)}")]
+    except MalformedMember as malformed:
+        where, message = path_of(malformed), message_of(malformed)
+        return pod, [Finding("MutationSkipped", where, f"left unchanged: {message}")]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
         return pod, [skipped]

@@ -7,6 +7,7 @@ MIG devices are `nvidia.com/gpu` already; the pod is steered by node affinity in
 from __future__ import annotations
 
 from json.encoder import encode_basestring_ascii as json_string
+from typing import Any
 
 from webhook.core.env import Env
 from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Finding, Pod
@@ -47,7 +48,7 @@ def original_request_json(limits: dict[str, str]) -> str:
     return f"{{{json_string(GPU)}: {{{inner}}}}}"
 
 
-def _rename(resources: dict[str, dict[str, object]], resource: str) -> None:
+def _rename(resources: dict[str, Any], resource: str) -> None:
     for section in ("limits", "requests"):
         values = resources.get(section)
         if isinstance(values, dict) and GPU in values:

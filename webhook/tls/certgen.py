@@ -17,6 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from webhook.tls.files import PRIVATE_MODE, PUBLIC_MODE, write_atomically
+
 CA_FILE, CERT_FILE, KEY_FILE = "ca.crt", "tls.crt", "tls.key"
 CA_KEY_FILE = "ca.key"
 
@@ -115,11 +117,11 @@ def _general_name(host: str) -> x509.GeneralName:
 
 
 def write_pair(directory: Path, ca: KeyPair, serving: KeyPair) -> None:
-    """Write ca.crt, tls.crt and tls.key (key files 0600), each replaced atomically."""
+    """Write ca.crt, tls.crt and tls.key (key files 0600 from the start), each replaced atomically."""
     directory.mkdir(parents=True, exist_ok=True)
-    _write(directory / CA_FILE, ca.certificate_pem(), 0o644)
-    _write(directory / KEY_FILE, serving.key_pem(), 0o600)
-    _write(directory / CERT_FILE, serving.certificate_pem(), 0o644)
+    write_atomically(directory / CA_FILE, ca.certificate_pem(), PUBLIC_MODE)
+    write_atomically(directory / KEY_FILE, serving.key_pem(), PRIVATE_MODE)
+    write_atomically(directory / CERT_FILE, serving.certificate_pem(), PUBLIC_MODE)
 
 
 def ensure_self_signed(directory: Path, hosts: Sequence[str]) -> bool:
@@ -128,12 +130,5 @@ def ensure_self_signed(directory: Path, hosts: Sequence[str]) -> bool:
         return False
     ca = make_ca()
     write_pair(directory, ca, make_serving(ca, hosts))
-    _write(directory / CA_KEY_FILE, ca.key_pem(), 0o600)
+    write_atomically(directory / CA_KEY_FILE, ca.key_pem(), PRIVATE_MODE)
     return True
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
-    temporary.chmod(mode)
-    temporary.replace(path)

@@ -6,7 +6,6 @@ back. Write errors surface as OSError or ClusterError naming the file or object.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from kubernetes.client import ApiClient
 from webhook.tls import cluster
 from webhook.tls.bundle import FILES, BundleError, CertSet, files_from_secret, from_files, secret_manifest
 from webhook.tls.certgen import CA_KEY_FILE, KEY_FILE
+from webhook.tls.files import PRIVATE_MODE, PUBLIC_MODE, write_atomically
 
 _PRIVATE = (CA_KEY_FILE, KEY_FILE)
 
@@ -65,7 +65,7 @@ class DirStore:
         except OSError as exc:
             raise OSError(f"cannot create {self.directory}: {exc.strerror or exc}") from exc
         for name, data in certs.files().items():
-            _write_atomically(self.directory / name, data, 0o600 if name in _PRIVATE else 0o644)
+            write_atomically(self.directory / name, data, PRIVATE_MODE if name in _PRIVATE else PUBLIC_MODE)
 
 
 class ManifestStore:
@@ -98,7 +98,7 @@ class ManifestStore:
         if self.path is None:
             sys.stdout.write(text)
         else:
-            _write_atomically(self.path, text.encode("utf-8"), 0o600)
+            write_atomically(self.path, text.encode("utf-8"), PRIVATE_MODE)
 
 
 class ClusterStore:
@@ -127,15 +127,3 @@ class ClusterStore:
     def save(self, certs: CertSet) -> None:
         manifest: dict[str, Any] = secret_manifest(self.name, self.namespace, certs.files())
         cluster.write_secret(self.api, manifest, self.resource_version)
-
-
-def _write_atomically(path: Path, data: bytes, mode: int) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, mode)
-        temporary.replace(path)
-    except OSError as exc:
-        raise OSError(f"cannot write {path}: {exc.strerror or exc}") from exc

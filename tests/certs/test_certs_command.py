@@ -29,7 +29,11 @@ Run = Callable[..., tuple[int, str, str]]
 @pytest.fixture
 def certs(capsys: pytest.CaptureFixture[str]) -> Run:
     def run(*args: str) -> tuple[int, str, str]:
-        code = main(["certs", *args])
+        try:
+            code = main(["certs", *args])
+        except SystemExit as exited:  # argparse refuses a bad option value itself
+            assert isinstance(exited.code, int)
+            code = exited.code
         out, err = capsys.readouterr()
         return code, out, err
 
@@ -144,6 +148,14 @@ def test_secret_file_is_private_renewable_and_leaves_stdout_to_the_bundle(certs:
         (["--out-dir", "d", "--renew-before", "soon"], "--renew-before"),
         (["--out-dir", "d", "--renew-before", "400d"], "--renew-before"),
         (["--out-dir", "d", "--ca-renew-before", "10d"], "--ca-renew-before"),
+        (["--out-dir", "d", "--renew-before", "99999999999d"], "--renew-before"),
+        (["--out-dir", "d", "--ca-renew-before", "900000h"], "--ca-renew-before"),
+        (["--out-dir", "d", "--days", "0"], "--days"),
+        (["--out-dir", "d", "--days", "-30"], "--days"),
+        (["--out-dir", "d", "--days", "36501"], "--days"),
+        (["--out-dir", "d", "--days", "ten"], "--days"),
+        (["--out-dir", "d", "--ca-days", "0"], "--ca-days"),
+        (["--out-dir", "d", "--ca-days", "99999999999"], "--ca-days"),
         (["--out-dir", "d", "--service", "Bad_Name"], "--service"),
         (["--out-dir", "d", "--apply"], "--apply"),
         (["--secret", "s", "--apply", "--secret-file", "f"], "--secret-file"),
@@ -157,6 +169,12 @@ def test_bad_arguments_are_named(
     code, out, err = certs(*args)
     assert code == 2 and out == "" and names in err and "Traceback" not in err
     assert not (tmp_path / "d").exists()
+
+
+def test_the_longest_validity_is_accepted(certs: Run, tmp_path: Path) -> None:
+    code, out, err = certs("--out-dir", str(tmp_path / "tls"), "--days", "36500", "--ca-days", "36500")
+    assert code == 0 and "Traceback" not in err
+    verify_chain((tmp_path / "tls" / "tls.crt").read_bytes(), out.encode(), SERVICE_NAMES[0])
 
 
 def test_unreadable_existing_certificate_names_the_file(certs: Run, tmp_path: Path) -> None:

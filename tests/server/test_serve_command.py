@@ -110,6 +110,32 @@ def test_a_missing_client_ca_is_named(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "clients.crt" in err
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--reload-seconds", "-1"],
+        ["--reload-seconds", "0.001"],
+        ["--reload-seconds", "nan"],
+        ["--reload-seconds", "inf"],
+        ["--reload-seconds", "1e300"],
+        ["--reload-seconds", "soon"],
+        ["--cert-check-seconds", "0"],
+        ["--cert-check-seconds", "-5"],
+        ["--cert-check-seconds", "nan"],
+        ["--cert-check-seconds", "1e9"],
+    ],
+)
+def test_an_interval_out_of_bounds_is_refused(
+    capsys: pytest.CaptureFixture[str], taken_port: int, args: list[str]
+) -> None:
+    """argparse refuses it (SystemExit 2); the taken port stops a run that got past it."""
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--bind", f"127.0.0.1:{taken_port}", *args])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert args[0] in err and "Traceback" not in err
+
+
 def test_inventory_and_kubeconfig_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["serve", "--inventory", "a.yaml", "--kubeconfig", "b"])

@@ -30,6 +30,9 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_NAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
 _DURATION = re.compile(r"^(\d+)([dhm]?)$")
 _UNITS = {"d": "days", "": "days", "h": "hours", "m": "minutes"}
+_PER_DAY = {"days": 1, "hours": 24, "minutes": 24 * 60}
+MAX_DAYS = 36500
+"""Validities and renewal margins above a hundred years are refused (larger ones overflow)."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -62,13 +65,25 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, else $KUBECONFIG)"
     )
-    parser.add_argument("--days", type=int, default=365, help="serving certificate validity (365)")
-    parser.add_argument("--ca-days", type=int, default=3650, help="CA validity in days (3650)")
     parser.add_argument(
-        "--renew-before", default="30d", metavar="DURATION", help="renew tls.crt this early (30d)"
+        "--days", type=_days, default=365, help=f"serving certificate validity, 1 to {MAX_DAYS} (365)"
     )
     parser.add_argument(
-        "--ca-renew-before", default="90d", metavar="DURATION", help="add a new CA this early (90d)"
+        "--ca-days", type=_days, default=3650, help=f"CA validity in days, 1 to {MAX_DAYS} (3650)"
+    )
+    parser.add_argument(
+        "--renew-before",
+        type=_duration_text,
+        default="30d",
+        metavar="DURATION",
+        help="renew tls.crt this early (30d)",
+    )
+    parser.add_argument(
+        "--ca-renew-before",
+        type=_duration_text,
+        default="90d",
+        metavar="DURATION",
+        help="add a new CA this early (90d)",
     )
     parser.set_defaults(run=run)
 
@@ -99,8 +114,6 @@ def _renewal(args: argparse.Namespace) -> Renewal:
     _check_names(args)
     renew_before = _duration(args.renew_before, "--renew-before")
     ca_renew_before = _duration(args.ca_renew_before, "--ca-renew-before")
-    if args.days < 1 or args.ca_days < 1:
-        raise UsageError("--days and --ca-days must be at least 1")
     if renew_before >= dt.timedelta(days=args.days):
         raise UsageError(f"--renew-before {args.renew_before} must be shorter than --days {args.days}")
     if ca_renew_before >= dt.timedelta(days=args.ca_days):
@@ -137,7 +150,30 @@ def _duration(text: str, option: str) -> dt.timedelta:
     match = _DURATION.match(text.strip())
     if match is None:
         raise UsageError(f"{option} {text!r}: use a number with d, h or m, e.g. 30d or 720h")
-    return dt.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    unit, count = _UNITS[match.group(2)], int(match.group(1))
+    if count > MAX_DAYS * _PER_DAY[unit]:
+        raise UsageError(f"{option} {text!r}: at most {MAX_DAYS} days")
+    return dt.timedelta(**{unit: count})
+
+
+def _days(text: str) -> int:
+    """argparse type of --days and --ca-days: a whole number of days, 1 to MAX_DAYS."""
+    try:
+        days = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of days: {text!r}") from None
+    if not 1 <= days <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_DAYS} days, got {days}")
+    return days
+
+
+def _duration_text(text: str) -> str:
+    """argparse type of the --*renew-before options: checked here, kept as written."""
+    try:
+        _duration(text, "")
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).lstrip()) from None
+    return text
 
 
 def _connect(args: argparse.Namespace) -> ApiClient | None:

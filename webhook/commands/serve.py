@@ -36,6 +36,9 @@ DEFAULT_PODS = "examples/inventories/mixed-cluster-pods.yaml"
 DEFAULT_RELOAD_SECONDS = 10.0
 EXAMPLE_REVIEW = "examples/admission/pod-review.json"
 WILDCARDS = ("", "0.0.0.0", "::")
+MIN_SECONDS, MAX_SECONDS = 0.1, 86400.0
+"""Bounds of the intervals: more often is a busy loop, less often than daily is never."""
+BOUNDS = f"{MIN_SECONDS:g} to {MAX_SECONDS:g} seconds"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -62,10 +65,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument(
         "--reload-seconds",
-        type=float,
+        type=_reload_seconds,
         default=DEFAULT_RELOAD_SECONDS,
         metavar="S",
-        help="how often to look for changed templates and policies; 0 loads them once (default: %(default)s)",
+        help=f"how often to look for changed templates and policies, {BOUNDS}; 0 loads them once"
+        " (default: %(default)s)",
     )
     parser.add_argument("--client-ca", metavar="FILE", help="require client certificates signed by this CA")
     parser.add_argument("--workers", type=_positive, metavar="N", help="processes (default: CPU count)")
@@ -80,10 +84,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument(
         "--cert-check-seconds",
-        type=float,
+        type=_seconds,
         default=DEFAULT_INTERVAL,
         metavar="S",
-        help="how often to look for a renewed certificate (default: %(default)s)",
+        help=f"how often to look for a renewed certificate, {BOUNDS} (default: %(default)s)",
     )
     parser.set_defaults(run=run)
 
@@ -130,8 +134,6 @@ def _plan(args: argparse.Namespace) -> Plan:
         inventory: Any = partial(_cluster_source(args.kubeconfig), kubeconfig=args.kubeconfig)
     else:
         inventory = _file_inventory(args)
-    if args.reload_seconds < 0:
-        raise UsageError(f"--reload-seconds must be 0 or more, got {args.reload_seconds}")
     tls, ca_file = _certificates(Path(args.cert_dir), host, args.client_ca)
     sources = partial(_sources, (templates, policies), inventory, args.reload_seconds)
     return Plan(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host, tls, ca_file, sources)
@@ -265,6 +267,29 @@ def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
     print(f"decision core: {core_build()}", flush=True)
     print(f"try: {shlex.join(curl)}", flush=True)
     sys.stdout.flush()
+
+
+def _seconds(text: str) -> float:
+    """argparse type of an interval: MIN_SECONDS to MAX_SECONDS."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not MIN_SECONDS <= seconds <= MAX_SECONDS:  # refuses nan too
+        raise argparse.ArgumentTypeError(f"must be {BOUNDS}, got {text}")
+    return seconds
+
+
+def _reload_seconds(text: str) -> float:
+    """--reload-seconds: an interval, or 0 for loading the catalog once."""
+    try:
+        if float(text) == 0:
+            return 0.0
+        return _seconds(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 0: load once)") from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
 
 
 def _positive(text: str) -> int:

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 import webhook
-from tests.conftest import ROOT
+from tests.conftest import INVENTORIES, ROOT
 from tests.server.conftest import Served
 from tests.server.support import Client, WebhookProcess, write_serving_set
 from webhook.cli import main
 from webhook.commands.serve import parse_bind
+from webhook.server.pod_list import check_pod_list
 
 
 def test_the_embedded_default_prints_a_curl_line_that_works(tmp_path: Path) -> None:
@@ -228,3 +229,44 @@ def test_workers_that_cannot_boot_stop_the_master(tmp_path: Path) -> None:
     script = textwrap.dedent(WORKERS_CANNOT_BIND.format(root=str(ROOT), certs=str(tmp_path)))
     result = run_to_exit([sys.executable, "-c", script], tmp_path)
     assert result.returncode == 3, result.stderr
+
+
+POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeName: a100-mig-0\n"
+BAD_PODS = {
+    "not YAML": ("a: [\n", "pods.yaml:2"),
+    "a Node": ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n", "kind"),
+    "spec not a mapping": ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: 3\n", "spec"),
+    "no name": ("apiVersion: v1\nkind: Pod\nspec: {containers: []}\n", "metadata.name"),
+    "nodeName a list": (POD.replace("a100-mig-0", "[a]") + "  containers: []\n", "spec.nodeName"),
+    "containers a number": (POD + "  containers: 5\n", "spec.containers"),
+    "limits a list": (
+        POD + "  containers:\n  - name: c\n    resources: {limits: [1]}\n",
+        "spec.containers[0].resources.limits",
+    ),
+    "a request that is no quantity": (
+        "apiVersion: v1\nkind: List\nitems:\n- "
+        + POD.replace("\n", "\n  ").rstrip()
+        + "\n    initContainers:\n    - name: c\n      resources: {requests: {nvidia.com/gpu: lots}}\n"
+        + "    containers: []\n",
+        "spec.initContainers[0].resources.requests['nvidia.com/gpu']",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PODS)
+def test_a_bad_pod_list_is_refused_at_start(tmp_path: Path, case: str) -> None:
+    """The real command, before gunicorn starts: exit code 2, naming the file and the field."""
+    text, field = BAD_PODS[case]
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(text)
+    command = [sys.executable, "-m", "webhook", "serve", "--bind", "127.0.0.1:0", "--workers", "1"]
+    command += ["--inventory", str(INVENTORIES / "mixed-cluster.yaml"), "--pods", str(pods)]
+    result = run_to_exit([*command, "--cert-dir", str(tmp_path / "certs")], ROOT, timeout=30)
+    assert result.returncode == 2
+    assert str(pods) in result.stderr and field in result.stderr
+    assert "Traceback" not in result.stderr and "serving" not in result.stdout
+
+
+@pytest.mark.parametrize("pods", sorted(INVENTORIES.glob("*pods*.yaml")), ids=lambda p: p.name)
+def test_the_example_pod_lists_pass_the_check(pods: Path) -> None:
+    assert check_pod_list(pods) > 0

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from webhook.buildinfo import core_build
 from webhook.commands.common import EXIT_BAD_INPUT, UsageError, catalog_from, error, inventory_from
 from webhook.server.decision_cache import DEFAULT_CAPACITY as DECISION_CACHE
+from webhook.server.pod_list import PodListError, check_pod_list
 from webhook.sources import CatalogSource, FileInventorySource, InventorySource, StaticCatalogSource
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
 from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
@@ -150,6 +151,10 @@ def _file_inventory(args: argparse.Namespace) -> Any:
         return partial(FileInventorySource, path)
     if not Path(pods).is_file():
         raise UsageError(f"--pods: no such file: {pods}")
+    try:
+        check_pod_list(Path(pods))
+    except PodListError as exc:
+        raise UsageError(f"--pods: {exc}".replace("\n", "\n  ")) from exc
     from webhook.report.files import StaticUsageInventorySource
 
     return partial(StaticUsageInventorySource, path, pods)

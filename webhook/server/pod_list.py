@@ -1,0 +1,94 @@
+"""Check the pod list of `serve --inventory NODES --pods FILE` before gunicorn starts.
+
+The workers read the file when they start, and what counts a pod's accelerators is lenient: a
+field of the wrong type or a request that is not a quantity just makes the pod hold nothing. A
+hand-edited list with such a mistake would serve a wrong picture of the cluster without a word,
+and a file that does not parse would leave the server unready. So the master reads it first and
+names every problem: the file, the document and item, and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from webhook.core.quantity import parse_quantity
+from webhook.manifests import Manifest, read_manifests
+
+CONTAINER_GROUPS = ("initContainers", "containers")
+STRING_FIELDS = (("metadata", "namespace"), ("spec", "nodeName"), ("status", "phase"))
+
+
+class PodListError(ValueError):
+    """The pod list cannot be used; the message names file, object and field of each problem."""
+
+
+def check_pod_list(path: Path) -> int:
+    """The number of pods in the file; PodListError listing every problem otherwise."""
+    manifests, errors = read_manifests([str(path)])
+    problems = list(errors)
+    for manifest in manifests:
+        problems.extend(f"{manifest.source}: {problem}" for problem in pod_problems(manifest))
+    if problems:
+        raise PodListError("\n".join(problems))
+    return len(manifests)
+
+
+def pod_problems(manifest: Manifest) -> Iterator[str]:
+    """What is wrong with one object of the list, as 'field: problem'."""
+    pod = manifest.obj
+    if manifest.kind != "Pod":
+        yield f"kind: {manifest.kind or 'none'!r}, expected Pod"
+        return
+    for field in ("metadata", "spec", "status"):
+        if field in pod and not isinstance(pod[field], Mapping):
+            yield f"{field}: expected a mapping, got {_type(pod[field])}"
+    metadata, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
+    if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        yield "metadata.name: a pod needs a name"
+    for parent, field in STRING_FIELDS:
+        value = _mapping(pod, parent).get(field)
+        if value is not None and not isinstance(value, str):
+            yield f"{parent}.{field}: expected a string, got {_type(value)}"
+    if isinstance(pod.get("spec"), Mapping) and "containers" not in spec:
+        yield "spec.containers: missing"
+    for group in CONTAINER_GROUPS:
+        yield from _container_problems(f"spec.{group}", spec.get(group, []))
+
+
+def _container_problems(path: str, containers: Any) -> Iterator[str]:
+    if not isinstance(containers, list):
+        yield f"{path}: expected a list, got {_type(containers)}"
+        return
+    for index, container in enumerate(containers):
+        where = f"{path}[{index}]"
+        if not isinstance(container, Mapping):
+            yield f"{where}: expected a mapping, got {_type(container)}"
+            continue
+        resources = container.get("resources", {})
+        if not isinstance(resources, Mapping):
+            yield f"{where}.resources: expected a mapping, got {_type(resources)}"
+            continue
+        for kind in ("limits", "requests"):
+            yield from _quantity_problems(f"{where}.resources.{kind}", resources.get(kind, {}))
+
+
+def _quantity_problems(path: str, quantities: Any) -> Iterator[str]:
+    if not isinstance(quantities, Mapping):
+        yield f"{path}: expected a mapping, got {_type(quantities)}"
+        return
+    for resource, value in quantities.items():
+        try:
+            parse_quantity(value)
+        except ValueError:
+            yield f"{path}[{str(resource)!r}]: {value!r} is not a quantity"
+
+
+def _mapping(pod: Mapping[str, Any], field: str) -> Mapping[str, Any]:
+    value = pod.get(field)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _type(value: object) -> str:
+    return "null" if value is None else type(value).__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,13 +20,18 @@ Objects = list[dict[str, Any]]
 
 
 def render(target: str) -> Objects:
+    return render_path(TARGETS[target])
+
+
+def render_path(directory: Path) -> Objects:
+    """`kubectl kustomize DIRECTORY`, parsed."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not installed (scripts/setup-system.sh installs it); cannot render deploy/")
     result = subprocess.run(
-        [kubectl, "kustomize", str(TARGETS[target])], capture_output=True, text=True, timeout=120, check=False
+        [kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=120, check=False
     )
-    assert result.returncode == 0, f"kubectl kustomize {TARGETS[target]} failed:\n{result.stderr}"
+    assert result.returncode == 0, f"kubectl kustomize {directory} failed:\n{result.stderr}"
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from tests.deploy.conftest import Objects, one
 from webhook.cli import build_parser
+from webhook.server import gunicorn_conf
 from webhook.tls.bundle import service_hosts
 
 SERVE_ARGS = [
@@ -39,6 +40,18 @@ def test_replicas_spread_and_rollout_keep_an_answer(objects: Objects) -> None:
     spread = {c["topologyKey"]: c for c in _pod(objects)["topologySpreadConstraints"]}
     assert spread["kubernetes.io/hostname"]["maxSkew"] == 1
     assert spread["kubernetes.io/hostname"]["labelSelector"]["matchLabels"].items() <= labels.items()
+
+
+def test_a_rollout_keeps_serving_until_the_pod_has_left_the_endpoints(objects: Objects) -> None:
+    """preStop holds SIGTERM back while the endpoints drop the pod (the validating webhook fails
+    closed), and the grace period covers that pause plus gunicorn's graceful shutdown."""
+    command = _container(objects)["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "sleep" and len(command) == 2
+    pause = int(command[1])
+    assert pause >= 5
+    grace = _pod(objects)["terminationGracePeriodSeconds"]
+    assert grace > pause + gunicorn_conf.graceful_timeout
+    assert gunicorn_conf.graceful_timeout >= 10, "a review (timeoutSeconds 5) in flight can finish"
 
 
 def test_pdb_allows_one_disruption_of_exactly_these_pods(objects: Objects) -> None:

@@ -46,6 +46,9 @@ workers = min(os.cpu_count() or 1, 4)
 threads = 4
 keepalive = 120
 timeout = 30
+# On SIGTERM the workers finish what they serve within this, then are killed. The Deployment
+# (deploy/base/deployment.yaml) pauses 10 s in preStop first; its terminationGracePeriodSeconds
+# (40) must cover both, or the kubelet kills the pod in the middle of requests.
 graceful_timeout = 20
 preload_app = False
 errorlog = "-"

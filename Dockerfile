@@ -7,7 +7,8 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# A C compiler for mypyc: the decision core is compiled (setup.py), about twice as fast.
+# A C compiler for mypyc: the decision core is compiled (setup.py), about 3.5x as fast as the
+# pure-Python sources (README, Performance of decide()).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
@@ -30,7 +31,10 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     python -m pip install --no-index --find-links /wheels gpu-webhook
 COPY templates /etc/gpu-webhook/templates
 COPY policies /etc/gpu-webhook/policies
-# Writable by the webhook user so `docker run` without a mounted Secret can self-sign here.
+# The default --cert-dir, writable by the webhook user: with nothing mounted here, `serve`
+# generates a self-signed set in it. The default command watches a cluster (--in-cluster) and
+# exits outside one; for `docker run` without a cluster, give the CMD's arguments with
+# --inventory=FILE (a node list mounted into the container) in place of --in-cluster.
 RUN install -d -o 10001 -g 10001 -m 0700 /etc/gpu-webhook/tls
 # Numeric, so Kubernetes can check runAsNonRoot without looking the name up.
 USER 10001:10001

@@ -68,3 +68,39 @@ def _included(path: str, patterns: list[str]) -> bool:
         if fnmatch.fnmatch(path, pattern.lstrip("!").rstrip("/")):
             included = negated
     return included
+
+
+def _options(arguments: list[str]) -> dict[str, str]:
+    return dict(a.split("=", 1) for a in arguments if a.startswith("--") and "=" in a)
+
+
+def test_the_folder_left_writable_is_the_default_cert_dir_of_the_image_user() -> None:
+    """The comment's claim: `serve` can self-sign into the default --cert-dir as USER."""
+    (user,) = _instructions("USER")
+    made = [run.split() for run in _instructions("RUN") if run.startswith("install -d")]
+    assert len(made) == 1
+    words = made[0]
+    owner, group = words[words.index("-o") + 1], words[words.index("-g") + 1]
+    assert f"{owner}:{group}" == user
+    assert words[-1] == _options(json.loads(_instructions("CMD")[0]))["--cert-dir"]
+
+
+def test_the_baked_in_catalog_is_where_the_deployment_mounts_its_config_maps(objects: Objects) -> None:
+    """The comment's claim: deploy/ mounts the ConfigMaps over the defaults the image carries."""
+    options = _options(json.loads(_instructions("CMD")[0]))
+    copied = {copy.split()[-1] for copy in _instructions("COPY") if not copy.startswith("--from")}
+    pod: dict[str, Any] = one(objects, "Deployment", "gpu-webhook")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounted = {m["mountPath"] for m in container["volumeMounts"] if "configMap" in volumes[m["name"]]}
+    assert {options["--templates"], options["--policies"]} <= copied
+    assert mounted == {options["--templates"], options["--policies"]}
+
+
+def test_the_stated_speed_of_the_compiled_core_agrees_with_the_readme() -> None:
+    """The build stage's comment gives the compiled core's speed-up; README measures it."""
+    (stated,) = re.findall(r"about (\d+(?:\.\d+)?)x as fast", DOCKERFILE)
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"about {stated}x faster" in readme, (
+        "the Dockerfile and README disagree on the compiled core's speed"
+    )

@@ -1,7 +1,7 @@
 """Optional compilation of the decision core with mypyc: `GPU_WEBHOOK_MYPYC=1 pip install .`
 
 Without the switch the package is pure Python (development, editable installs, tests). With it,
-webhook/core and webhook/admission.py are compiled to C extensions, about twice as fast
+webhook/core and webhook/admission.py are compiled to C extensions, about 3.5 times as fast
 (benchmarks/bench_decide.py). The switch refuses editable installs: the compiled modules would be
 written next to the sources and take precedence over them, so edits would silently do nothing.
 Everything else about the package is in pyproject.toml.

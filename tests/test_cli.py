@@ -115,6 +115,7 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         ),
         "not-utf8-lint": Run(("lint", write_bytes(tmp / "latin1-catalog" / "t.yaml", LATIN1_POD))),
         "not-utf8-test": Run(("test", str(tmp / "latin1.yaml"))),
+        "foreign-job": Run(("check", write(tmp / "foreign-job.yaml", FOREIGN_JOB), VECTORADD, "-o", "json")),
     }
     for name, (text, _) in BAD_MANIFESTS.items():
         # each bad file comes with a good one: a bad file must not hide the others
@@ -144,6 +145,12 @@ spec:
   - name: b
     image: nvidia/cuda:12.4.1-base-ubuntu22.04
     resources: *gpu
+"""
+FOREIGN_JOB = """\
+apiVersion: example.com/v1
+kind: Job
+metadata: {name: not-batch}
+spec: {template: 3}
 """
 BAD_MANIFESTS = {  # name: (text, where the message must point)
     "invalid-yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", ":4:1:"),
@@ -349,3 +356,9 @@ def test_lint_of_a_missing_path_exits_2(ran: tuple[dict[str, Result], Path]) -> 
     found = result(ran, "lint-missing")
     assert found.returncode == 2 and "Traceback" not in found.stderr + found.stdout
     assert "nowhere" in found.stdout
+
+
+def test_a_kind_of_another_api_group_is_skipped_not_decided(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "foreign-job")
+    assert found.returncode == 0 and "Traceback" not in found.stderr, found.stderr
+    assert [r["name"] for r in records(found)] == ["cuda-vectoradd"]

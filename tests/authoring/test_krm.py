@@ -180,3 +180,12 @@ def test_cli_bad_input_is_a_message_not_a_traceback(stdin: str) -> None:
         assert result.stderr.startswith("gpu-webhook: krm:") and "Traceback" not in result.stderr
     else:  # a stream whose odd document is passed through untouched
         assert result.returncode == 0 and "Traceback" not in result.stderr
+
+
+def test_cli_stdin_that_is_not_utf8_is_named_at_its_line_and_column() -> None:
+    command = [sys.executable, "-m", "webhook", "krm"]
+    data = "apiVersion: v1\nkind: Pod\nmetadata: {name: caf\xe9}\n".encode("latin-1")
+    result = subprocess.run(command, input=data, cwd=ROOT, capture_output=True, check=False)
+    stderr = result.stderr.decode()
+    assert result.returncode == 2 and "Traceback" not in stderr
+    assert "<stdin>:3:" in stderr, stderr

@@ -235,3 +235,15 @@ def test_cli_exit_codes_and_junit_file(tmp_path: Path, capsys: pytest.CaptureFix
     assert ET.parse(junit).getroot().get("failures") == "1"
     assert main(["test", str(tmp_path / "missing")]) == 2
     assert main(["test", str(good), "--junit", str(tmp_path / "no-dir" / "x.xml")]) == 2
+
+
+def test_a_bad_suite_inventory_is_reported_once_for_all_its_cases(tmp_path: Path) -> None:
+    text = HEADER.format(name="s").replace(
+        str(ROOT / "examples" / "inventories" / "a100-mixed.yaml"), "nope.yaml"
+    )
+    file = tmp_path / "suite.yaml"
+    cases = case("allowed: true\n", name="a") + case("allowed: true\n", name="b")
+    file.write_text(text + textwrap.indent(cases, "    "))
+    run = run_paths([file])
+    assert run.exit_code == EXIT_BAD_SUITE
+    assert [p.path for p in run.problems] == ["spec.inventory"]

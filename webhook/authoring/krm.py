@@ -25,7 +25,7 @@ from webhook.core.model import (
     lenient_object,
 )
 from webhook.core.reasons import REASONS
-from webhook.core.workloads import SUPPORTED_KINDS, decide_object
+from webhook.core.workloads import decide_object, is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
 
 SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
@@ -163,8 +163,7 @@ def _checkable(item: Any) -> bool:
     annotations = (item.get("metadata") or {}).get("annotations") or {}
     if str(annotations.get(LOCAL_CONFIG, "")).lower() == "true":
         return False
-    kind = item.get("kind")
-    return kind == "Pod" or kind in SUPPORTED_KINDS
+    return is_supported_object(item)
 
 
 def _results(item: dict[str, Any], decision: Decision, applied: bool) -> Iterator[dict[str, Any]]:

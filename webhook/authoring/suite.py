@@ -21,7 +21,7 @@ from webhook.authoring.fields import FieldPathError, parse_path
 from webhook.catalog import CatalogError, Problem, load_catalog
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.core.reasons import REASONS
-from webhook.core.workloads import SUPPORTED_KINDS
+from webhook.core.workloads import is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
 from webhook.manifests import Manifest, read_manifests
 from webhook.yamlio import Document, YamlError, load_documents, read_text
@@ -164,9 +164,10 @@ class _SuiteReader:
         self.problems: list[Problem] = []
 
     def problem(self, path: JsonPath, message: str) -> None:
-        self.problems.append(
-            Problem(self.document.source, self.document.line_of(path), dotted(path), message)
-        )
+        """Record a problem once: cases that share the suite's inventory meet its problem each."""
+        found = Problem(self.document.source, self.document.line_of(path), dotted(path), message)
+        if found not in self.problems:
+            self.problems.append(found)
 
     def read(self) -> Suite | None:
         data = self.document.data
@@ -337,7 +338,7 @@ class _SuiteReader:
 
 
 def is_checkable(manifest: Manifest) -> bool:
-    return manifest.kind == "Pod" or manifest.kind in SUPPORTED_KINDS
+    return is_supported_object(manifest.obj)
 
 
 def resource_key(manifest: Manifest) -> str:

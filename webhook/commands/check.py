@@ -20,7 +20,7 @@ from webhook.commands.common import (
     inventory_from,
 )
 from webhook.core.model import Context, Decision
-from webhook.core.workloads import SUPPORTED_KINDS, decide_object
+from webhook.core.workloads import decide_object, is_supported_object
 from webhook.manifests import Manifest, read_manifests
 from webhook.yamlio import dump_yaml, dump_yaml_all
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _checkable(manifest: Manifest) -> bool:
-    return manifest.kind == "Pod" or manifest.kind in SUPPORTED_KINDS
+    return is_supported_object(manifest.obj)
 
 
 def _print(

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from webhook.authoring.krm import FunctionConfig, KrmInputError, Outcome, run_function
 from webhook.commands.common import EXIT_BAD_INPUT, EXIT_DENIED, EXIT_OK, error
-from webhook.yamlio import YamlError, load_documents
+from webhook.yamlio import YamlError, decode_text, load_documents, read_text
 
 
 class _Dumper(yaml.SafeDumper):
@@ -52,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         inventory=args.inventory,
         namespace=args.namespace,
     )
-    text = sys.stdin.read()
     try:
+        text = decode_text(sys.stdin.buffer.read(), "<stdin>")
         resource_list, stream = _parse(text, args.config)
         outcome = run_function(resource_list, defaults)
     except (KrmInputError, YamlError, OSError) as exc:
@@ -79,8 +80,7 @@ def _parse(text: str, config_path: str | None) -> tuple[dict[str, Any], bool]:
 
 
 def _config_file(path: str) -> Any:
-    with open(path, encoding="utf-8") as handle:
-        documents = [d.data for d in load_documents(handle.read(), path)]
+    documents = [d.data for d in load_documents(read_text(Path(path)), path)]
     if len(documents) != 1:
         raise KrmInputError(
             f"{path}: the functionConfig file must hold one object, it holds {len(documents)}"

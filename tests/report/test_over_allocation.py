@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from flask import Flask
 
 from tests.builders import H100, make_catalog, make_pod, policy_doc, template_doc, whole_node
-from tests.conftest import ROOT
+from tests.report.dashboard_support import dashboard_page
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
-from webhook.report.files import StaticUsageInventorySource
 from webhook.report.model import Report
 from webhook.report.render import render
-from webhook.server.report_routes import report_blueprint
-from webhook.sources import StaticCatalogSource
 
 PRICE = 4.0
 
@@ -80,15 +74,7 @@ def test_text_and_csv_show_the_over_allocation() -> None:
 
 
 def test_the_dashboard_keeps_bars_within_100_percent(tmp_path: Path) -> None:
-    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": NODES}))
-    (tmp_path / "pods.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": PODS}))
-    inventory = StaticUsageInventorySource(tmp_path / "nodes.yaml", tmp_path / "pods.yaml")
-    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
-    inventory.start()
-    catalog.start()
-    app = Flask("test")
-    app.register_blueprint(report_blueprint(inventory, catalog))
-    page = app.test_client().get("/dashboard").get_data(as_text=True)
+    page = dashboard_page(tmp_path, NODES, PODS)
     widths = [float(w) for w in re.findall(r"width: ([0-9.]+)%", page)]
     assert widths and max(widths) <= 100
     assert 'id="over-allocated"' in page

@@ -9,19 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from flask import Flask
 
 from tests.builders import H100, make_catalog, make_pod, policy_doc, template_doc, whole_node
-from tests.conftest import ROOT
+from tests.report.dashboard_support import dashboard_page
 from webhook.cli import main
 from webhook.inventory.nodes import build_inventory
 from webhook.report.build import build_report
-from webhook.report.files import StaticUsageInventorySource
 from webhook.report.model import Report
 from webhook.report.render import render
-from webhook.server.report_routes import report_blueprint
-from webhook.sources import StaticCatalogSource
 
 PRICE = 4.0
 NODES = [whole_node("t4", "Tesla-T4", 4), whole_node("h100", H100, 2)]
@@ -71,16 +66,8 @@ def test_text_and_csv_leave_the_cost_blank() -> None:
 def test_the_dashboard_and_the_cli_show_an_unpriced_node(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    page = dashboard_page(tmp_path, NODES, [])
     nodes, pods = tmp_path / "nodes.yaml", tmp_path / "pods.yaml"
-    nodes.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": NODES}))
-    pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
-    inventory = StaticUsageInventorySource(nodes, pods)
-    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
-    inventory.start()
-    catalog.start()
-    app = Flask("test")
-    app.register_blueprint(report_blueprint(inventory, catalog))
-    page = app.test_client().get("/dashboard").get_data(as_text=True)
     row = page[page.index('data-node="t4"') :]
     row = row[: row.index("</tr>")]
     assert "—" in row and "$" not in row

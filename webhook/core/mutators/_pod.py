@@ -41,12 +41,17 @@ def message_of(exc: MalformedMember) -> str:
 def read(parent: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
     """parent[key] to read members from: itself, or empty (never created) when absent or null.
     `where` is the path of `parent`, used to name a malformed member."""
+    return _read_at(parent, key, _join(where, key))
+
+
+def _read_at(parent: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
+    """parent[key] to read, never created; `path` is the member's own path."""
     value = parent.get(key)
     if isinstance(value, dict):
         return value
     if value is None:
         return _EMPTY
-    raise MalformedMember(_join(where, key), value, "an object")
+    raise MalformedMember(path, value, "an object")
 
 
 def read_list(parent: Mapping[str, Any], key: str, where: str) -> list[Any]:
@@ -61,11 +66,16 @@ def read_list(parent: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 def child(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     """parent[key] as a dict to write into, created when absent or null."""
+    return _child_at(parent, key, _join(where, key))
+
+
+def _child_at(parent: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+    """parent[key] to write into, created when absent or null; `path` is the member's own path."""
     value = parent.get(key)
     if isinstance(value, dict):
         return value
     if value is not None:
-        raise MalformedMember(_join(where, key), value, "an object")
+        raise MalformedMember(path, value, "an object")
     created: dict[str, Any] = {}
     parent[key] = created
     return created
@@ -85,42 +95,22 @@ def child_list(parent: dict[str, Any], key: str, where: str) -> list[Any]:
 
 def read_spec(pod: Pod, base: str) -> dict[str, Any]:
     """The pod spec to read, never created; `base` is its path."""
-    value = pod.get("spec")
-    if isinstance(value, dict):
-        return value
-    if value is None:
-        return _EMPTY
-    raise MalformedMember(base, value, "an object")
+    return _read_at(pod, "spec", base)
 
 
 def spec(pod: Pod, base: str) -> dict[str, Any]:
     """The pod spec to write into, created when absent or null; `base` is its path."""
-    value = read_spec(pod, base)
-    if value is _EMPTY:
-        value = pod["spec"] = {}
-    return value
+    return _child_at(pod, "spec", base)
 
 
 def read_metadata(pod: Pod, meta: str) -> dict[str, Any]:
     """The pod metadata to read, never created; `meta` is its path."""
-    value = pod.get("metadata")
-    if isinstance(value, dict):
-        return value
-    if value is None:
-        return _EMPTY
-    raise MalformedMember(meta, value, "an object")
+    return _read_at(pod, "metadata", meta)
 
 
 def metadata(pod: Pod, meta: str) -> dict[str, Any]:
     """The pod metadata to write into, created when absent or null; `meta` is its path."""
-    value = pod.get("metadata")
-    if isinstance(value, dict):
-        return value
-    if value is not None:
-        raise MalformedMember(meta, value, "an object")
-    created: dict[str, Any] = {}
-    pod["metadata"] = created
-    return created
+    return _child_at(pod, "metadata", meta)
 
 
 def containers(

@@ -73,7 +73,7 @@ def plan_slice(
     devices = _rewritable_devices(view)
     if devices == 0 or not need.known:
         return NO_PLAN
-    fitting = plain_first([o for o in inventory.offers if _fits(o, need, devices, policy)])
+    fitting = [o for o in inventory.offers if _fits(o, need, devices, policy)]
     right_sized = (o for o in fitting if _right_sized(o, need, policy))
     larger = fitting if policy.when_no_slice_fits == "larger" else []
     if not inventory.usage_known:  # the smallest candidate: no need to size up every offer
@@ -109,53 +109,6 @@ def _choose_free(
         return Plan(findings=(Finding("NoFreeSlice", path, message),))
     message = f"every {smallest.profile} slice is in use; the pod waits for one"
     return Plan(offer=smallest, rewrite=True, findings=(Finding("WaitingForFreeSlice", path, message),))
-
-
-def plain_first(offers: list[SliceOffer]) -> list[SliceOffer]:
-    """The offers in order, but a variant (`+me`, `+gfx`, `+me.all`, `-me`) right after the plain
-    profile of the same size and GPU model when both are there: a media or graphics extension is
-    for pods that need it, and the reference table gives variants a little less memory, which
-    would otherwise put them first. A cluster without variants pays one scan of the names."""
-    for offer in offers:
-        if "+" in offer.profile or "-" in offer.profile:
-            break
-    else:
-        return offers
-    plain = {_sibling_key(o, o.profile): i for i, o in enumerate(offers) if _is_plain(o.profile)}
-    ranked = []
-    for index, offer in enumerate(offers):
-        sibling = (
-            None if _is_plain(offer.profile) else plain.get(_sibling_key(offer, _plain_name(offer.profile)))
-        )
-        ranked.append(((index, 0) if sibling is None else (sibling, 1), index, offer))
-    ranked.sort(key=lambda item: (item[0], item[1]))
-    return [offer for _, _, offer in ranked]
-
-
-def _is_plain(profile: str) -> bool:
-    return "+" not in profile and "-" not in profile
-
-
-def _plain_name(profile: str) -> str:
-    """`1g.24gb+me.all` -> `1g.24gb`, `1g.24gb-me` -> `1g.24gb`."""
-    cut = min((i for i in (profile.find("+"), profile.find("-")) if i >= 0), default=len(profile))
-    return profile[:cut]
-
-
-def _sibling_key(offer: SliceOffer, profile: str) -> tuple[str, str, str]:
-    """Offers are one per strategy, profile and GPU model: the same key names a variant's sibling."""
-    return (offer.strategy, profile, _model_key(offer))
-
-
-def _model_key(offer: SliceOffer) -> str:
-    """The reference model of the offer's nodes; their product (without `-MIG-...`) when unknown."""
-    product = offer.products[0] if offer.products else None
-    model = model_for_product(product) if product is not None else None
-    if model is None and offer.gke_accelerators:
-        model = model_for_gke_accelerator(offer.gke_accelerators[0])
-    if model is not None:
-        return model.key
-    return (product or "").split("-MIG-", 1)[0]
 
 
 def _has_free(offer: SliceOffer, devices: int) -> bool:

@@ -263,17 +263,45 @@ def _schedulable_counts(node: GpuNode) -> dict[str, int]:
 
 
 def _offers(nodes: tuple[GpuNode, ...], usage_known: bool) -> tuple[SliceOffer, ...]:
+    """One offer per strategy, profile and GPU model, the smallest first (as slice choice takes
+    them), a profile's variants right after it."""
     groups: dict[tuple[str, str, str], list[GpuNode]] = defaultdict(list)
     for node in nodes:
         model = _model(node.labels, node.product)
         model_key = model.key if model else node.product.split("-MIG-", 1)[0]
         for profile in node.slices:
             groups[(node.strategy, profile, model_key)].append(node)
-    offers = [
-        _offer(strategy, profile, members, usage_known) for (strategy, profile, _), members in groups.items()
-    ]
-    offers.sort(key=lambda o: (o.memory_mib, o.compute_share, o.strategy != "mixed", o.profile))
-    return tuple(offers)
+    keyed = [(key, _offer(key[0], key[1], members, usage_known)) for key, members in groups.items()]
+    keyed.sort(
+        key=lambda item: (
+            item[1].memory_mib,
+            item[1].compute_share,
+            item[1].strategy != "mixed",
+            item[1].profile,
+        )
+    )
+    return _plain_before_variants(keyed)
+
+
+def _plain_before_variants(keyed: list[tuple[tuple[str, str, str], SliceOffer]]) -> tuple[SliceOffer, ...]:
+    """A variant (`+me`, `+gfx`, `+me.all`, `-me`) moved right after the plain profile of the same
+    size and GPU model when both are offered: a media or graphics extension is for pods that need
+    it, and the reference table gives variants a little less memory, which would put them first."""
+    position = {key: index for index, (key, _) in enumerate(keyed)}
+
+    def rank(index: int) -> tuple[int, int, int]:
+        strategy, profile, model_key = keyed[index][0]
+        plain = _plain_profile(profile)
+        sibling = position.get((strategy, plain, model_key)) if plain != profile else None
+        return (index, 0, index) if sibling is None else (sibling, 1, index)
+
+    return tuple(keyed[index][1] for index in sorted(range(len(keyed)), key=rank))
+
+
+def _plain_profile(profile: str) -> str:
+    """`1g.24gb+me.all` -> `1g.24gb`, `1g.24gb-me` -> `1g.24gb`; a plain profile is itself."""
+    cut = min((i for i in (profile.find("+"), profile.find("-")) if i >= 0), default=len(profile))
+    return profile[:cut]
 
 
 def _offer(strategy: str, profile: str, members: list[GpuNode], usage_known: bool) -> SliceOffer:

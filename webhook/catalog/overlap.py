@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from itertools import combinations
 from typing import Any
 
-from webhook.core.catalog_index import WILDCARDS, has_wildcard, literal_prefix
+from webhook.core.catalog_index import WILDCARDS, has_wildcard, literal_prefix, pattern_length
 from webhook.core.model import Policy, Template, TemplateMatch
 
 
@@ -46,11 +46,6 @@ def _same_rank(first: str, second: str) -> bool:
     if not (has_wildcard(first) and has_wildcard(second)):
         return False
     return pattern_length(first) == pattern_length(second) and _patterns_overlap(first, second)
-
-
-def pattern_length(pattern: str) -> int:
-    """What webhook.core.catalog_index.build_index ranks a namespace pattern by: the longer wins."""
-    return len(pattern.replace("*", ""))
 
 
 def _could_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:

@@ -151,7 +151,8 @@ def decode_text(data: bytes, source: str) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         column = len(data[line_start : exc.start].decode("utf-8", errors="replace")) + 1
         byte = f"0x{data[exc.start]:02x}"
-        problem = f"not UTF-8: byte {byte} at column {column} ({exc.reason}); save the file as UTF-8"
+        at = f"at column {column}, offset {exc.start}"
+        problem = f"not UTF-8: byte {byte} {at} ({exc.reason}); save the file as UTF-8"
         raise YamlError(f"{source}:{line}:{column}: {problem}", source, line, problem) from exc
 
 

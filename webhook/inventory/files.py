@@ -12,6 +12,7 @@ import yaml
 from webhook.core.model import Inventory
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.nodes import build_inventory
+from webhook.yamlio import YamlError, read_text
 
 _COUNTED_PREFIX = "nvidia.com/"
 
@@ -42,17 +43,9 @@ def iter_nodes(path: Path) -> Iterator[Mapping[str, Any]]:
 
 def _documents(path: Path) -> list[Any]:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read node list: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise InventoryError(
-            f"{path}:{line}:{column}: not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
-        ) from exc
+        text = read_text(path)
+    except YamlError as exc:  # unreadable, or not UTF-8 (then at its line and column)
+        raise InventoryError(str(exc)) from exc
     try:
         return list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:

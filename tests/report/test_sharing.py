@@ -143,3 +143,19 @@ def test_every_format_shows_the_shares(output: str) -> None:
         assert json.loads(text)["nodes"][0]["devices"][0]["sharing"]["allocatedShares"] == 23
     else:
         assert "time-slicing" in text and "23" in text and "80" in text
+
+
+def test_gke_time_shared_partitions_count_as_the_partitions() -> None:
+    labels = {
+        "cloud.google.com/gke-accelerator": "nvidia-a100-80gb",
+        "cloud.google.com/gke-gpu-partition-size": "1g.10gb",
+        "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+        "cloud.google.com/gke-max-shared-clients-per-gpu": "3",
+    }
+    node = make_node("gke", labels, {"nvidia.com/gpu": 21})
+    report = _report([node], [_pod("a", "gke", {"nvidia.com/gpu": 1})])
+    (device,) = _devices(report)["gke"]
+    assert (device["profile"], device["allocatable"]) == ("1g.10gb", 7)
+    assert device["allocated"] == pytest.approx(1 / 3, abs=0.01)
+    assert device["sharing"]["strategy"] == "time-slicing"
+    assert device["sharing"]["replicas"] == 3

@@ -20,7 +20,6 @@ from webhook.core.mutators.packing_affinity import packing_order
 from webhook.core.profiles import (
     GPU,
     MIG_PREFIX,
-    SHARED_SUFFIX,
     ModelInfo,
     model_for_gke_accelerator,
     model_for_product,
@@ -29,6 +28,7 @@ from webhook.core.profiles import (
     resource_for_profile,
 )
 from webhook.core.quantity import parse_quantity
+from webhook.inventory.sharing import is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -158,7 +158,9 @@ def _slices(
 ) -> tuple[dict[str, int], dict[str, int]]:
     model = _model(labels, product)
     if strategy == "mixed":
-        return _mixed_slices(labels, allocatable, model)
+        return _mixed_slices(labels, allocatable, model, product)
+    if is_shared(labels, product, GPU):
+        return {}, {}  # time-sliced or MPS-shared slices: not isolated, so never offered
     if strategy == "single":
         profile = product.split("-MIG-", 1)[1] if "-MIG-" in product else ""
         return _single_slice(profile, allocatable, _int_label(labels, MEMORY_LABEL), model)
@@ -168,12 +170,14 @@ def _slices(
 
 
 def _mixed_slices(
-    labels: Mapping[str, str], allocatable: Mapping[str, int], model: ModelInfo | None
+    labels: Mapping[str, str], allocatable: Mapping[str, int], model: ModelInfo | None, product: str
 ) -> tuple[dict[str, int], dict[str, int]]:
+    """The node's isolated slices: a profile shared by time-slicing (renamed `.shared` or not)
+    is no place to rewrite a pod to, so it is not offered; its resource stays advertised."""
     slices: dict[str, int] = {}
     memory: dict[str, int] = {}
     for name, count in allocatable.items():
-        if not name.startswith(MIG_PREFIX) or name.endswith(SHARED_SUFFIX) or count <= 0:
+        if not name.startswith(MIG_PREFIX) or count <= 0 or is_shared(labels, product, name):
             continue
         spelled = name[len(MIG_PREFIX) :]
         profile = _canonical(spelled, model)

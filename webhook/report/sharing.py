@@ -1,17 +1,13 @@
 """The kinds of device a node offers, as the report counts them, and how each is shared.
 
-With the NVIDIA device plugin's time-slicing or MPS each physical device is advertised `replicas`
-times (8 GPUs x 10 replicas: `nvidia.com/gpu: 80`), under its own name with the product label
-suffixed `-SHARED`, or renamed `<resource>.shared`; GFD labels `<resource>.replicas` and
-`<resource>.sharing-strategy` (MIG.md §3). The report counts physical devices, so it divides by
-the replicas; it reads them here, apart from what the decision core sees of the node.
+The report counts physical devices, so it divides what a time-sliced or MPS-shared resource
+advertises by its replicas (webhook/inventory/sharing.py reads them from the node's labels).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 
 from webhook.core.model import GpuNode
 from webhook.core.profiles import (
@@ -21,24 +17,15 @@ from webhook.core.profiles import (
     profile_compute_slices,
     profile_from_resource,
 )
+from webhook.inventory.nodes import GKE_PARTITION_LABEL
+from webhook.inventory.sharing import NOT_SHARED, SHARED_PRODUCT_SUFFIX, Sharing
+from webhook.inventory.sharing import sharing_of as sharing_of_labels
 from webhook.report.prices import slice_share
 
 GPU_SHARED = GPU + SHARED_SUFFIX
-SHARED_PRODUCT_SUFFIX = "-SHARED"
-SHARING_STRATEGIES = ("time-slicing", "mps")
 WHOLE_GPU = "gpu"
 """The profile name a report uses for whole GPUs."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sharing:
-    strategy: str
-    """`none`, `time-slicing`, `mps`, or `shared` when the node says it shares but not how."""
-    replicas: int
-    """Advertised units per physical device (1 when not shared)."""
-
-
-NOT_SHARED = Sharing("none", 1)
+__all__ = ["NOT_SHARED", "WHOLE_GPU", "DeviceKind", "Sharing", "device_kinds", "sharing_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,15 +46,7 @@ def device_kinds(node: GpuNode) -> list[DeviceKind]:
 
 
 def sharing_of(node: GpuNode, resource: str) -> Sharing:
-    base = resource.removesuffix(SHARED_SUFFIX)
-    strategy = node.labels.get(f"{base}.sharing-strategy", "")
-    replicas = _int(node.labels.get(f"{base}.replicas"))
-    marked = resource.endswith(SHARED_SUFFIX) or (
-        base == GPU and node.product.endswith(SHARED_PRODUCT_SUFFIX)
-    )
-    if strategy in SHARING_STRATEGIES or replicas > 1 or marked:
-        return Sharing(strategy if strategy in SHARING_STRATEGIES else "shared", max(1, replicas))
-    return NOT_SHARED
+    return sharing_of_labels(node.labels, node.product, resource)
 
 
 def _kinds(node: GpuNode) -> Iterator[tuple[str, str, float]]:
@@ -84,7 +63,9 @@ def _kinds(node: GpuNode) -> Iterator[tuple[str, str, float]]:
         if profile:
             yield from ((profile, r, slice_share(node, profile)) for r in (GPU, GPU_SHARED))
     elif node.strategy == "gke":
-        yield from ((p, GPU, slice_share(node, p)) for p in node.slices)
+        profile = node.labels.get(GKE_PARTITION_LABEL, "")  # node.slices: only unshared partitions
+        if profile_compute_slices(profile) is not None:
+            yield profile, GPU, slice_share(node, profile)
 
 
 def _present(node: GpuNode, resource: str) -> bool:
@@ -104,10 +85,3 @@ def _canonical(node: GpuNode, spelled: str) -> str:
         if name.replace("+", ".") == spelled:
             return name
     return spelled
-
-
-def _int(value: str | None) -> int:
-    try:
-        return int(Decimal(str(value)))
-    except (ArithmeticError, ValueError):
-        return 0

@@ -218,3 +218,57 @@ def test_malformed_nodes_do_not_break_the_inventory() -> None:
     }
     inventory = make_inventory(node, broken)
     assert [n.name for n in inventory.nodes] == [""]
+
+
+A100_40 = "NVIDIA-A100-SXM4-40GB"
+
+
+def test_time_sliced_mixed_slices_are_advertised_but_never_offered() -> None:
+    labels = {
+        "nvidia.com/gpu.product": A100_40,
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/mig-1g.5gb.replicas": "2",
+        "nvidia.com/mig-1g.5gb.product": f"{A100_40}-MIG-1g.5gb-SHARED",
+        "nvidia.com/mig-1g.5gb.sharing-strategy": "time-slicing",
+        "nvidia.com/mig-2g.10gb.replicas": "1",
+        "nvidia.com/mig-2g.10gb.sharing-strategy": "none",
+    }
+    plain = make_node("plain", labels, {"nvidia.com/mig-1g.5gb": 6, "nvidia.com/mig-2g.10gb": 2})
+    renamed = make_node("renamed", {"nvidia.com/gpu.product": A100_40}, {"nvidia.com/mig-1g.5gb.shared": 14})
+    inventory = make_inventory(plain, renamed)
+    assert [dict(n.slices) for n in inventory.nodes] == [{"2g.10gb": 2}, {}]
+    assert [o.profile for o in inventory.offers] == ["2g.10gb"]
+    assert inventory.largest["nvidia.com/mig-1g.5gb"] == (6, "plain")
+    assert inventory.largest["nvidia.com/mig-1g.5gb.shared"] == (14, "renamed")
+
+
+def test_a_replicas_label_alone_marks_a_slice_shared() -> None:
+    labels = {"nvidia.com/gpu.product": A100_40, "nvidia.com/mig-1g.5gb.replicas": "3"}
+    inventory = make_inventory(make_node("n", labels, {"nvidia.com/mig-1g.5gb": 21}))
+    assert inventory.offers == ()
+
+
+def test_time_sliced_single_strategy_slices_are_not_offered_and_keep_whole_gpus_away() -> None:
+    product = f"{A100_40}-MIG-1g.5gb-SHARED"
+    labels = {"nvidia.com/gpu.product": product, "nvidia.com/gpu.replicas": "2"}
+    inventory = make_inventory(make_node("one", labels, {GPU: 112}))
+    (node,) = inventory.nodes
+    assert (node.strategy, dict(node.slices)) == ("single", {})
+    assert inventory.offers == ()
+    assert inventory.single_mig_products == (product,)
+    assert GPU not in inventory.largest
+
+
+def test_gke_time_shared_partitions_are_not_offered() -> None:
+    labels = {
+        "cloud.google.com/gke-accelerator": "nvidia-a100-80gb",
+        "cloud.google.com/gke-gpu-partition-size": "1g.10gb",
+        "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+        "cloud.google.com/gke-max-shared-clients-per-gpu": "3",
+    }
+    shared = make_node("shared", labels, {GPU: 21})
+    own = make_node("own", {k: v for k, v in labels.items() if "shar" not in k}, {GPU: 7})
+    inventory = make_inventory(shared, own)
+    assert [(n.name, dict(n.slices)) for n in inventory.nodes] == [("shared", {}), ("own", {"1g.10gb": 7})]
+    assert [(o.profile, o.node_count) for o in inventory.offers] == [("1g.10gb", 1)]
+    assert inventory.has_gke_partitions

@@ -1,0 +1,67 @@
+"""Whether a node shares a device resource among pods (time-slicing or MPS), from its labels.
+
+With the NVIDIA device plugin's time-slicing or MPS each physical device is advertised `replicas`
+times (8 GPUs x 10 replicas: `nvidia.com/gpu: 80`), under its own name with the product label
+suffixed `-SHARED`, or renamed `<resource>.shared`; GFD labels `<resource>.replicas` and
+`<resource>.sharing-strategy` (MIG.md §3). GKE labels a shared node
+`cloud.google.com/gke-gpu-sharing-strategy` and `cloud.google.com/gke-max-shared-clients-per-gpu`.
+
+One rule for both readers: the inventory offers no shared slice as a rewrite target (a rewrite
+promises the pod an isolated slice), and the report counts shared devices physically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Final
+
+from webhook.core.profiles import GPU, SHARED_SUFFIX
+
+SHARED_PRODUCT_SUFFIX: Final = "-SHARED"
+SHARING_STRATEGIES: Final = ("time-slicing", "mps")
+GKE_SHARING_LABEL: Final = "cloud.google.com/gke-gpu-sharing-strategy"
+GKE_CLIENTS_LABEL: Final = "cloud.google.com/gke-max-shared-clients-per-gpu"
+_GKE_STRATEGIES: Final = {"time-sharing": "time-slicing", "mps": "mps"}
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    strategy: str
+    """`none`, `time-slicing`, `mps`, or `shared` when the node says it shares but not how."""
+    replicas: int
+    """Advertised units per physical device (1 when not shared)."""
+
+
+NOT_SHARED: Final = Sharing("none", 1)
+
+
+def sharing_of(labels: Mapping[str, str], product: str, resource: str) -> Sharing:
+    """How the node with these labels and product shares `resource` (`nvidia.com/gpu`,
+    `nvidia.com/mig-1g.10gb`, or either renamed `.shared`)."""
+    base = resource.removesuffix(SHARED_SUFFIX)
+    if base == GPU and labels.get(GKE_SHARING_LABEL):
+        strategy = _GKE_STRATEGIES.get(str(labels[GKE_SHARING_LABEL]), "shared")
+        return Sharing(strategy, max(1, _int(labels.get(GKE_CLIENTS_LABEL))))
+    strategy = str(labels.get(f"{base}.sharing-strategy", ""))
+    replicas = _int(labels.get(f"{base}.replicas"))
+    marked = (
+        resource.endswith(SHARED_SUFFIX)
+        or str(labels.get(f"{base}.product", "")).endswith(SHARED_PRODUCT_SUFFIX)
+        or (base == GPU and product.endswith(SHARED_PRODUCT_SUFFIX))
+    )
+    if strategy in SHARING_STRATEGIES or replicas > 1 or marked:
+        return Sharing(strategy if strategy in SHARING_STRATEGIES else "shared", max(1, replicas))
+    return NOT_SHARED
+
+
+def is_shared(labels: Mapping[str, str], product: str, resource: str) -> bool:
+    return sharing_of(labels, product, resource) != NOT_SHARED
+
+
+def _int(value: object) -> int:
+    try:
+        return int(Decimal(str(value)))
+    except (ArithmeticError, ValueError):
+        return 0

@@ -32,7 +32,13 @@ def node(
     cpu: str = "96",
     memory: str = "1056000Mi",
 ) -> dict[str, Any]:
-    base = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+    base = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "topology.kubernetes.io/region": "eu-west-1",
+        "topology.kubernetes.io/zone": "eu-west-1a",
+    }
     amounts = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "1800Gi"}
     amounts.update({k: str(v) for k, v in resources.items()})
     return {

@@ -54,6 +54,18 @@ def node_kind(index: int) -> str:
     return ("whole-h100", "mixed-a100", "single-h100", "whole-a100", "cpu")[index % 5]
 
 
+NFD_LABELS = {
+    **{f"feature.node.kubernetes.io/cpu-cpuid.FLAG{i:02d}": "true" for i in range(80)},
+    **{f"feature.node.kubernetes.io/kernel-config.CONFIG{i:02d}": "true" for i in range(10)},
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+    "feature.node.kubernetes.io/kernel-version.full": "6.1.0-28-cloud-amd64",
+    "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+    "feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04",
+}
+"""About a hundred labels, as Node Feature Discovery puts on each node (a GPU node's slice choice
+reads every label of it, so the inventory keeps them)."""
+
+
 def make_node(index: int) -> dict[str, Any]:
     kind = node_kind(index)
     name = f"node-{index:05d}"
@@ -72,6 +84,7 @@ def make_node(index: int) -> dict[str, Any]:
             "nvidia.com/gpu.count": "8",
             "nvidia.com/cuda.driver.major": "550",
         }
+        labels |= NFD_LABELS  # the GPU Operator deploys Node Feature Discovery on GPU nodes
     if kind in ("whole-h100", "whole-a100"):
         labels["nvidia.com/gpu.product"] = H100 if kind == "whole-h100" else A100
         allocatable["nvidia.com/gpu"] = "8"

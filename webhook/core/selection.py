@@ -28,6 +28,7 @@ from webhook.core.model import (
     Template,
 )
 from webhook.core.need import Need
+from webhook.core.placement import Placement
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
     GPU,
@@ -63,8 +64,14 @@ NO_PLAN: Final = Plan()
 
 
 def plan_slice(
-    view: PodView, template: Template | None, need: Need, policy: Policy, inventory: Inventory
+    view: PodView,
+    template: Template | None,
+    need: Need,
+    policy: Policy,
+    inventory: Inventory,
+    placement: Placement | None = None,
 ) -> Plan:
+    """`placement`: the nodes the pod itself admits (None: any); only their offers are candidates."""
     if template is None or template.accelerator.mig != "preferred" or not inventory.known:
         return NO_PLAN
     applied = view.annotations.get(PROFILE_ANNOTATION)
@@ -73,18 +80,26 @@ def plan_slice(
     devices = _rewritable_devices(view)
     if devices == 0 or not need.known:
         return NO_PLAN
-    fitting = [o for o in inventory.offers if _fits(o, need, devices, policy)]
+    offers = inventory.offers if placement is None else _admitted(inventory, placement)
+    fitting = [o for o in offers if _fits(o, need, devices, policy)]
     right_sized = (o for o in fitting if _right_sized(o, need, policy))
     larger = fitting if policy.when_no_slice_fits == "larger" else []
+    pinned = placement is not None and len(offers) < len(inventory.offers)
     if not inventory.usage_known:  # the smallest candidate: no need to size up every offer
         offer = next(right_sized, None) or next(iter(larger), None)
         if offer is None:
-            return Plan(findings=(_no_fit(view, need, policy, fitting),))
+            return Plan(findings=(_no_fit(view, need, policy, fitting, pinned),))
         return Plan(offer=offer, rewrite=True)
     candidates = list(right_sized) or larger
     if not candidates:
-        return Plan(findings=(_no_fit(view, need, policy, fitting),))
+        return Plan(findings=(_no_fit(view, need, policy, fitting, pinned),))
     return _choose_free(view, candidates, fitting, devices, policy)
+
+
+def _admitted(inventory: Inventory, placement: Placement) -> tuple[SliceOffer, ...]:
+    """The offers with a node the pod's own nodeSelector and required affinity admit."""
+    members = inventory.members
+    return tuple(o for o in inventory.offers if any(placement.admits(n) for n in members.get(o, ())))
 
 
 def _choose_free(
@@ -188,14 +203,17 @@ def _gpu_path(view: PodView) -> str:
     return container.resource_path("limits", GPU)
 
 
-def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer]) -> Finding:
+def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer], pinned: bool) -> Finding:
+    """`pinned`: the pod's own node choice left out some offers, which the message says."""
     path = _gpu_path(view)
     wanted = describe_need(need)
+    where = " on the nodes its nodeSelector and node affinity admit" if pinned else ""
     if policy.when_no_slice_fits == "deny":
         offered = ", ".join(sorted({o.profile for o in fitting})) or "none that fits"
-        message = f"no right-sized MIG slice for {wanted} is offered (larger: {offered}); ask an admin"
+        message = f"no right-sized MIG slice for {wanted} is offered{where} (larger: {offered}); ask an admin"
         return Finding("NoSliceFits", path, message)
-    return Finding("KeptWholeGpu", path, f"no offered MIG slice fits {wanted}; kept the whole GPU")
+    message = f"no MIG slice that fits {wanted} is offered{where}; kept the whole GPU"
+    return Finding("KeptWholeGpu", path, message)
 
 
 @lru_cache(maxsize=256)

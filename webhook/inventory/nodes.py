@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from decimal import Decimal
+from sys import intern
 from typing import Any
 
 from webhook.core.model import GpuNode, Inventory, SliceOffer, Strategy, Taint
@@ -39,8 +40,6 @@ GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
 KARPENTER_GPU_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
-_ACCELERATOR_LABEL_PREFIXES = ("nvidia.com/", "cloud.google.com/gke-", "karpenter.k8s.aws/instance-gpu")
-_ACCELERATOR_LABELS = (EKS_ACCELERATOR_LABEL, AKS_ACCELERATOR_LABEL, "node.kubernetes.io/instance-type")
 
 
 def build_inventory(
@@ -109,7 +108,7 @@ def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNo
         slices=slices,
         slice_memory_mib=memory,
         taints=taints,
-        labels={k: str(v) for k, v in labels.items() if _is_accelerator_label(k)},
+        labels={intern(str(k)): intern(str(v)) for k, v in labels.items()},
         gke_accelerator=labels.get(GKE_ACCELERATOR_LABEL),
     )
 
@@ -230,7 +229,7 @@ def _aggregate(
     for node in nodes:
         by_product[node.product].update(node.slices)
     whole = [n for n in nodes if n.strategy in ("none", "mixed") and n.allocatable.get(GPU, 0) > 0]
-    offers = _offers(nodes, usage_known)
+    offers, members = _offers(nodes, usage_known)
     return Inventory(
         nodes=nodes,
         known=True,
@@ -243,6 +242,7 @@ def _aggregate(
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
         usage_known=usage_known,
         packing=_packing(nodes, offers) if usage_known else {},
+        members=members,
     )
 
 
@@ -266,9 +266,11 @@ def _schedulable_counts(node: GpuNode) -> dict[str, int]:
     return counts
 
 
-def _offers(nodes: tuple[GpuNode, ...], usage_known: bool) -> tuple[SliceOffer, ...]:
+def _offers(
+    nodes: tuple[GpuNode, ...], usage_known: bool
+) -> tuple[tuple[SliceOffer, ...], dict[SliceOffer, tuple[GpuNode, ...]]]:
     """One offer per strategy, profile and GPU model, the smallest first (as slice choice takes
-    them), a profile's variants right after it."""
+    them), a profile's variants right after it; and each offer's nodes."""
     groups: dict[tuple[str, str, str], list[GpuNode]] = defaultdict(list)
     for node in nodes:
         model = _model(node.labels, node.product)
@@ -284,7 +286,8 @@ def _offers(nodes: tuple[GpuNode, ...], usage_known: bool) -> tuple[SliceOffer, 
             item[1].profile,
         )
     )
-    return _plain_before_variants(keyed)
+    members = {offer: tuple(groups[key]) for key, offer in keyed}
+    return _plain_before_variants(keyed), members
 
 
 def _plain_before_variants(keyed: list[tuple[tuple[str, str, str], SliceOffer]]) -> tuple[SliceOffer, ...]:
@@ -349,10 +352,6 @@ def _is_gpu_taint(key: str, value: str) -> bool:
         return False
     text = f"{key}={value}".lower()
     return key.startswith("nvidia.com/") or "gpu" in text or "accelerator" in text
-
-
-def _is_accelerator_label(key: str) -> bool:
-    return key.startswith(_ACCELERATOR_LABEL_PREFIXES) or key in _ACCELERATOR_LABELS
 
 
 def _int_label(labels: Mapping[str, str], key: str) -> int | None:

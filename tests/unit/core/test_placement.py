@@ -1,0 +1,111 @@
+"""The pod's own node choice, read as the scheduler reads a NodeSelector."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from webhook.core.model import GpuNode
+from webhook.core.placement import placement_of
+
+A100 = GpuNode(
+    name="a100-0",
+    product="NVIDIA-A100-SXM4-80GB",
+    strategy="mixed",
+    allocatable={"nvidia.com/mig-1g.10gb": 7},
+    gpu_memory_mib=None,
+    slices={"1g.10gb": 7},
+    slice_memory_mib={"1g.10gb": 9856},
+    labels={"pool": "train", "zone": "a", "gpus": "8"},
+)
+
+
+def affinity(*terms: dict[str, Any]) -> dict[str, Any]:
+    required = {"nodeSelectorTerms": list(terms)}
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}}
+
+
+def expression(key: str, operator: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": operator, "values": list(values)}
+
+
+def admits(spec: dict[str, Any], template: tuple[dict[str, Any], ...] = ()) -> bool:
+    placement = placement_of(spec, template)
+    assert placement is not None
+    return placement.admits(A100)
+
+
+def test_a_pod_that_chooses_no_nodes_has_no_placement() -> None:
+    assert placement_of({"containers": []}, ()) is None
+    assert placement_of({"nodeSelector": {}, "affinity": {"podAffinity": {}}}, ()) is None
+
+
+@pytest.mark.parametrize(
+    ("selector", "admitted"),
+    [({"pool": "train"}, True), ({"pool": "train", "zone": "b"}, False), ({"other": "x"}, False)],
+)
+def test_every_node_selector_pair_must_match(selector: dict[str, str], admitted: bool) -> None:
+    assert admits({"nodeSelector": selector}) is admitted
+
+
+@pytest.mark.parametrize(
+    ("requirement", "admitted"),
+    [
+        (expression("pool", "In", "train", "serve"), True),
+        (expression("pool", "In", "serve"), False),
+        (expression("pool", "NotIn", "serve"), True),
+        (expression("missing", "NotIn", "x"), True),
+        (expression("pool", "NotIn", "train"), False),
+        (expression("zone", "Exists"), True),
+        (expression("missing", "Exists"), False),
+        (expression("missing", "DoesNotExist"), True),
+        (expression("zone", "DoesNotExist"), False),
+        (expression("gpus", "Gt", "4"), True),
+        (expression("gpus", "Gt", "8"), False),
+        (expression("gpus", "Lt", "16"), True),
+        (expression("gpus", "Lt", "+8"), False),
+        (expression("gpus", "Gt", "٤"), False),
+        (expression("pool", "Gt", "1"), False),
+        (expression("gpus", "Gt", "1", "2"), False),
+    ],
+)
+def test_label_operators(requirement: dict[str, Any], admitted: bool) -> None:
+    assert admits(affinity({"matchExpressions": [requirement]})) is admitted
+
+
+def test_terms_are_ored_and_requirements_within_a_term_anded() -> None:
+    wrong_pool = {"matchExpressions": [expression("pool", "In", "serve")]}
+    both = {"matchExpressions": [expression("pool", "In", "train"), expression("zone", "In", "a")]}
+    one_wrong = {"matchExpressions": [expression("pool", "In", "train"), expression("zone", "In", "b")]}
+    assert admits(affinity(wrong_pool, both))
+    assert not admits(affinity(wrong_pool, one_wrong))
+
+
+def test_an_empty_term_matches_no_node() -> None:
+    assert not admits(affinity({}))
+
+
+def test_match_fields_name_the_node() -> None:
+    assert admits(affinity({"matchFields": [expression("metadata.name", "In", "a100-0")]}))
+    assert not admits(affinity({"matchFields": [expression("metadata.name", "NotIn", "a100-0")]}))
+
+
+def test_the_node_selector_and_the_affinity_must_both_match() -> None:
+    zone = affinity({"matchExpressions": [expression("zone", "In", "a")]})
+    assert not admits({"nodeSelector": {"pool": "serve"}, **zone})
+    assert admits({"nodeSelector": {"pool": "train"}, **zone})
+
+
+def test_template_expressions_are_anded_into_every_term() -> None:
+    template = (expression("pool", "In", "serve"),)
+    assert not admits({}, template)
+    assert not admits(affinity({"matchExpressions": [expression("zone", "In", "a")]}), template)
+    assert admits({}, (expression("pool", "In", "train"),))
+
+
+def test_parts_the_scheduler_could_not_read_are_left_out() -> None:
+    odd = [expression("zone", "Near", "a"), "x", expression("pool", "In", "train")]
+    malformed = {"matchExpressions": odd}
+    assert admits({"nodeSelector": {"pool": "train", "n": 5}, **affinity(malformed)})
+    assert placement_of({"nodeSelector": "pool=train", "affinity": {"nodeAffinity": []}}, ()) is None

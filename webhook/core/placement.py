@@ -1,0 +1,131 @@
+"""Which GPU nodes a pod may land on by its own choice: its nodeSelector and required node
+affinity, and the node affinity its template adds, read as the scheduler reads them.
+
+A rewrite must stay within that choice: a pod pinned to L4 nodes (`nodeSelector:
+nvidia.com/gpu.product: NVIDIA-L4`) and rewritten to an A100 slice, with node affinity for the
+A100s, could run nowhere. So slice choice only considers offers with a node the pod admits.
+
+Semantics (Kubernetes' NodeSelector): every nodeSelector pair must match; the required terms are
+ORed, the requirements within a term ANDed; a term with no requirements matches no node. A part
+the scheduler could not read either (not a mapping, an unknown operator) is left out here: the
+API server's validation, which runs after mutating admission, rejects such a pod anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from webhook.core.model import GpuNode
+
+REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+_NODE_NAME_FIELD: Final = "metadata.name"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    operator: str
+    values: tuple[str, ...]
+    on_field: bool = False
+    """A matchFields requirement (metadata.name), not a label one."""
+
+    def matches(self, node: GpuNode) -> bool:
+        value = node.name if self.on_field else node.labels.get(self.key)
+        operator = self.operator
+        if operator == "In":
+            return value is not None and value in self.values
+        if operator == "NotIn":
+            return value is None or value not in self.values
+        if operator == "Exists":
+            return value is not None
+        if operator == "DoesNotExist":
+            return value is None
+        return value is not None and _compare(value, self.values, operator)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    selector: tuple[tuple[str, str], ...]
+    terms: tuple[tuple[Requirement, ...], ...] | None
+    """None when the pod requires no node affinity (any node passes this part)."""
+
+    def admits(self, node: GpuNode) -> bool:
+        labels = node.labels
+        if any(labels.get(key) != value for key, value in self.selector):
+            return False
+        if self.terms is None:
+            return True
+        return any(term and all(r.matches(node) for r in term) for term in self.terms)
+
+
+def placement_of(
+    spec: Mapping[str, Any], template_expressions: Sequence[Mapping[str, Any]]
+) -> Placement | None:
+    """The pod's own node choice with the template's expressions ANDed into every term (as the
+    node-affinity mutator writes them); None when neither restricts nodes."""
+    selector = _selector(spec.get("nodeSelector"))
+    terms = _required_terms(spec.get("affinity"))
+    added = tuple(r for r in map(_requirement, template_expressions) if r is not None)
+    if added:
+        terms = tuple((*term, *added) for term in terms) if terms else (added,)
+    if not selector and terms is None:
+        return None
+    return Placement(selector, terms)
+
+
+def _selector(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple((k, v) for k, v in value.items() if isinstance(k, str) and isinstance(v, str))
+
+
+def _required_terms(affinity: object) -> tuple[tuple[Requirement, ...], ...] | None:
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = node_affinity.get(REQUIRED) if isinstance(node_affinity, Mapping) else None
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    if not isinstance(terms, list) or not terms:
+        return None
+    return tuple(_term(term) for term in terms if isinstance(term, Mapping))
+
+
+def _term(term: Mapping[str, Any]) -> tuple[Requirement, ...]:
+    requirements = [_requirement(e) for e in _list(term.get("matchExpressions"))]
+    fields = [_requirement(e, on_field=True) for e in _list(term.get("matchFields"))]
+    return tuple(r for r in (*requirements, *fields) if r is not None)
+
+
+def _requirement(expression: object, on_field: bool = False) -> Requirement | None:
+    if not isinstance(expression, Mapping):
+        return None
+    key, operator = expression.get("key"), expression.get("operator")
+    if not isinstance(key, str) or operator not in _OPERATORS:
+        return None
+    if on_field and key != _NODE_NAME_FIELD:
+        return None
+    values = tuple(v for v in _list(expression.get("values")) if isinstance(v, str))
+    return Requirement(key, str(operator), values, on_field)
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _compare(value: str, values: tuple[str, ...], operator: str) -> bool:
+    """Gt/Lt: the label and the single value both whole numbers (as the scheduler parses them)."""
+    if len(values) != 1:
+        return False
+    label, bound = _integer(value), _integer(values[0])
+    if label is None or bound is None:
+        return False
+    return label > bound if operator == "Gt" else label < bound
+
+
+def _integer(text: str) -> int | None:
+    """Go's strconv.ParseInt: an optional sign and ASCII digits, nothing else."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(text)

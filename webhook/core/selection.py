@@ -15,7 +15,7 @@ Pending until one frees up), `deny` rejects the pod and names what is free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Final
 
@@ -80,12 +80,27 @@ def plan_slice(
     devices = _rewritable_devices(view)
     if devices == 0 or not need.known:
         return NO_PLAN
-    offers = inventory.offers if placement is None else _admitted(inventory, placement)
+    if placement is None:
+        return _plan(view, inventory.offers, need, devices, policy, inventory.usage_known, False)
+    narrowed = _admitted(inventory, placement)
+    pinned = len(narrowed) < len(inventory.offers)
+    plan = _plan(view, tuple(narrowed), need, devices, policy, inventory.usage_known, pinned)
+    return plan if plan.offer is None else Plan(narrowed[plan.offer], plan.rewrite, plan.findings)
+
+
+def _plan(
+    view: PodView,
+    offers: tuple[SliceOffer, ...],
+    need: Need,
+    devices: int,
+    policy: Policy,
+    usage_known: bool,
+    pinned: bool,
+) -> Plan:
     fitting = [o for o in offers if _fits(o, need, devices, policy)]
     right_sized = (o for o in fitting if _right_sized(o, need, policy))
     larger = fitting if policy.when_no_slice_fits == "larger" else []
-    pinned = placement is not None and len(offers) < len(inventory.offers)
-    if not inventory.usage_known:  # the smallest candidate: no need to size up every offer
+    if not usage_known:  # the smallest candidate: no need to size up every offer
         offer = next(right_sized, None) or next(iter(larger), None)
         if offer is None:
             return Plan(findings=(_no_fit(view, need, policy, fitting, pinned),))
@@ -96,10 +111,19 @@ def plan_slice(
     return _choose_free(view, candidates, fitting, devices, policy)
 
 
-def _admitted(inventory: Inventory, placement: Placement) -> tuple[SliceOffer, ...]:
-    """The offers with a node the pod's own nodeSelector and required affinity admit."""
-    members = inventory.members
-    return tuple(o for o in inventory.offers if any(placement.admits(n) for n in members.get(o, ())))
+def _admitted(inventory: Inventory, placement: Placement) -> dict[SliceOffer, SliceOffer]:
+    """Each offer with a node the pod's own nodeSelector and required affinity admit, narrowed to
+    those nodes (the most devices and the most free on one of them), mapped to the offer itself
+    (which the plan names: steering and packing look it up)."""
+    narrowed: dict[SliceOffer, SliceOffer] = {}
+    for offer in inventory.offers:
+        nodes = [n for n in inventory.members.get(offer, ()) if placement.admits(n)]
+        if not nodes:
+            continue
+        most = max(n.slices.get(offer.profile, 0) for n in nodes)
+        free = None if offer.free_per_node is None else max(n.free(offer.resource) for n in nodes)
+        narrowed[replace(offer, max_per_node=most, free_per_node=free, node_count=len(nodes))] = offer
+    return narrowed
 
 
 def _choose_free(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from webhook.core.model import Inventory, Pod, Policy, Template
 from webhook.core.need import Need
+from webhook.core.placement import Placement
 from webhook.core.podview import PodView
 from webhook.core.selection import Plan
 
@@ -20,6 +21,9 @@ class Env:
     inventory: Inventory
     need: Need
     plan: Plan
+    placement: Placement | None = None
+    """The nodes the pod itself admits (its nodeSelector, required and template node affinity);
+    None when it restricts none."""
 
     def __init__(
         self,
@@ -31,6 +35,7 @@ class Env:
         inventory: Inventory,
         need: Need,
         plan: Plan,
+        placement: Placement | None = None,
     ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "view", view)
@@ -40,3 +45,4 @@ class Env:
         object.__setattr__(self, "inventory", inventory)
         object.__setattr__(self, "need", need)
         object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "placement", placement)

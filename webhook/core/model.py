@@ -232,6 +232,8 @@ class Inventory:
     """True when bound pods were counted, so free capacity is known (a live cluster)."""
     packing: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes the packing preference may name, in its order (computed once with usage)."""
+    whole_gpu_nodes: tuple[GpuNode, ...] = ()
+    """The nodes whose nvidia.com/gpu are whole GPUs (strategy none or mixed)."""
     members: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes that offer it: slice choice keeps to nodes the pod itself admits."""
 

@@ -239,6 +239,7 @@ def _aggregate(
         single_mig_products=tuple(sorted({n.product for n in nodes if n.strategy == "single"})),
         has_gke_partitions=any(n.strategy == "gke" for n in nodes),
         whole_gpu_taints=gpu_taints(whole),
+        whole_gpu_nodes=tuple(whole),
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
         usage_known=usage_known,
         packing=_packing(nodes, offers) if usage_known else {},

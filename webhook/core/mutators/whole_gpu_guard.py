@@ -4,6 +4,10 @@ On single-strategy and GKE-partitioned nodes a pod asking for `nvidia.com/gpu: 1
 slice, not a GPU; a pod that wants a whole GPU must avoid them. Single-strategy MIG nodes are
 named by their product (`<model>-MIG-<profile>`), never by `nvidia.com/mig.strategy=single`:
 the GPU Operator sets that label by default on nodes whose MIG is disabled, whole-GPU nodes.
+
+A pod whose own nodeSelector or node affinity admits no whole-GPU node chose MIG nodes on
+purpose (the single strategy's documented use: `nvidia.com/gpu: 1` with a nodeSelector on
+`nvidia.com/gpu.product=<model>-MIG-1g.10gb`): steering it off them would leave it nowhere to run.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         pod, env.view.base
     ):
         return []
+    placement = env.placement
+    if placement is not None and not any(placement.admits(n) for n in inventory.whole_gpu_nodes):
+        return []  # the pod chose its nodes itself, none of them a whole-GPU node: keep its choice
     expressions: list[dict[str, Any]] = []
     if inventory.single_mig_products:
         products = list(inventory.single_mig_products)

@@ -71,6 +71,28 @@ def test_trimmed_pod_keeps_what_the_decision_reads_only() -> None:
     assert trimmed["spec"]["containers"] == [
         {"name": "c", "image": "vllm/vllm-openai:v1", "resources": {"limits": {GPU: 1}}}
     ]
+    assert "nodeName" not in trimmed["spec"]  # decide keeps to a nodeName; the scheduler set this one
+
+
+def test_trimmed_pod_keeps_its_own_node_choice() -> None:
+    pod = make_pod("p").namespace("ml").container("c", gpu=1, image="vllm/vllm-openai:v1").build()
+    required = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["l4"]}]}]
+    }
+    preferred = [{"weight": 1, "preference": {"matchExpressions": []}}]
+    node_affinity = {
+        "requiredDuringSchedulingIgnoredDuringExecution": required,
+        "preferredDuringSchedulingIgnoredDuringExecution": preferred,
+    }
+    pod["spec"] |= {
+        "nodeSelector": {"zone": "a"},
+        "affinity": {"nodeAffinity": node_affinity, "podAffinity": {}},
+    }
+    trimmed = trim_pod(bound(pod, "n"))
+    assert trimmed["spec"]["nodeSelector"] == {"zone": "a"}
+    assert trimmed["spec"]["affinity"] == {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    }
 
 
 def _nodes() -> list[dict[str, Any]]:

@@ -110,6 +110,19 @@ def test_a_full_cluster_does_not_hide_waste() -> None:
     assert [w.name for w in report.wasteful] == ["whole"]
 
 
+def test_a_pod_pinned_away_from_the_slices_is_not_waste() -> None:
+    """Its nodeSelector admits only the whole-GPU node: decide would keep its GPU, so would the report."""
+    nodes = [mixed_node("mig", A100, {"1g.10gb": (7, 9856)}), whole_node("w", A100, 2)]
+    for node in nodes:
+        node["metadata"]["labels"]["pool"] = node["metadata"]["name"]
+    pinned = _pod("pinned", "w", {"nvidia.com/gpu": 1})
+    pinned["spec"]["nodeSelector"] = {"pool": "w"}
+    free = _pod("free", "w", {"nvidia.com/gpu": 1})
+    usages = [u for u in map(pod_usage, [pinned, free]) if u is not None]
+    report = build_report(build_inventory(nodes, [pinned, free]), _small_catalog(), usages)
+    assert [w.name for w in report.wasteful] == ["free"]
+
+
 def test_without_pods_the_report_says_usage_is_unknown() -> None:
     inventory, usages = load_with_pods(EXAMPLE_NODES, None)
     report = build_report(inventory, load_catalog([ROOT / "templates", ROOT / "policies"]), usages)

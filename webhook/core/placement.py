@@ -1,5 +1,6 @@
-"""Which GPU nodes a pod may land on by its own choice: its nodeSelector and required node
-affinity, and the node affinity its template adds, read as the scheduler reads them.
+"""Which GPU nodes a pod may land on by its own choice: its nodeName, nodeSelector and required
+node affinity, and the node affinity its template adds, read as the scheduler (and, for a pod
+created with its nodeName set, the kubelet) reads them.
 
 A rewrite must stay within that choice: a pod pinned to L4 nodes (`nodeSelector:
 nvidia.com/gpu.product: NVIDIA-L4`) and rewritten to an A100 slice, with node affinity for the
@@ -51,8 +52,12 @@ class Placement:
     selector: tuple[tuple[str, str], ...]
     terms: tuple[tuple[Requirement, ...], ...] | None
     """None when the pod requires no node affinity (any node passes this part)."""
+    node_name: str = ""
+    """`spec.nodeName` when the pod is created bound to a node (no scheduler involved)."""
 
     def admits(self, node: GpuNode) -> bool:
+        if self.node_name and node.name != self.node_name:
+            return False
         labels = node.labels
         if any(labels.get(key) != value for key, value in self.selector):
             return False
@@ -71,9 +76,11 @@ def placement_of(
     added = tuple(r for r in map(_requirement, template_expressions) if r is not None)
     if added:
         terms = tuple((*term, *added) for term in terms) if terms else (added,)
-    if not selector and terms is None:
+    node_name = spec.get("nodeName")
+    node_name = node_name if isinstance(node_name, str) else ""
+    if not selector and terms is None and not node_name:
         return None
-    return Placement(selector, terms)
+    return Placement(selector, terms, node_name)
 
 
 def _selector(value: object) -> tuple[tuple[str, str], ...]:

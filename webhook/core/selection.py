@@ -231,7 +231,7 @@ def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer]
     """`pinned`: the pod's own node choice left out some offers, which the message says."""
     path = _gpu_path(view)
     wanted = describe_need(need)
-    where = " on the nodes its nodeSelector and node affinity admit" if pinned else ""
+    where = " on the nodes it admits (its nodeName, nodeSelector, node affinity)" if pinned else ""
     if policy.when_no_slice_fits == "deny":
         offered = ", ".join(sorted({o.profile for o in fitting})) or "none that fits"
         message = f"no right-sized MIG slice for {wanted} is offered{where} (larger: {offered}); ask an admin"

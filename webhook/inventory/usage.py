@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.core.model import ANNOTATION_PREFIX, lenient_object
+from webhook.core.placement import REQUIRED
 from webhook.core.podview import build_view
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
@@ -81,7 +82,9 @@ def usage_by_node(usages: Iterable[PodUsage]) -> dict[str, tuple[Counter[str], i
 
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """Keep what the decision reads of a pod: identity, labels, this webhook's annotations, containers."""
+    """Keep what the decision reads of a pod as it was created: identity, labels, this webhook's
+    annotations, its own node choice (nodeSelector, required node affinity; not the nodeName the
+    scheduler gave it, which `decide` would keep to), containers."""
     metadata = lenient_object(pod.get("metadata"))
     spec = lenient_object(pod.get("spec"))
     kept_meta: dict[str, Any] = {k: metadata[k] for k in ("name", "namespace", "labels") if k in metadata}
@@ -89,12 +92,22 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     ours = {k: v for k, v in annotations.items() if str(k).startswith(ANNOTATION_PREFIX)}
     if ours:
         kept_meta["annotations"] = ours
-    kept_spec: dict[str, Any] = {"nodeName": spec.get("nodeName")}
+    kept_spec: dict[str, Any] = {}
+    if "nodeSelector" in spec:
+        kept_spec["nodeSelector"] = spec["nodeSelector"]
+    required = _required_node_affinity(spec)
+    if required is not None:
+        kept_spec["affinity"] = {"nodeAffinity": {REQUIRED: required}}
     for group in ("initContainers", "containers"):
         items = spec.get(group)
         if isinstance(items, list):
             kept_spec[group] = [_trim_container(c) for c in items if isinstance(c, Mapping)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": kept_meta, "spec": kept_spec}
+
+
+def _required_node_affinity(spec: Mapping[str, Any]) -> object:
+    affinity = lenient_object(spec.get("affinity"))
+    return lenient_object(affinity.get("nodeAffinity")).get(REQUIRED)
 
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:

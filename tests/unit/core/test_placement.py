@@ -109,3 +109,10 @@ def test_parts_the_scheduler_could_not_read_are_left_out() -> None:
     malformed = {"matchExpressions": odd}
     assert admits({"nodeSelector": {"pool": "train", "n": 5}, **affinity(malformed)})
     assert placement_of({"nodeSelector": "pool=train", "affinity": {"nodeAffinity": []}}, ()) is None
+
+
+def test_a_pod_created_on_a_node_admits_that_node_only() -> None:
+    assert admits({"nodeName": "a100-0"})
+    assert not admits({"nodeName": "a100-1"})
+    assert not admits({"nodeName": "a100-0", "nodeSelector": {"pool": "serve"}})
+    assert placement_of({"nodeName": ""}, ()) is None

@@ -192,6 +192,9 @@ class SliceOffer:
     gke_accelerators: tuple[str, ...] = ()
     free_per_node: int | None = None
     """The most devices of this slice free on one node; None when pod usage is unknown."""
+    products_labelled: bool = True
+    """Every node of the offer carries `nvidia.com/gpu.product` (GPU Feature Discovery's label),
+    so node affinity on it finds them; False where the product came from another label or none."""
 
 
 @dataclass(frozen=True, slots=True)

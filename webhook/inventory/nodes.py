@@ -329,6 +329,7 @@ def _offer(strategy: str, profile: str, members: list[GpuNode], usage_known: boo
         taints=gpu_taints(members),
         gke_accelerators=tuple(sorted({n.gke_accelerator for n in members if n.gke_accelerator})),
         free_per_node=max(n.free(slice_resource(n, profile)) for n in members) if usage_known else None,
+        products_labelled=all(n.labels.get(PRODUCT_LABEL) == n.product for n in members),
     )
 
 

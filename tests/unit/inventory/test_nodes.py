@@ -272,3 +272,11 @@ def test_gke_time_shared_partitions_are_not_offered() -> None:
     assert [(n.name, dict(n.slices)) for n in inventory.nodes] == [("shared", {}), ("own", {"1g.10gb": 7})]
     assert [(o.profile, o.node_count) for o in inventory.offers] == [("1g.10gb", 1)]
     assert inventory.has_gke_partitions
+
+
+def test_an_offer_says_whether_its_nodes_carry_the_product_label() -> None:
+    gfd = make_node("gfd", {"nvidia.com/gpu.product": A100_40}, {"nvidia.com/mig-1g.5gb": 7})
+    eks = make_node("eks", {"k8s.amazonaws.com/accelerator": "nvidia-a100"}, {"nvidia.com/mig-1g.5gb": 7})
+    bare = make_node("bare", {}, {"nvidia.com/mig-2g.10gb": 3})
+    labelled = {o.products: o.products_labelled for o in make_inventory(gfd, eks, bare).offers}
+    assert labelled == {(A100_40,): True, ("nvidia-a100",): False, ("unknown",): False}

@@ -21,6 +21,8 @@ def expressions_for(offer: SliceOffer) -> list[dict[str, Any]]:
                 {"key": GKE_ACCELERATOR_LABEL, "operator": "In", "values": list(offer.gke_accelerators)}
             )
         return found
+    if not offer.products_labelled:
+        return []  # no label to steer by (no GFD): the slice's own resource name routes the pod
     return [{"key": PRODUCT_LABEL, "operator": "In", "values": list(offer.products)}]
 
 
@@ -28,7 +30,8 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     offer = env.plan.offer
     if offer is None:
         return []
-    if not require_node_expressions(pod, env.view.base, expressions_for(offer)):
+    expressions = expressions_for(offer)
+    if not expressions or not require_node_expressions(pod, env.view.base, expressions):
         return []
     where = ", ".join(offer.gke_accelerators or offer.products)
     message = f"requires nodes with {offer.profile} slices ({where})"

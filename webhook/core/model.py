@@ -237,6 +237,11 @@ class Inventory:
     """Per offer, the nodes the packing preference may name, in its order (computed once with usage)."""
     whole_gpu_nodes: tuple[GpuNode, ...] = ()
     """The nodes whose nvidia.com/gpu are whole GPUs (strategy none or mixed)."""
+    gpu_slice_nodes: tuple[GpuNode, ...] = ()
+    """The single-strategy and GKE partition nodes, whose nvidia.com/gpu are MIG devices."""
+    largest_gpu_slices: tuple[int, str] = (0, "")
+    """The most nvidia.com/gpu one single-strategy or GKE partition node has (MIG devices posing
+    as GPUs), and that node's name: what a pod that admits no whole-GPU node can get."""
     members: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes that offer it: slice choice keeps to nodes the pod itself admits."""
 

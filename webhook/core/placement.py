@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhook.core.model import GpuNode
+from webhook.core.model import GpuNode, Inventory
 
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -136,3 +136,18 @@ def _integer(text: str) -> int | None:
     if not digits or not (digits.isascii() and digits.isdigit()):
         return None
     return int(text)
+
+
+def gets_whole_gpus(inventory: Inventory, placement: Placement | None) -> bool:
+    """Whether the pod's nvidia.com/gpu are whole GPUs: False when the only GPU nodes it may
+    land on are single-strategy or GKE partition nodes, where they are MIG devices (the single
+    strategy's own use, by a nodeSelector on the MIG product or in a cluster of such nodes):
+    then it is not steered off them, and they are what it can get. A pod whose node choice
+    admits no GPU node this inventory knows is judged as if it chose none."""
+    whole, slices = inventory.whole_gpu_nodes, inventory.gpu_slice_nodes
+    if placement is not None:
+        if any(placement.admits(n) for n in whole):
+            return True
+        if any(placement.admits(n) for n in slices):
+            return False
+    return bool(whole) or not slices

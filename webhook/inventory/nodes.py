@@ -229,6 +229,8 @@ def _aggregate(
     for node in nodes:
         by_product[node.product].update(node.slices)
     whole = [n for n in nodes if n.strategy in ("none", "mixed") and n.allocatable.get(GPU, 0) > 0]
+    slice_nodes = tuple(n for n in nodes if n.strategy in ("single", "gke"))
+    slice_counts = [(n.allocatable.get(GPU, 0), n.name) for n in slice_nodes]
     offers, members = _offers(nodes, usage_known)
     return Inventory(
         nodes=nodes,
@@ -240,6 +242,8 @@ def _aggregate(
         has_gke_partitions=any(n.strategy == "gke" for n in nodes),
         whole_gpu_taints=gpu_taints(whole),
         whole_gpu_nodes=tuple(whole),
+        gpu_slice_nodes=slice_nodes,
+        largest_gpu_slices=max(slice_counts, key=lambda most: most[0], default=(0, "")),
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
         usage_known=usage_known,
         packing=_packing(nodes, offers) if usage_known else {},

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from webhook.core.model import GpuNode
-from webhook.core.placement import placement_of
+from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory
+from webhook.core.placement import gets_whole_gpus, placement_of
 
 A100 = GpuNode(
     name="a100-0",
@@ -116,3 +117,32 @@ def test_a_pod_created_on_a_node_admits_that_node_only() -> None:
     assert not admits({"nodeName": "a100-1"})
     assert not admits({"nodeName": "a100-0", "nodeSelector": {"pool": "serve"}})
     assert placement_of({"nodeName": ""}, ()) is None
+
+
+def _inventory(*nodes: GpuNode) -> Inventory:
+    whole = tuple(n for n in nodes if n.strategy in ("none", "mixed"))
+    slices = tuple(n for n in nodes if n.strategy in ("single", "gke"))
+    return replace(UNKNOWN_INVENTORY, known=True, nodes=nodes, whole_gpu_nodes=whole, gpu_slice_nodes=slices)
+
+
+SINGLE = replace(A100, name="single-0", strategy="single", labels={"pool": "mig"})
+WHOLE = replace(A100, name="whole-0", strategy="none", labels={"pool": "whole"})
+
+
+@pytest.mark.parametrize(
+    ("nodes", "selector", "whole"),
+    [
+        ((WHOLE, SINGLE), None, True),
+        ((WHOLE, SINGLE), {"pool": "mig"}, False),
+        ((WHOLE, SINGLE), {"pool": "whole"}, True),
+        ((WHOLE, SINGLE), {"pool": "elsewhere"}, True),
+        ((SINGLE,), None, False),
+        ((SINGLE,), {"pool": "elsewhere"}, False),
+        ((), None, True),
+    ],
+)
+def test_whole_gpus_unless_only_mig_nodes_are_left_to_the_pod(
+    nodes: tuple[GpuNode, ...], selector: dict[str, str] | None, whole: bool
+) -> None:
+    placement = placement_of({"nodeSelector": selector}, ()) if selector else None
+    assert gets_whole_gpus(_inventory(*nodes), placement) is whole

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
+from webhook.core.placement import gets_whole_gpus
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
 
@@ -22,6 +23,8 @@ def check(env: Env) -> list[Finding]:
         if kind is Kind.MIG and resource not in inventory.largest:
             continue  # reported as MigProfileUnavailable
         most, node = inventory.largest.get(resource, (0, ""))
+        if resource == GPU and not gets_whole_gpus(inventory, env.placement):
+            most, node = inventory.largest_gpu_slices  # its nvidia.com/gpu can only be MIG devices
         if wanted > most:
             where = f"the largest node, {node}, has {most}" if node else "no node has any"
             message = f"pod asks for {wanted} {resource}; {where}; split the work or ask for fewer"

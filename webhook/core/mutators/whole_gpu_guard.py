@@ -5,9 +5,10 @@ slice, not a GPU; a pod that wants a whole GPU must avoid them. Single-strategy 
 named by their product (`<model>-MIG-<profile>`), never by `nvidia.com/mig.strategy=single`:
 the GPU Operator sets that label by default on nodes whose MIG is disabled, whole-GPU nodes.
 
-A pod whose own nodeSelector or node affinity admits no whole-GPU node chose MIG nodes on
-purpose (the single strategy's documented use: `nvidia.com/gpu: 1` with a nodeSelector on
-`nvidia.com/gpu.product=<model>-MIG-1g.10gb`): steering it off them would leave it nowhere to run.
+A pod that can only land on such nodes, by its own nodeName, nodeSelector or node affinity (the
+single strategy's documented use: `nvidia.com/gpu: 1` with a nodeSelector on
+`nvidia.com/gpu.product=<model>-MIG-1g.10gb`) or because the cluster has no whole-GPU node, is
+left alone: steering it off the MIG nodes would leave it nowhere to run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Final
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod
 from webhook.core.mutators._pod import containers, require_node_expressions, section_of
+from webhook.core.placement import gets_whole_gpus
 from webhook.core.profiles import GPU
 
 PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
@@ -32,9 +34,8 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         pod, env.view.base
     ):
         return []
-    placement = env.placement
-    if placement is not None and not any(placement.admits(n) for n in inventory.whole_gpu_nodes):
-        return []  # the pod chose its nodes itself, none of them a whole-GPU node: keep its choice
+    if not gets_whole_gpus(inventory, env.placement):
+        return []  # only MIG nodes are left to it (its own choice, or no whole-GPU node at all)
     expressions: list[dict[str, Any]] = []
     if inventory.single_mig_products:
         products = list(inventory.single_mig_products)

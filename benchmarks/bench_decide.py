@@ -16,7 +16,8 @@ Targets (from the issue):
 - at most 1.5x growth from 10 to 1,000 templates (synthetic ones with distinct image patterns and
   priorities above the shipped ones, plus the shipped ones), and from 10 to 5,000 nodes
   (GFD-labelled A100/H100/H200/L4 nodes, mixed, single and no MIG strategy, and CPU nodes),
-  without and with bound pods.
+  without and with bound pods, and for a pod with a nodeSelector (read against the nodes once per
+  inventory and node choice).
 
     python benchmarks/bench_decide.py [--iterations 2000] [--warmup 200]
 
@@ -296,6 +297,18 @@ def main() -> int:
         small, large = f"nodes: 10{suffix}", f"nodes: 5,000{suffix}"
         cases.append(Case(small, decider(pod, context(shipped, nodes[(10, pods)]))))
         cases.append(Case(large, decider(pod, context(shipped, nodes[(5000, pods)])), small, GROWTH))
+
+    pinned = {**pod, "spec": {**pod["spec"], "nodeSelector": {"kubernetes.io/os": "linux"}}}
+    small_pinned = decider(pinned, context(shipped, nodes[(10, True)]))
+    cases.append(Case("nodes: 10, pod with a nodeSelector", small_pinned))
+    cases.append(
+        Case(
+            "nodes: 5,000, pod with a nodeSelector",
+            decider(pinned, context(shipped, nodes[(5000, True)])),
+            "nodes: 10, pod with a nodeSelector",
+            GROWTH,
+        )
+    )
 
     first = decide(pod, context(shipped, example))
     print(f"\npod {namespace}/{pod['metadata']['name']} ({pod['spec']['containers'][0]['image']}):")

@@ -244,6 +244,11 @@ class Inventory:
     as GPUs), and that node's name: what a pod that admits no whole-GPU node can get."""
     members: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes that offer it: slice choice keeps to nodes the pod itself admits."""
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What was worked out of this inventory for a pod's node choice (webhook/core/placement.py),
+    kept with it: reading a nodeSelector against 5,000 nodes takes most of a millisecond, and
+    pods share their nodeSelectors. Not compared, and new in every copy (`replace`), since a
+    copy may differ in what the memo was worked out from."""
 
 
 UNKNOWN_INVENTORY: Final = Inventory(

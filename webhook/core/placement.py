@@ -15,14 +15,15 @@ API server's validation, which runs after mutating admission, rejects such a pod
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from webhook.core.model import GpuNode, Inventory
+from webhook.core.model import GpuNode, Inventory, SliceOffer
 
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _NODE_NAME_FIELD: Final = "metadata.name"
+_MEMO_LIMIT: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +139,37 @@ def _integer(text: str) -> int | None:
     return int(text)
 
 
+def admitted_offers(inventory: Inventory, placement: Placement) -> dict[SliceOffer, SliceOffer]:
+    """Each offer with a node the pod's own node choice admits, narrowed to those nodes (the most
+    devices and the most free on one of them), mapped to the offer itself (which the plan names:
+    steering and packing look it up). Worked out once per inventory and node choice."""
+    key = ("offers", placement)
+    found: dict[SliceOffer, SliceOffer] | None = inventory.memo.get(key)
+    if found is None:
+        found = _narrowed_offers(inventory, placement)
+        _remember(inventory, key, found)
+    return found
+
+
+def _narrowed_offers(inventory: Inventory, placement: Placement) -> dict[SliceOffer, SliceOffer]:
+    narrowed: dict[SliceOffer, SliceOffer] = {}
+    for offer in inventory.offers:
+        nodes = [n for n in inventory.members.get(offer, ()) if placement.admits(n)]
+        if not nodes:
+            continue
+        most = max(n.slices.get(offer.profile, 0) for n in nodes)
+        free = None if offer.free_per_node is None else max(n.free(offer.resource) for n in nodes)
+        narrowed[replace(offer, max_per_node=most, free_per_node=free, node_count=len(nodes))] = offer
+    return narrowed
+
+
+def _remember(inventory: Inventory, key: tuple[str, Placement], value: object) -> None:
+    memo = inventory.memo
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()  # a bound, not an eviction policy: node choices are few in a cluster
+    memo[key] = value
+
+
 def gets_whole_gpus(inventory: Inventory, placement: Placement | None) -> bool:
     """Whether the pod's nvidia.com/gpu are whole GPUs: False when the only GPU nodes it may
     land on are single-strategy or GKE partition nodes, where they are MIG devices (the single
@@ -145,9 +177,19 @@ def gets_whole_gpus(inventory: Inventory, placement: Placement | None) -> bool:
     then it is not steered off them, and they are what it can get. A pod whose node choice
     admits no GPU node this inventory knows is judged as if it chose none."""
     whole, slices = inventory.whole_gpu_nodes, inventory.gpu_slice_nodes
-    if placement is not None:
-        if any(placement.admits(n) for n in whole):
-            return True
-        if any(placement.admits(n) for n in slices):
-            return False
-    return bool(whole) or not slices
+    if placement is None or not slices:
+        return bool(whole) or not slices
+    key = ("whole", placement)
+    found: bool | None = inventory.memo.get(key)
+    if found is None:
+        found = _gets_whole_gpus(whole, slices, placement)
+        _remember(inventory, key, found)
+    return found
+
+
+def _gets_whole_gpus(whole: tuple[GpuNode, ...], slices: tuple[GpuNode, ...], placement: Placement) -> bool:
+    if any(placement.admits(n) for n in whole):
+        return True
+    if any(placement.admits(n) for n in slices):
+        return False
+    return bool(whole)

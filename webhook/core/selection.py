@@ -15,7 +15,7 @@ Pending until one frees up), `deny` rejects the pod and names what is free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
@@ -28,7 +28,7 @@ from webhook.core.model import (
     Template,
 )
 from webhook.core.need import Need
-from webhook.core.placement import Placement
+from webhook.core.placement import Placement, admitted_offers
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
     GPU,
@@ -82,7 +82,7 @@ def plan_slice(
         return NO_PLAN
     if placement is None:
         return _plan(view, inventory.offers, need, devices, policy, inventory.usage_known, False)
-    narrowed = _admitted(inventory, placement)
+    narrowed = admitted_offers(inventory, placement)
     pinned = len(narrowed) < len(inventory.offers)
     plan = _plan(view, tuple(narrowed), need, devices, policy, inventory.usage_known, pinned)
     return plan if plan.offer is None else Plan(narrowed[plan.offer], plan.rewrite, plan.findings)
@@ -109,21 +109,6 @@ def _plan(
     if not candidates:
         return Plan(findings=(_no_fit(view, need, policy, fitting, pinned),))
     return _choose_free(view, candidates, fitting, devices, policy)
-
-
-def _admitted(inventory: Inventory, placement: Placement) -> dict[SliceOffer, SliceOffer]:
-    """Each offer with a node the pod's own nodeSelector and required affinity admit, narrowed to
-    those nodes (the most devices and the most free on one of them), mapped to the offer itself
-    (which the plan names: steering and packing look it up)."""
-    narrowed: dict[SliceOffer, SliceOffer] = {}
-    for offer in inventory.offers:
-        nodes = [n for n in inventory.members.get(offer, ()) if placement.admits(n)]
-        if not nodes:
-            continue
-        most = max(n.slices.get(offer.profile, 0) for n in nodes)
-        free = None if offer.free_per_node is None else max(n.free(offer.resource) for n in nodes)
-        narrowed[replace(offer, max_per_node=most, free_per_node=free, node_count=len(nodes))] = offer
-    return narrowed
 
 
 def _choose_free(

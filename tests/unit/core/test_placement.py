@@ -146,3 +146,14 @@ def test_whole_gpus_unless_only_mig_nodes_are_left_to_the_pod(
 ) -> None:
     placement = placement_of({"nodeSelector": selector}, ()) if selector else None
     assert gets_whole_gpus(_inventory(*nodes), placement) is whole
+
+
+def test_what_a_node_choice_admits_is_worked_out_once_per_inventory() -> None:
+    inventory = _inventory(WHOLE, SINGLE)
+    placement = placement_of({"nodeSelector": {"pool": "mig"}}, ())
+    assert placement is not None
+    assert gets_whole_gpus(inventory, placement) is False
+    assert inventory.memo == {("whole", placement): False}
+    inventory.memo[("whole", placement)] = True  # what is kept is what is answered
+    assert gets_whole_gpus(inventory, placement) is True
+    assert replace(inventory, known=True).memo == {}  # a copy works it out again

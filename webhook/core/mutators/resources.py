@@ -1,7 +1,9 @@
 """Fill CPU/memory requests and limits from the template; never override what the pod sets.
 
 Per-GPU values are multiplied by the container's device count. A filled request never exceeds
-an existing limit, and a filled limit never undercuts an existing request.
+an existing limit, and a filled limit never undercuts an existing request. A resource the pod
+budgets at pod level (`spec.resources`, KEP-2837) is not filled per container: the API server
+refuses container requests above the pod's request, and a container limit above the pod's limit.
 """
 
 from __future__ import annotations
@@ -11,7 +13,15 @@ from typing import Any
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod
-from webhook.core.mutators._pod import child, container_path, containers, name_of, section_of
+from webhook.core.mutators._pod import (
+    child,
+    container_path,
+    containers,
+    name_of,
+    read,
+    read_spec,
+    section_of,
+)
 from webhook.core.quantity import parse_quantity, scale_quantity
 
 
@@ -22,12 +32,13 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     inject = template.inject
     filled: list[str] = []
     base = env.view.base
+    pod_level = _pod_level(pod, base)
     for group, index, container in containers(pod, base, ("containers",)):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
         devices = _devices(have_limits)
-        wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices)
-        wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices)
+        wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices, pod_level)
+        wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices, pod_level)
         new_requests, new_limits = _missing(have_requests, have_limits, wanted_requests, wanted_limits)
         if new_requests or new_limits:
             where = container_path(base, group, index, container)
@@ -43,10 +54,24 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     return [Finding("InjectedResources", f"{env.view.base}.containers", message)]
 
 
-def _wanted(fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int) -> Mapping[str, str]:
-    if not devices or not per_gpu:
-        return fixed
-    return {**fixed, **{k: scale_quantity(v, devices) for k, v in per_gpu.items()}}
+def _pod_level(pod: Pod, base: str) -> frozenset[str]:
+    """The resources the pod sets in `spec.resources` requests or limits."""
+    where = f"{base}.resources"
+    resources = read(read_spec(pod, base), "resources", base)
+    return frozenset((*read(resources, "requests", where), *read(resources, "limits", where)))
+
+
+def _wanted(
+    fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int, pod_level: frozenset[str]
+) -> Mapping[str, str]:
+    wanted = (
+        fixed
+        if not devices or not per_gpu
+        else {**fixed, **{k: scale_quantity(v, devices) for k, v in per_gpu.items()}}
+    )
+    if not pod_level:
+        return wanted
+    return {k: v for k, v in wanted.items() if k not in pod_level}
 
 
 def _devices(limits: dict[str, Any]) -> int:

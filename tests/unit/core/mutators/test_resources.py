@@ -52,6 +52,26 @@ def test_a_filled_limit_never_undercuts_an_existing_request(unit_catalog: Catalo
     }
 
 
+def test_a_resource_budgeted_at_pod_level_is_not_filled_per_container(unit_catalog: Catalog) -> None:
+    """Pod-level resources (KEP-2837): container requests above the pod's, or a container limit
+    above the pod's, are refused by the API server; cpu, not budgeted there, is still filled."""
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .spec("resources", {"requests": {"memory": "16Gi"}, "limits": {"memory": "16Gi"}})
+        .build()
+    )
+    mutated, found = apply(resources.mutate, unit_catalog, pod)
+    assert found == [("InjectedResources", "spec.containers")]
+    assert mutated["spec"]["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": 1},
+        "requests": {"cpu": "4"},
+    }
+    budgeted = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1)
+    pod = budgeted.spec("resources", {"limits": {"cpu": "8", "memory": "64Gi"}}).build()
+    assert apply(resources.mutate, unit_catalog, pod) == (pod, [])
+
+
 def test_containers_without_devices_get_no_per_gpu_values(unit_catalog: Catalog) -> None:
     pod = (
         make_pod()

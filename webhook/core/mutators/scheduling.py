@@ -1,8 +1,11 @@
 """priorityClassName and runtimeClassName from the template, when the pod sets none.
 
-The API server's Priority plugin resolved `spec.priority` from the class name before webhooks
-ran; a pod that gets a class name here must not keep the defaulted priority, or validation
-rejects the mismatch, so the defaulted value is dropped and the class decides.
+The API server's Priority plugin resolved `spec.priority` and `spec.preemptionPolicy` before
+webhooks ran (no class: priority 0 and PreemptLowerPriority); it runs again on the object a
+webhook changed, and refuses a pod whose priority or preemptionPolicy differs from what the class
+gives ("must not be provided in pod spec"): a class with `preemptionPolicy: Never` against the
+defaulted PreemptLowerPriority. So a pod that gets a class name here loses both defaulted values,
+and the class decides.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         pod_spec = spec(pod, base)
         pod_spec["priorityClassName"] = inject.priority_class_name
         pod_spec.pop("priority", None)
+        pod_spec.pop("preemptionPolicy", None)
         changed.append(f"priorityClassName={inject.priority_class_name}")
     if inject.runtime_class_name and not present.get("runtimeClassName"):
         spec(pod, base)["runtimeClassName"] = inject.runtime_class_name

@@ -16,17 +16,20 @@ def trainer() -> dict[str, Any]:
 
 def test_classes_are_set_and_the_defaulted_priority_dropped(unit_catalog: Catalog) -> None:
     pod = trainer()
-    pod["spec"]["priority"] = 0
+    pod["spec"].update(priority=0, preemptionPolicy="PreemptLowerPriority")
     mutated, found = apply(scheduling.mutate, unit_catalog, pod)
     assert found == [("InjectedScheduling", "spec")]
     assert mutated["spec"]["priorityClassName"] == "training"
     assert mutated["spec"]["runtimeClassName"] == "nvidia"
     assert "priority" not in mutated["spec"]
+    assert "preemptionPolicy" not in mutated["spec"]  # a class with preemptionPolicy Never would refuse it
 
 
 def test_classes_the_pod_names_are_kept(unit_catalog: Catalog) -> None:
     pod = trainer()
-    pod["spec"].update(priorityClassName="urgent", priority=1000, runtimeClassName="kata")
+    pod["spec"].update(
+        priorityClassName="urgent", priority=1000, preemptionPolicy="Never", runtimeClassName="kata"
+    )
     mutated, found = apply(scheduling.mutate, unit_catalog, pod)
     assert (mutated, found) == (pod, [])
 

@@ -42,7 +42,7 @@ _TABLE: Final = (
     Reason("NoFreeSlice", "deny", "Every fitting slice is in use and the policy (whenNoneFree: deny) says to deny."),
     # Templates.
     Reason("GpuOnCpuOnlyTemplate", "deny", "An accelerator request on a CPU-only template."),
-    Reason("NoGpuOnGpuTemplate", "deny", "No GPU request on a template that requires one."),
+    Reason("NoGpuOnGpuTemplate", "deny", "No GPU request (NVIDIA or another vendor's accelerator) on a template that requires one."),
     Reason("NoMatchingTemplate", "deny", "The pod matches no template and the namespace policy requires one."),
     Reason("UnknownTemplate", "deny", "The template label names a template that does not exist."),
     Reason("TemplateNotAllowed", "deny", "The template is not allowed in this namespace."),

@@ -6,7 +6,7 @@ from typing import Final
 
 from webhook.core.env import Env
 from webhook.core.model import TEMPLATE_LABEL, Finding
-from webhook.core.resources import Kind
+from webhook.core.resources import KNOWN_OTHER_PREFIXES, Kind
 
 _ACCELERATORS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
 # GPU requests made by scheduler annotations instead of resources (NVIDIA KAI scheduler).
@@ -31,9 +31,7 @@ def check(env: Env) -> list[Finding]:
             )
             findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
     has_gpu = any(
-        a.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) and _asked(a.count)
-        for c in env.view.containers
-        for a in c.accel
+        _is_accelerator(a.kind, a.resource) and _asked(a.count) for c in env.view.containers for a in c.accel
     ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
     if requirement == "required" and not has_gpu:
         message = (
@@ -42,6 +40,14 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
     return findings
+
+
+def _is_accelerator(kind: Kind, resource: str) -> bool:
+    """An NVIDIA device, or another vendor's accelerator: the same serving images run on AMD,
+    Intel Gaudi and Neuron devices (TGI's `-rocm` tags, SGLang's), which a GPU template admits."""
+    if kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED):
+        return True
+    return kind is Kind.OTHER and resource.startswith(KNOWN_OTHER_PREFIXES)
 
 
 def _asked(count: int | None) -> bool:

@@ -193,6 +193,56 @@ def test_context_can_force_template_mutation(catalog: Catalog, inventories: dict
     assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in shm
 
 
+def _vllm_template() -> dict[str, Any]:
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:latest",
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+    }
+    return {"metadata": {}, "spec": {"restartPolicy": "Never", "containers": [container]}}
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "spec"),
+    [
+        ("batch/v1", "Job", lambda t: {"template": t}),
+        ("jobset.x-k8s.io/v1alpha2", "JobSet",
+         lambda t: {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": t}}}]}),
+        ("batch.volcano.sh/v1alpha1", "Job", lambda t: {"tasks": [{"name": "w", "template": t}]}),
+    ],
+)  # fmt: skip
+def test_an_update_never_mutates_pod_templates_that_cannot_change(
+    catalog: Catalog, inventories: dict[str, Inventory], api_version: str, kind: str, spec: Any
+) -> None:
+    """A Job created unmutated (before the webhook, or while it was down) and then given a finalizer:
+    the API server refuses any change to its template, so a patch there would fail the update."""
+    old = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "j"}, "spec": spec(_vllm_template())}
+    new = copy.deepcopy(old)
+    new["metadata"]["finalizers"] = ["foregroundDeletion"]
+    mutating = _context(catalog, inventories["mixed-cluster"], mutate_templates=True)
+    assert decide_object(old, mutating).patch != ()  # created now, it would be mutated
+    updating = _context(
+        catalog, inventories["mixed-cluster"], mutate_templates=True, operation="UPDATE", old_object=old
+    )
+    decision = decide_object(new, updating)
+    assert (decision.allowed, decision.patch, decision.mutated) == (True, (), None)
+
+
+def test_an_update_still_mutates_a_deployments_template(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    old = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"template": _vllm_template()},
+    }
+    context = _context(
+        catalog, inventories["mixed-cluster"], mutate_templates=True, operation="UPDATE", old_object=old
+    )
+    assert decide_object(copy.deepcopy(old), context).patch != ()
+
+
 def test_objects_that_hold_no_pods_are_refused(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
     with pytest.raises(UnsupportedKind):
         decide_object(

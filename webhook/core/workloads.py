@@ -9,7 +9,8 @@ Each template is evaluated like a Pod, with paths that name it in full
 (`spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch]...`). On UPDATE, a
 problem the old object already had (same code, same path) warns instead of denying, so a
 change of replicas or image is never blocked by what was already there. Templates are mutated
-only when the namespace policy says `mutate: templates`.
+only when the namespace policy says `mutate: templates`, and never on an UPDATE of a kind whose
+pod templates are immutable once created (IMMUTABLE_TEMPLATES).
 """
 
 from __future__ import annotations
@@ -80,6 +81,14 @@ SUPPORTED: Final[frozenset[GroupKind]] = frozenset(
 """(API group, kind) of every workload whose pod templates are checked."""
 SUPPORTED_KINDS: Final = frozenset(kind for _, kind in SUPPORTED)
 """Their kind names: a first filter only; `is_supported_object` tells by group and kind."""
+IMMUTABLE_TEMPLATES: Final[frozenset[GroupKind]] = frozenset(
+    {("batch", "Job"), ("jobset.x-k8s.io", "JobSet"), VOLCANO_JOB}
+)
+"""Kinds whose pod templates cannot change after creation: the API server refuses a batch/v1 Job's
+changed `spec.template` (bar a suspended Job's scheduling fields, never its resources), JobSet's
+webhook its `replicatedJobs`, Volcano's its `tasks`. Mutating one on UPDATE (a Job created before
+the webhook, or while it was down, then given a label or a finalizer) would make every update of
+it, deletion included, fail; its pods are still mutated when created."""
 
 
 def home_group(kind: str) -> str:
@@ -156,6 +165,8 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     findings: list[Finding] = []
     templates: list[str] = []
     mutate = policy.mutate_templates if context.mutate_templates is None else context.mutate_templates
+    if context.operation == "UPDATE" and kind in IMMUTABLE_TEMPLATES:
+        mutate = False
     mutated = copy_object(obj) if mutate else None
     for site in pod_sites(obj, kind):
         site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy, mutate)

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from webhook.core.model import MAPPINGS, Pod
+from webhook.core.placement import REQUIRED
 
 CONTAINER_GROUPS: Final = ("initContainers", "containers")
 _EMPTY: Final[dict[str, Any]] = {}
@@ -164,9 +165,6 @@ def has_gpu(container: Mapping[str, Any]) -> bool:
 
 def _keys(value: object) -> list[str]:
     return [k for k in value if isinstance(k, str)] if isinstance(value, MAPPINGS) else []
-
-
-REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
 def node_affinity(pod: Pod, base: str) -> dict[str, Any]:

@@ -84,12 +84,15 @@ def test_trimmed_pod_keeps_its_own_node_choice() -> None:
         "requiredDuringSchedulingIgnoredDuringExecution": required,
         "preferredDuringSchedulingIgnoredDuringExecution": preferred,
     }
+    tolerations = [{"key": "cloud.google.com/gke-spot", "operator": "Exists"}]
     pod["spec"] |= {
         "nodeSelector": {"zone": "a"},
         "affinity": {"nodeAffinity": node_affinity, "podAffinity": {}},
+        "tolerations": tolerations,
     }
     trimmed = trim_pod(bound(pod, "n"))
     assert trimmed["spec"]["nodeSelector"] == {"zone": "a"}
+    assert trimmed["spec"]["tolerations"] == tolerations
     assert trimmed["spec"]["affinity"] == {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
     }

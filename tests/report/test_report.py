@@ -123,6 +123,19 @@ def test_a_pod_pinned_away_from_the_slices_is_not_waste() -> None:
     assert [w.name for w in report.wasteful] == ["free"]
 
 
+def test_a_pod_that_does_not_tolerate_the_slice_pool_is_not_waste() -> None:
+    """The only slices sit on a spot pool: a pod that does not tolerate its taint could not use them."""
+    spot = mixed_node("spot", A100, {"1g.10gb": (7, 9856)})
+    spot["spec"] = {"taints": [{"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NoSchedule"}]}
+    nodes = [spot, whole_node("w", A100, 2)]
+    tolerant = _pod("tolerant", "w", {"nvidia.com/gpu": 1})
+    tolerant["spec"]["tolerations"] = [{"key": "cloud.google.com/gke-spot", "operator": "Exists"}]
+    strict = _pod("strict", "w", {"nvidia.com/gpu": 1})
+    usages = [u for u in map(pod_usage, [tolerant, strict]) if u is not None]
+    report = build_report(build_inventory(nodes, [tolerant, strict]), _small_catalog(), usages)
+    assert [w.name for w in report.wasteful] == ["tolerant"]
+
+
 def test_without_pods_the_report_says_usage_is_unknown() -> None:
     inventory, usages = load_with_pods(EXAMPLE_NODES, None)
     report = build_report(inventory, load_catalog([ROOT / "templates", ROOT / "policies"]), usages)

@@ -17,7 +17,7 @@ from webhook.core.model import Context, Finding, Pod, Policy, Template
 from webhook.core.mutators import mutate
 from webhook.core.mutators._pod import MalformedMember, message_of, path_of
 from webhook.core.need import resolve_need
-from webhook.core.placement import placement_of
+from webhook.core.placement import Placement, placement_of
 from webhook.core.podview import build_view
 from webhook.core.selection import plan_slice
 from webhook.core.writable import writable_copy
@@ -48,10 +48,17 @@ def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: s
         return Evaluation(None, (note,), None)
     template, findings = resolve_template(view, namespace, context.catalog, policy)
     need, need_findings = resolve_need(template, view)
-    placement = placement_of(spec, template.inject.node_affinity if template is not None else ())
+    placement = _placement(spec, template, context)
     plan = plan_slice(view, template, need, policy, inventory, placement)
     env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
+
+
+def _placement(spec: dict[str, Any], template: Template | None, context: Context) -> Placement | None:
+    expressions = template.inject.node_affinity if template is not None else ()
+    if not context.inventory.has_blocking_taints:
+        return placement_of(spec, expressions)
+    return placement_of(spec, expressions, template.inject.tolerations if template is not None else ())
 
 
 def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:

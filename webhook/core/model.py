@@ -212,6 +212,10 @@ class GpuNode:
     used: Mapping[str, int] = field(default_factory=dict)
     """What bound pods request, by resource (scheduler-style effective requests)."""
     accelerator_pods: int = 0
+    blocking_taints: tuple[Taint, ...] = ()
+    """The NoSchedule/NoExecute taints that keep off pods not tolerating them and that this webhook
+    never tolerates for a pod: not GPU taints (which it adds tolerations for) nor the transient
+    `node.kubernetes.io/*` conditions. A spot or team pool's taint is one."""
 
     def free(self, resource: str) -> int:
         return max(0, self.allocatable.get(resource, 0) - self.used.get(resource, 0))
@@ -244,6 +248,8 @@ class Inventory:
     as GPUs), and that node's name: what a pod that admits no whole-GPU node can get."""
     members: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes that offer it: slice choice keeps to nodes the pod itself admits."""
+    has_blocking_taints: bool = False
+    """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """What was worked out of this inventory for a pod's node choice (webhook/core/placement.py),
     kept with it: reading a nodeSelector against 5,000 nodes takes most of a millisecond, and

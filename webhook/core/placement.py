@@ -1,6 +1,7 @@
 """Which GPU nodes a pod may land on by its own choice: its nodeName, nodeSelector and required
 node affinity, and the node affinity its template adds, read as the scheduler (and, for a pod
-created with its nodeName set, the kubelet) reads them.
+created with its nodeName set, the kubelet) reads them; and, where some GPU node has blocking
+taints (a spot or team pool), its own and its template's tolerations.
 
 A rewrite must stay within that choice: a pod pinned to L4 nodes (`nodeSelector:
 nvidia.com/gpu.product: NVIDIA-L4`) and rewritten to an A100 slice, with node affinity for the
@@ -10,6 +11,8 @@ Semantics (Kubernetes' NodeSelector): every nodeSelector pair must match; the re
 ORed, the requirements within a term ANDed; a term with no requirements matches no node. A part
 the scheduler could not read either (not a mapping, an unknown operator) is left out here: the
 API server's validation, which runs after mutating admission, rejects such a pod anyway.
+Tolerations match taints as Kubernetes' ToleratesTaint does; a pod created bound to a node only
+has to tolerate its NoExecute taints (the kubelet checks no others).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from webhook.core.model import GpuNode, Inventory, SliceOffer
+from webhook.core.model import GpuNode, Inventory, SliceOffer, Taint
 
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -49,15 +52,36 @@ class Requirement:
 
 
 @dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.operator in ("", "Equal") and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
 class Placement:
     selector: tuple[tuple[str, str], ...]
     terms: tuple[tuple[Requirement, ...], ...] | None
     """None when the pod requires no node affinity (any node passes this part)."""
     node_name: str = ""
     """`spec.nodeName` when the pod is created bound to a node (no scheduler involved)."""
+    tolerations: tuple[Toleration, ...] | None = None
+    """The pod's and its template's tolerations; None where no GPU node has blocking taints."""
 
     def admits(self, node: GpuNode) -> bool:
         if self.node_name and node.name != self.node_name:
+            return False
+        if node.blocking_taints and not self._tolerates(node.blocking_taints):
             return False
         labels = node.labels
         if any(labels.get(key) != value for key, value in self.selector):
@@ -66,12 +90,24 @@ class Placement:
             return True
         return any(term and all(r.matches(node) for r in term) for term in self.terms)
 
+    def _tolerates(self, taints: tuple[Taint, ...]) -> bool:
+        if self.tolerations is None:
+            return True
+        blocking = (t for t in taints if not self.node_name or t.effect == "NoExecute")
+        return all(any(t.tolerates(taint) for t in self.tolerations) for taint in blocking)
+
 
 def placement_of(
-    spec: Mapping[str, Any], template_expressions: Sequence[Mapping[str, Any]]
+    spec: Mapping[str, Any],
+    template_expressions: Sequence[Mapping[str, Any]],
+    template_tolerations: Sequence[Mapping[str, Any]] | None = None,
 ) -> Placement | None:
     """The pod's own node choice with the template's expressions ANDed into every term (as the
-    node-affinity mutator writes them); None when neither restricts nodes."""
+    node-affinity mutator writes them) and, unless `template_tolerations` is None (no GPU node
+    has blocking taints), its tolerations with the template's; None when nothing restricts nodes."""
+    tolerations = None
+    if template_tolerations is not None:
+        tolerations = _tolerations((*_list(spec.get("tolerations")), *template_tolerations))
     selector = _selector(spec.get("nodeSelector"))
     terms = _required_terms(spec.get("affinity"))
     added = tuple(r for r in map(_requirement, template_expressions) if r is not None)
@@ -79,9 +115,22 @@ def placement_of(
         terms = tuple((*term, *added) for term in terms) if terms else (added,)
     node_name = spec.get("nodeName")
     node_name = node_name if isinstance(node_name, str) else ""
-    if not selector and terms is None and not node_name:
+    if not selector and terms is None and not node_name and tolerations is None:
         return None
-    return Placement(selector, terms, node_name)
+    return Placement(selector, terms, node_name, tolerations)
+
+
+def _tolerations(items: Sequence[object]) -> tuple[Toleration, ...]:
+    found = []
+    for item in items:
+        if isinstance(item, Mapping):
+            key, operator, value, effect = (item.get(k) for k in ("key", "operator", "value", "effect"))
+            found.append(Toleration(_text(key), _text(operator), _text(value), _text(effect)))
+    return tuple(dict.fromkeys(found))
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _selector(value: object) -> tuple[tuple[str, str], ...]:

@@ -40,6 +40,10 @@ GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
 KARPENTER_GPU_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
+_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+_TRANSIENT_TAINTS = ("node.kubernetes.io/", "node.cloudprovider")
+"""Node conditions (not ready, cordoned, under pressure, uninitialized): they come and go, and a
+decision that followed them would flap."""
 
 
 def build_inventory(
@@ -108,6 +112,7 @@ def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNo
         slices=slices,
         slice_memory_mib=memory,
         taints=taints,
+        blocking_taints=blocking_taints(taints),
         labels={intern(str(k)): intern(str(v)) for k, v in labels.items()},
         gke_accelerator=labels.get(GKE_ACCELERATOR_LABEL),
     )
@@ -248,6 +253,7 @@ def _aggregate(
         usage_known=usage_known,
         packing=_packing(nodes, offers) if usage_known else {},
         members=members,
+        has_blocking_taints=any(n.blocking_taints for n in nodes),
     )
 
 
@@ -353,8 +359,20 @@ def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:
     return tuple(sorted(found, key=lambda t: (t.key, t.value, t.effect)))
 
 
+def blocking_taints(taints: Iterable[Mapping[str, Any]]) -> tuple[Taint, ...]:
+    """The taints that keep a pod off the node unless it tolerates them (see GpuNode)."""
+    found = []
+    for taint in taints:
+        key, value, effect = (str(taint.get(k) or "") for k in ("key", "value", "effect"))
+        if effect not in _BLOCKING_EFFECTS or not key or key.startswith(_TRANSIENT_TAINTS):
+            continue
+        if not _is_gpu_taint(key, value):
+            found.append(Taint(key, value, effect))
+    return tuple(found)
+
+
 def _is_gpu_taint(key: str, value: str) -> bool:
-    if key.startswith(("node.kubernetes.io/", "node-role.kubernetes.io/", "node.cloudprovider")):
+    if key.startswith((*_TRANSIENT_TAINTS, "node-role.kubernetes.io/")):
         return False
     text = f"{key}={value}".lower()
     return key.startswith("nvidia.com/") or "gpu" in text or "accelerator" in text

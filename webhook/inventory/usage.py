@@ -83,8 +83,8 @@ def usage_by_node(usages: Iterable[PodUsage]) -> dict[str, tuple[Counter[str], i
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     """Keep what the decision reads of a pod as it was created: identity, labels, this webhook's
-    annotations, its own node choice (nodeSelector, required node affinity; not the nodeName the
-    scheduler gave it, which `decide` would keep to), containers."""
+    annotations, its own node choice (nodeSelector, required node affinity, tolerations; not the
+    nodeName the scheduler gave it, which `decide` would keep to), containers."""
     metadata = lenient_object(pod.get("metadata"))
     spec = lenient_object(pod.get("spec"))
     kept_meta: dict[str, Any] = {k: metadata[k] for k in ("name", "namespace", "labels") if k in metadata}
@@ -93,8 +93,9 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     if ours:
         kept_meta["annotations"] = ours
     kept_spec: dict[str, Any] = {}
-    if "nodeSelector" in spec:
-        kept_spec["nodeSelector"] = spec["nodeSelector"]
+    for key in ("nodeSelector", "tolerations"):
+        if key in spec:
+            kept_spec[key] = spec[key]
     required = _required_node_affinity(spec)
     if required is not None:
         kept_spec["affinity"] = {"nodeAffinity": {REQUIRED: required}}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory
+from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory, Taint
 from webhook.core.placement import gets_whole_gpus, placement_of
 
 A100 = GpuNode(
@@ -117,6 +117,58 @@ def test_a_pod_created_on_a_node_admits_that_node_only() -> None:
     assert not admits({"nodeName": "a100-1"})
     assert not admits({"nodeName": "a100-0", "nodeSelector": {"pool": "serve"}})
     assert placement_of({"nodeName": ""}, ()) is None
+
+
+SPOT = Taint("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
+EVICTING = Taint("team", "ml", "NoExecute")
+TAINTED = replace(A100, blocking_taints=(SPOT, EVICTING))
+
+
+def tolerates(tolerations: list[Any], template: tuple[dict[str, Any], ...] = (), node_name: str = "") -> bool:
+    spec: dict[str, Any] = {"tolerations": tolerations, "nodeName": node_name}
+    placement = placement_of(spec, (), template)
+    assert placement is not None
+    return placement.admits(TAINTED)
+
+
+def toleration(key: str, operator: str = "Exists", value: str = "", effect: str = "") -> dict[str, str]:
+    return {"key": key, "operator": operator, "value": value, "effect": effect}
+
+
+def test_a_pod_must_tolerate_every_blocking_taint() -> None:
+    spot, team = toleration(SPOT.key), toleration("team")
+    assert tolerates([spot, team])
+    assert not tolerates([spot])
+    assert not tolerates([])
+    assert tolerates([spot], template=(team,))  # the template's tolerations join the pod's
+
+
+@pytest.mark.parametrize(
+    ("spot", "admitted"),
+    [
+        (toleration(SPOT.key, "Equal", "spot", "NoSchedule"), True),
+        (toleration(SPOT.key, "Equal", "regular"), False),
+        ({"key": SPOT.key, "value": "spot"}, True),  # operator defaults to Equal
+        (toleration(SPOT.key, effect="NoExecute"), False),
+        (toleration(SPOT.key, "Gt", "spot"), False),
+        (toleration("", "Exists"), True),  # an empty key with Exists tolerates every taint
+        ("not a toleration", False),
+    ],
+)
+def test_tolerations_match_taints_as_kubernetes_does(spot: Any, admitted: bool) -> None:
+    assert tolerates([spot, toleration("team")]) is admitted
+
+
+def test_a_pod_created_on_a_node_only_has_to_tolerate_its_no_execute_taints() -> None:
+    assert tolerates([toleration("team")], node_name="a100-0")
+    assert not tolerates([toleration(SPOT.key)], node_name="a100-0")
+
+
+def test_tolerations_count_only_where_some_node_has_blocking_taints() -> None:
+    assert placement_of({"tolerations": [toleration("x")]}, ()) is None
+    placement = placement_of({"containers": []}, (), ())
+    assert placement is not None and placement.admits(A100) and not placement.admits(TAINTED)
+    assert placement_of({"nodeSelector": {"pool": "train"}}, ()).admits(TAINTED)  # type: ignore[union-attr]
 
 
 def _inventory(*nodes: GpuNode) -> Inventory:

@@ -196,6 +196,29 @@ def test_only_gpu_taints_are_kept() -> None:
     )
 
 
+def test_blocking_taints_are_the_ones_the_webhook_never_tolerates() -> None:
+    taints = [
+        GPU_TAINT,
+        {"key": "sku", "value": "gpu", "effect": "NoSchedule"},
+        {"key": "kubernetes.azure.com/scalesetpriority", "value": "spot", "effect": "NoSchedule"},
+        {"key": "team", "value": "ml", "effect": "NoExecute"},
+        {"key": "soft", "value": "x", "effect": "PreferNoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+        {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
+    ]
+    inventory = make_inventory(make_node("n", {"nvidia.com/gpu.product": "NVIDIA-L4"}, {GPU: 1}, taints))
+    (node,) = inventory.nodes
+    assert node.blocking_taints == (
+        Taint("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),
+        Taint("team", "ml", "NoExecute"),
+        Taint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),
+    )
+    assert inventory.has_blocking_taints
+    untainted = make_inventory(make_node("m", {"nvidia.com/gpu.product": "NVIDIA-L4"}, {GPU: 1}, [GPU_TAINT]))
+    assert not untainted.has_blocking_taints
+
+
 def test_nodes_without_gpus_only_add_the_names_they_advertise() -> None:
     inventory = make_inventory(make_node("cpu", {}, {"example.com/fpga": 2}), make_node("empty"))
     assert inventory.nodes == () and inventory.known

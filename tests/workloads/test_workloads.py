@@ -228,19 +228,32 @@ def test_an_update_never_mutates_pod_templates_that_cannot_change(
     assert (decision.allowed, decision.patch, decision.mutated) == (True, (), None)
 
 
-def test_an_update_still_mutates_a_deployments_template(
+def test_an_update_mutates_a_deployments_template_only_when_it_changes_it(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:
+    """A Deployment created unmutated and then scaled or labelled keeps its template: mutating it
+    would roll out every replica; an update that changes the template rolls out anyway."""
     old = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "d"},
-        "spec": {"template": _vllm_template()},
+        "spec": {"replicas": 1, "template": _vllm_template()},
     }
     context = _context(
         catalog, inventories["mixed-cluster"], mutate_templates=True, operation="UPDATE", old_object=old
     )
-    assert decide_object(copy.deepcopy(old), context).patch != ()
+    scaled = copy.deepcopy(old)
+    scaled["spec"]["replicas"] = 3
+    scaled["metadata"]["labels"] = {"team": "ml"}
+    decision = decide_object(scaled, context)
+    assert (decision.allowed, decision.patch, decision.mutated) == (True, (), None)
+    assert decision.template == "llm-serving"
+
+    new_image = copy.deepcopy(old)
+    new_image["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.9.0"
+    patched = jsonpatch.apply_patch(new_image, list(decide_object(new_image, context).patch))
+    limits = patched["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert "nvidia.com/gpu" not in limits and any(k.startswith("nvidia.com/mig-") for k in limits)
 
 
 def test_objects_that_hold_no_pods_are_refused(catalog: Catalog, inventories: dict[str, Inventory]) -> None:

@@ -9,8 +9,9 @@ Each template is evaluated like a Pod, with paths that name it in full
 (`spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch]...`). On UPDATE, a
 problem the old object already had (same code, same path) warns instead of denying, so a
 change of replicas or image is never blocked by what was already there. Templates are mutated
-only when the namespace policy says `mutate: templates`, and never on an UPDATE of a kind whose
-pod templates are immutable once created (IMMUTABLE_TEMPLATES).
+only when the namespace policy says `mutate: templates`, on an UPDATE only where the update
+changes the template (else a rollout would start that nobody asked for), and never on an UPDATE
+of a kind whose pod templates are immutable once created (IMMUTABLE_TEMPLATES).
 """
 
 from __future__ import annotations
@@ -169,7 +170,8 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
         mutate = False
     mutated = copy_object(obj) if mutate else None
     for site in pod_sites(obj, kind):
-        site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy, mutate)
+        rewrite = mutate and not _unchanged_by_update(obj, site, context)
+        site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy, rewrite)
         findings.extend(site_findings)
         if template and template not in templates:
             templates.append(template)
@@ -182,6 +184,16 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
         return unpatched
     patch, problems = patch_for(obj, mutated, "spec")
     return finish(policy, name, [*findings, *problems], mutated if patch else None, patch, grandfathered)
+
+
+def _unchanged_by_update(obj: Pod, site: Site, context: Context) -> bool:
+    """An UPDATE that leaves this pod template as it was (a change of replicas, labels, an
+    annotation): mutating the template then would start a rollout nobody asked for, so it is left
+    alone; its pods are still mutated when created, and the template on its next real change."""
+    old = context.old_object
+    if context.operation != "UPDATE" or not isinstance(old, dict) or not site.pointer:
+        return False
+    return bool(_get(old, site.pointer) == _get(obj, site.pointer))
 
 
 def _evaluate_site(

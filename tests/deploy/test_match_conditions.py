@@ -26,6 +26,7 @@ celpy = pytest.importorskip(
 
 Pod = dict[str, Any]
 CORPUS = SHARED / "corpus" / "manifests"
+MIRROR = "kubernetes.io/config.mirror"
 TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
 
 
@@ -74,6 +75,8 @@ def admits_workload(rendered: Callable[[str], Objects]) -> Callable[[Pod], bool]
         (make_pod("tpu").container("c", limits={"google.com/tpu": 4}).build(), True),
         (make_pod("gaudi").container("c", limits={"habana.ai/gaudi": 1}).build(), True),
         ({"metadata": {"name": "no-spec-fields"}, "spec": {}}, False),
+        (make_pod("mirror").container("c", gpu=1).annotation(MIRROR, "6c5d").build(), False),
+        (make_pod("seen").container("c", gpu=1).annotation("kubernetes.io/config.seen", "").build(), True),
         ({"metadata": {}, "spec": {"containers": [{"name": "c", "resources": {}}]}}, False),
         ({"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}, True),
     ],

@@ -102,8 +102,10 @@ def test_match_conditions_are_present_bounded_and_agree(objects: Objects) -> Non
         assert 1 <= len(mutating) <= 64
         for condition in mutating:
             assert condition["name"] and condition["expression"].strip()
-            assert TEMPLATE_LABEL in condition["expression"]
             assert "has(" in condition["expression"]
+        assert TEMPLATE_LABEL in mutating[0]["expression"]
+        names = [condition["name"] for condition in mutating]
+        assert names == ["accelerator-or-template", *(["not-a-mirror-pod"] if not suffix else [])]
     assert "matchConditions" not in webhooks["validate-ai-jobs.gpu.aethervirt.io"]
 
 

@@ -7,11 +7,27 @@ from typing import Any, Final
 
 from webhook.core.evaluate import evaluate, mutated_copy
 from webhook.core.matching import is_excluded, policy_for
-from webhook.core.model import Context, Decision, Finding, Mode, Outcome, Pod, Policy, Violation
+from webhook.core.model import (
+    MIRROR_ANNOTATION,
+    Context,
+    Decision,
+    Finding,
+    Mode,
+    Outcome,
+    Pod,
+    Policy,
+    Violation,
+)
 from webhook.core.patches import PatchDoesNotApply, make_patch
 from webhook.core.reasons import REASONS
 
 MAX_WARNING: Final = 120
+_MIRROR_POD: Final = Finding(
+    "MirrorPodLeftAlone",
+    f'metadata.annotations["{MIRROR_ANNOTATION}"]',
+    "the mirror of a static pod: the kubelet runs it from its own manifest, so a change here would "
+    "not reach it and a denial would only hide it",
+)
 
 
 def governing(obj: Pod, context: Context, operations: tuple[str, ...]) -> tuple[str, Policy, Decision | None]:
@@ -36,6 +52,8 @@ def decide(pod: Pod, context: Context) -> Decision:
     namespace, policy, untouched = governing(pod, context, ("CREATE",))
     if untouched is not None:
         return untouched
+    if MIRROR_ANNOTATION in _mapping(_mapping(pod.get("metadata")).get("annotations")):
+        return finish(policy, None, [_MIRROR_POD], None, [])
     evaluation = evaluate(pod, context, namespace, policy, "spec", "metadata")
     template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
     name = template.name if template else None
@@ -97,9 +115,11 @@ def finish(
 
 def _is_warning(violation: Violation) -> bool:
     """Warnings go back to the user: warn-mode problems and each mutation made."""
-    return violation.outcome == "warn" or (
-        violation.outcome == "info" and violation.code not in ("NamespaceExcluded", "DraClaimsPresent")
-    )
+    return violation.outcome == "warn" or (violation.outcome == "info" and violation.code not in _NOT_WARNED)
+
+
+_NOT_WARNED: Final = frozenset({"NamespaceExcluded", "DraClaimsPresent", "MirrorPodLeftAlone"})
+"""Info codes that say a pod was left alone: recorded, not sent back as warnings."""
 
 
 def _warning(violation: Violation) -> str:

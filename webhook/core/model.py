@@ -50,6 +50,8 @@ MEMORY_ANNOTATION: Final = "gpu.aethervirt.io/gpu-memory"
 COMPUTE_ANNOTATION: Final = "gpu.aethervirt.io/gpu-compute"
 ORIGINAL_REQUEST_ANNOTATION: Final = "gpu.aethervirt.io/original-request"
 PROFILE_ANNOTATION: Final = "gpu.aethervirt.io/mig-profile"
+MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
+"""Set by the kubelet on the API object that mirrors a static pod, which it runs from a file."""
 APPLIED_TEMPLATE_ANNOTATION: Final = "gpu.aethervirt.io/applied-template"
 
 

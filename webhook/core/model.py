@@ -250,6 +250,10 @@ class Inventory:
     as GPUs), and that node's name: what a pod that admits no whole-GPU node can get."""
     members: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes that offer it: slice choice keeps to nodes the pod itself admits."""
+    dra_resources: frozenset[str] = frozenset()
+    """Extended resources DRA DeviceClasses serve (`spec.extendedResourceName`, and
+    `deviceclass.resource.kubernetes.io/<class>`): in `advertised` too, but no node counts them,
+    so no check holds a request for one against the nodes (webhook/inventory/dra.py)."""
     has_blocking_taints: bool = False
     """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)

@@ -1,9 +1,11 @@
 """Load node lists from YAML or JSON files (`kubectl get nodes -o yaml|json`: a `List` with `items`,
-multi-document or a single Node), refusing what would be misread, with file and field path."""
+multi-document or a single Node), refusing what would be misread, with file and field path. DRA
+DeviceClasses may come with them (`kubectl get nodes,deviceclasses -o yaml`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import yaml
 
 from webhook.core.model import Inventory
 from webhook.core.quantity import parse_quantity
+from webhook.inventory.dra import is_device_class
 from webhook.inventory.nodes import build_inventory
 from webhook.yamlio import YamlError, read_text
 
@@ -21,13 +24,28 @@ class InventoryError(ValueError):
     """A node list that cannot be read; the message names the file, the document and the field."""
 
 
+@dataclass(frozen=True, slots=True)
+class InventoryObjects:
+    nodes: tuple[Mapping[str, Any], ...]
+    device_classes: tuple[Mapping[str, Any], ...]
+    """DRA DeviceClasses (`kubectl get nodes,deviceclasses -o yaml`): the extended resources they
+    serve are valid names no node counts (webhook/inventory/dra.py)."""
+
+
 def load_inventory(path: str | Path) -> Inventory:
-    return build_inventory(iter_nodes(Path(path)))
+    found = read_inventory_objects(Path(path))
+    return build_inventory(found.nodes, device_classes=found.device_classes)
 
 
 def iter_nodes(path: Path) -> Iterator[Mapping[str, Any]]:
     """Every Node of the file, each checked: a name, unique, and whole device counts."""
+    return iter(read_inventory_objects(path).nodes)
+
+
+def read_inventory_objects(path: Path) -> InventoryObjects:
+    """The file's Nodes, each checked (a name, unique, whole device counts), and DeviceClasses."""
     seen: dict[str, str] = {}
+    nodes, classes = [], []
     for index, document in enumerate(_documents(path)):
         if document is None:
             continue
@@ -36,9 +54,13 @@ def iter_nodes(path: Path) -> Iterator[Mapping[str, Any]]:
             raise InventoryError(
                 f"{path}: document {index + 1} is not a mapping (a {kind}), expected a Node or List"
             )
-        for where, node in _nodes_in(path, index, document):
-            _check_node(path, where, node, seen)
-            yield node
+        for where, obj in _objects_in(path, index, document):
+            if is_device_class(obj):
+                classes.append(obj)
+                continue
+            _check_node(path, where, obj, seen)
+            nodes.append(obj)
+    return InventoryObjects(tuple(nodes), tuple(classes))
 
 
 def _documents(path: Path) -> list[Any]:
@@ -54,23 +76,32 @@ def _documents(path: Path) -> list[Any]:
         raise InventoryError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from exc
 
 
-def _nodes_in(path: Path, index: int, document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _objects_in(
+    path: Path, index: int, document: Mapping[str, Any]
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
     kind = document.get("kind")
     where = f"document {index + 1}"
-    if kind in ("List", "NodeList"):
+    if kind in ("List", "NodeList", "DeviceClassList"):
         items = document.get("items")
         if items is None:
             return
         if not isinstance(items, list):
             raise InventoryError(f"{path}: {where}: items is not a list (a {type(items).__name__})")
         for position, item in enumerate(items):
-            if not isinstance(item, Mapping) or item.get("kind", "Node") != "Node":
-                raise InventoryError(f"{path}: {where} items[{position}] is not a Node")
+            if kind == "DeviceClassList" and isinstance(item, Mapping) and "kind" not in item:
+                item = {"apiVersion": document.get("apiVersion"), "kind": "DeviceClass", **item}
+            if not isinstance(item, Mapping) or not _node_or_class(item):
+                raise InventoryError(f"{path}: {where} items[{position}] is not a Node or a DeviceClass")
             yield f"{where} items[{position}]", item
-    elif kind == "Node":
+    elif kind == "Node" or is_device_class(document):
         yield where, document
     else:
-        raise InventoryError(f"{path}: {where} has kind {kind!r}, expected Node or List")
+        raise InventoryError(f"{path}: {where} has kind {kind!r}, expected Node, DeviceClass or List")
+
+
+def _node_or_class(item: Mapping[str, Any]) -> bool:
+    """A List's item; a Node's kind may be left out (in a NodeList, as the API server writes it)."""
+    return item.get("kind", "Node") == "Node" or is_device_class(item)
 
 
 def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str, str]) -> None:

@@ -29,6 +29,7 @@ from webhook.core.profiles import (
     resource_for_profile,
 )
 from webhook.core.quantity import parse_quantity
+from webhook.inventory.dra import dra_resources
 from webhook.inventory.sharing import is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
 
@@ -47,12 +48,15 @@ decision that followed them would flap."""
 
 
 def build_inventory(
-    nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]] | None = None
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]] | None = None,
+    device_classes: Iterable[Mapping[str, Any]] = (),
 ) -> Inventory:
     """Parse every Node; non-GPU nodes only contribute the extended resources they advertise.
 
     With `pods` (bound pods, as `kubectl get pods -A -o yaml` lists them) each node also gets
-    what they request, so free capacity is known; without, usage stays unknown.
+    what they request, so free capacity is known; without, usage stays unknown. DRA
+    `device_classes` add the extended resources they serve (webhook/inventory/dra.py).
     """
     gpu_nodes: list[GpuNode] = []
     advertised: set[str] = set()
@@ -65,21 +69,23 @@ def build_inventory(
     usage = None
     if pods is not None:
         usage = usage_by_node(u for u in map(pod_usage, pods) if u is not None)
-    return assemble_inventory(gpu_nodes, frozenset(advertised), usage)
+    return assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(device_classes))
 
 
 def assemble_inventory(
     nodes: Iterable[GpuNode],
     advertised: frozenset[str],
     usage: Mapping[str, tuple[Mapping[str, int], int]] | None = None,
+    dra: frozenset[str] = frozenset(),
 ) -> Inventory:
     """The inventory of parsed nodes; with `usage` (per node: requests by resource, pod count)
-    each node carries what is used and each offer what is free."""
+    each node carries what is used and each offer what is free; `dra`: the extended resources
+    DRA DeviceClasses serve."""
     ordered = tuple(nodes)
     if usage is None:
-        return _aggregate(ordered, advertised)
+        return _aggregate(ordered, advertised, dra)
     used = tuple(_with_usage(node, usage.get(node.name)) for node in ordered)
-    return _aggregate(used, advertised, usage_known=True)
+    return _aggregate(used, advertised, dra, usage_known=True)
 
 
 def _with_usage(node: GpuNode, usage: tuple[Mapping[str, int], int] | None) -> GpuNode:
@@ -223,7 +229,7 @@ def _model(labels: Mapping[str, str], product: str) -> ModelInfo | None:
 
 
 def _aggregate(
-    nodes: tuple[GpuNode, ...], advertised: frozenset[str], usage_known: bool = False
+    nodes: tuple[GpuNode, ...], advertised: frozenset[str], dra: frozenset[str], usage_known: bool = False
 ) -> Inventory:
     largest: dict[str, tuple[int, str]] = {}
     for node in nodes:
@@ -242,7 +248,8 @@ def _aggregate(
         known=True,
         offers=offers,
         largest=largest,
-        advertised=advertised,
+        advertised=advertised | dra,
+        dra_resources=dra,
         single_mig_products=tuple(sorted({n.product for n in nodes if n.strategy == "single"})),
         has_gke_partitions=any(n.strategy == "gke" for n in nodes),
         whole_gpu_taints=gpu_taints(whole),

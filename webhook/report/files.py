@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.core.model import Inventory
-from webhook.inventory.files import InventoryError, iter_nodes
+from webhook.inventory.files import InventoryError, read_inventory_objects
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import PodUsage, pod_usage
 from webhook.manifests import read_manifests
@@ -25,12 +25,12 @@ def load_pods(path: str | Path) -> list[dict[str, Any]]:
 
 def load_with_pods(nodes_path: str | Path, pods_path: str | Path | None) -> tuple[Inventory, list[PodUsage]]:
     """The inventory of the node list, with usage when a pod list is given."""
-    nodes = list(iter_nodes(Path(nodes_path)))
+    found = read_inventory_objects(Path(nodes_path))
     if pods_path is None:
-        return build_inventory(nodes), []
+        return build_inventory(found.nodes, device_classes=found.device_classes), []
     pods = load_pods(pods_path)
     usages = [u for u in map(pod_usage, pods) if u is not None]
-    return build_inventory(nodes, pods), usages
+    return build_inventory(found.nodes, pods, found.device_classes), usages
 
 
 class StaticUsageInventorySource:

@@ -50,6 +50,43 @@ def test_bad_node_lists_name_the_file_and_the_document(tmp_path: Path, text: str
     assert str(path) in str(caught.value) and where in str(caught.value)
 
 
+GPU_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {"extendedResourceName": "nvidia.com/gpu"},
+}
+
+
+@pytest.mark.parametrize(
+    "documents",
+    [
+        [{"apiVersion": "v1", "kind": "List", "items": [NODE_A, GPU_CLASS]}],
+        [NODE_A, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClassList", "items": [
+            {k: v for k, v in GPU_CLASS.items() if k != "kind"}
+        ]}],
+        [NODE_A, GPU_CLASS],
+    ],
+    ids=["List", "DeviceClassList", "multi-document"],
+)  # fmt: skip
+def test_device_classes_come_with_the_nodes(tmp_path: Path, documents: list[object]) -> None:
+    """`kubectl get nodes,deviceclasses -o yaml`: the classes' extended resources are known names."""
+    path = tmp_path / "nodes.yaml"
+    path.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    inventory = load_inventory(path)
+    assert [n.name for n in inventory.nodes] == ["a"]
+    served = {"nvidia.com/gpu", "deviceclass.resource.kubernetes.io/gpu.nvidia.com"}
+    assert inventory.dra_resources == served and served <= inventory.advertised
+
+
+def test_a_device_class_of_another_group_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.yaml"
+    other = {**GPU_CLASS, "apiVersion": "example.com/v1"}
+    path.write_text(yaml.safe_dump({"kind": "List", "items": [NODE_A, other]}), encoding="utf-8")
+    with pytest.raises(InventoryError, match=r"items\[1\] is not a Node or a DeviceClass"):
+        load_inventory(path)
+
+
 def test_a_missing_file_is_an_inventory_error(tmp_path: Path) -> None:
     with pytest.raises(InventoryError) as caught:
         load_inventory(tmp_path / "absent.yaml")

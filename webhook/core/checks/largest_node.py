@@ -1,4 +1,5 @@
-"""A pod that asks for more of a device than any node has can never be scheduled."""
+"""A pod that asks for more of a device than any node has can never be scheduled (unless DRA
+serves the resource: then no node count tells)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ def check(env: Env) -> list[Finding]:
     for resource in sorted({a.resource for c in view.containers for a in c.gpu_requests}):
         if resource == GPU and env.plan.rewrite:
             continue  # the slice chosen for it already fits on one node
+        if resource in inventory.dra_resources:
+            continue  # DRA serves it: its devices are in ResourceSlices, not in node counts
         wanted = view.effective(resource)
         kind = Kind.WHOLE if resource == GPU else Kind.MIG
         if kind is Kind.MIG and resource not in inventory.largest:

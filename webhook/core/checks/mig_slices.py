@@ -40,7 +40,8 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         findings.append(Finding("MigProfileNotAllowed", path, message))
     inventory = env.inventory
     known = mig_profile_known(resource, inventory.advertised)
-    if inventory.known and known and resource not in inventory.largest:
+    available = resource in inventory.largest or resource in inventory.dra_resources
+    if inventory.known and known and not available:
         offered = sorted({o.resource for o in inventory.offers if o.strategy == "mixed"})
         message = (
             f"container {container}: no node offers {resource}; "

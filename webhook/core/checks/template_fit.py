@@ -30,8 +30,11 @@ def check(env: Env) -> list[Finding]:
                 f"{template.name} is CPU-only; remove it or set label {TEMPLATE_LABEL}"
             )
             findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
+    dra = env.inventory.dra_resources  # a device DRA serves: a GPU or MIG device, in practice
     has_gpu = any(
-        _is_accelerator(a.kind, a.resource) and _asked(a.count) for c in env.view.containers for a in c.accel
+        (_is_accelerator(a.kind, a.resource) or a.resource in dra) and _asked(a.count)
+        for c in env.view.containers
+        for a in c.accel
     ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
     if requirement == "required" and not has_gpu:
         message = (

@@ -1,0 +1,39 @@
+"""The extended resources Dynamic Resource Allocation serves (KEP-5004, `DRAExtendedResource`:
+alpha in Kubernetes 1.34, on by default in 1.36; shared/reference/MIG.md section 6).
+
+A DeviceClass with `spec.extendedResourceName` lets a pod ask for that name in its limits
+(`nvidia.com/gpu: 1`, `nvidia.com/mig-1g.12gb: 1`) and get a device through DRA, and every class
+can be asked for as `deviceclass.resource.kubernetes.io/<class name>`. No node advertises these
+names in its allocatable: the scheduler's DRA plugin finds the devices in ResourceSlices. So they
+are valid names with no node counts to hold a request against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+DEVICE_CLASS_GROUP: Final = "resource.k8s.io"
+CLASS_RESOURCE_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+
+
+def is_device_class(obj: Mapping[str, Any]) -> bool:
+    api_version = obj.get("apiVersion")
+    group = api_version.partition("/")[0] if isinstance(api_version, str) else ""
+    return obj.get("kind") == "DeviceClass" and group == DEVICE_CLASS_GROUP
+
+
+def class_resources(device_class: Mapping[str, Any]) -> frozenset[str]:
+    """The extended resource names one DeviceClass serves."""
+    metadata = device_class.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    spec = device_class.get("spec")
+    mapped = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
+    names = {f"{CLASS_RESOURCE_PREFIX}{name}"} if isinstance(name, str) and name else set()
+    if isinstance(mapped, str) and mapped:
+        names.add(mapped)
+    return frozenset(names)
+
+
+def dra_resources(device_classes: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    return frozenset().union(*(class_resources(c) for c in device_classes))

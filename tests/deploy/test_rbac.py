@@ -39,7 +39,7 @@ def test_bindings_name_only_our_service_accounts(objects: Objects) -> None:
             one(objects, "ServiceAccount", subject["name"])
 
 
-def test_webhook_reads_nodes_and_pods_and_nothing_else(objects: Objects) -> None:
+def test_webhook_reads_nodes_pods_and_device_classes_and_nothing_else(objects: Objects) -> None:
     rules = _rules_of(objects, WEBHOOK_SA)
     assert rules
     granted = {
@@ -50,7 +50,9 @@ def test_webhook_reads_nodes_and_pods_and_nothing_else(objects: Objects) -> None
         for verb in rule["verbs"]
     }
     assert not any("resourceNames" in rule for _, rule in rules)
-    wanted = {("", r, v) for r in ("nodes", "pods") for v in ("get", "list", "watch")}
+    verbs = ("get", "list", "watch")
+    wanted = {("", r, v) for r in ("nodes", "pods") for v in verbs}
+    wanted |= {("resource.k8s.io", "deviceclasses", v) for v in verbs}
     assert granted == wanted
 
 

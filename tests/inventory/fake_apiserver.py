@@ -29,8 +29,17 @@ from tests.http_support import send_json
 from webhook.tls.certgen import make_ca, make_serving
 
 TOKEN = "test-token"
-PATHS = {"/api/v1/nodes": "nodes", "/api/v1/pods": "pods"}
-KINDS = {"nodes": ("Node", "NodeList"), "pods": ("Pod", "PodList")}
+PATHS = {
+    "/api/v1/nodes": "nodes",
+    "/api/v1/pods": "pods",
+    "/apis/resource.k8s.io/v1/deviceclasses": "deviceclasses",
+}
+KINDS = {
+    "nodes": ("Node", "NodeList"),
+    "pods": ("Pod", "PodList"),
+    "deviceclasses": ("DeviceClass", "DeviceClassList"),
+}
+API_VERSIONS = {"deviceclasses": "resource.k8s.io/v1"}
 
 
 @dataclass
@@ -62,6 +71,8 @@ class FakeApiServer:
             kind.gate.set()
         self.seen: list[Seen] = []
         self.gone_as_http = False
+        self.refused: dict[str, int] = {}
+        """Kinds answered with this HTTP status (404: an API the cluster lacks; 403: not granted)."""
         self.cond = threading.Condition()
         self.stopping = False
         ca = make_ca("fake-apiserver-ca")
@@ -161,7 +172,7 @@ class FakeApiServer:
         stored = copy.deepcopy(obj)
         stored.setdefault("metadata", {})["resourceVersion"] = str(self.version)
         stored.setdefault("kind", KINDS[kind][0])
-        stored.setdefault("apiVersion", "v1")
+        stored.setdefault("apiVersion", API_VERSIONS.get(kind, "v1"))
         if store:
             self.kinds[kind].objects[_key(stored)] = stored
         self.kinds[kind].events.append((self.version, event, stored))
@@ -209,6 +220,11 @@ class _Handler(BaseHTTPRequestHandler):
         watching = query.get("watch") in ("true", "1")
         with self.api.cond:
             self.api.seen.append(Seen(kind, watching, query))
+            refused = self.api.refused.get(kind)
+        if refused is not None:
+            return self._status(
+                refused, "NotFound" if refused == 404 else "Forbidden", f"{url.path}: refused"
+            )
         if watching:
             return self._watch(kind, query)
         return self._list(kind, query)

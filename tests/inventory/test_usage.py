@@ -158,7 +158,8 @@ def test_cluster_state_events_match_a_full_build() -> None:
     expected_pods = [p for p in _pods() if p["metadata"]["name"] not in ("s0", "t")] + [extra]
     by_name = sorted(_nodes(), key=lambda n: str(n["metadata"]["name"]))
     assert state.snapshot() == build_inventory(by_name, expected_pods)
-    assert state.counts() == {"nodes": 4, "gpuNodes": 4, "acceleratorPods": len(expected_pods)}
+    counts = {"nodes": 4, "gpuNodes": 4, "acceleratorPods": len(expected_pods), "deviceClasses": 0}
+    assert state.counts() == counts
 
 
 def test_cluster_state_node_events() -> None:

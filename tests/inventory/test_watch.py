@@ -301,3 +301,57 @@ def test_a_watch_that_keeps_expiring_backs_off_instead_of_spinning(server: FakeA
         assert source.ready()  # the lists themselves succeed: the snapshot is served meanwhile
     finally:
         source.stop()
+
+
+# --- DRA DeviceClasses -----------------------------------------------------------------------
+def gpu_class(name: str = "gpu.nvidia.com", mapped: str | None = "nvidia.com/gpu") -> dict[str, Any]:
+    spec = {"selectors": []} | ({"extendedResourceName": mapped} if mapped else {})
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_device_classes_add_the_extended_resources_dra_serves(server: FakeApiServer) -> None:
+    server.put("deviceclasses", gpu_class())
+    source = source_for(server)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        served = {"nvidia.com/gpu", "deviceclass.resource.kubernetes.io/gpu.nvidia.com"}
+        assert source.current().dra_resources == served
+        server.put("deviceclasses", gpu_class("mig-1g-12gb.gpu.nvidia.com", "nvidia.com/mig-1g.12gb"))
+        wait_for(lambda: "nvidia.com/mig-1g.12gb" in source.current().dra_resources, what="the new class")
+        assert "nvidia.com/mig-1g.12gb" in source.current().advertised
+        server.delete("deviceclasses", gpu_class())
+        wait_for(lambda: "nvidia.com/gpu" not in source.current().dra_resources, what="the deleted class")
+        assert source.status()["deviceClasses"] == 1
+    finally:
+        source.stop()
+
+
+@pytest.mark.parametrize("status", [404, 403])
+def test_a_cluster_without_the_dra_api_is_ready_with_none(server: FakeApiServer, status: int) -> None:
+    """A cluster before resource.k8s.io/v1 (404), or a role that does not grant it (403): ready at
+    once, no DRA resources, no errors; listed again later, when an upgrade may have brought it."""
+    server.refused["deviceclasses"] = status
+    source = source_for(server, absent_retry=0.1)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        assert source.current().dra_resources == frozenset()
+        stream = source.status()["streams"]["deviceclasses"]
+        assert stream["synced"] and str(status) in stream["absent"] and stream["lastError"] is None
+        assert source.status()["lastError"] is None
+        del server.refused["deviceclasses"]
+        server.put("deviceclasses", gpu_class())
+        wait_for(lambda: "nvidia.com/gpu" in source.current().dra_resources, what="the API served at last")
+        assert source.status()["streams"]["deviceclasses"]["absent"] is None
+    finally:
+        source.stop()
+
+
+def test_a_one_shot_sync_reads_a_missing_dra_api_as_none(server: FakeApiServer) -> None:
+    server.refused["deviceclasses"] = 404
+    inventory = source_for(server).sync_once()
+    assert [n.name for n in inventory.nodes] == [
+        "mig-0",
+        "whole-0",
+    ] and inventory.dra_resources == frozenset()

@@ -1,10 +1,16 @@
-"""The live inventory: list, then watch, the cluster's Nodes and bound Pods through the `kubernetes` client.
+"""The live inventory: list, then watch, the cluster's Nodes, bound Pods and DRA DeviceClasses
+through the `kubernetes` client.
 
 Each kind runs in its own thread: a paginated list, then watches from the list's
 resourceVersion (bookmarks keep it fresh). An expired resourceVersion (410 Gone, as an HTTP
 status or as an ERROR event) lists again at once; any other error waits a bounded exponential
-backoff with jitter first. Events update a compact ClusterState; a third thread publishes a new
+backoff with jitter first. Events update a compact ClusterState; another thread publishes a new
 immutable Inventory at most once per `rebuild_interval`, swapped in as one reference.
+
+DeviceClasses (`resource.k8s.io/v1`) only add the extended resources DRA serves
+(webhook/inventory/dra.py). A cluster without that API (404), or an install whose role does not
+grant it (403), has none: the stream counts as synced and empty, and lists again every
+`absent_retry` seconds (an upgrade may bring the API), so readiness never waits for it.
 
 Only events that change what the inventory is built from ask for a rebuild: a GPU node's parsed
 record, the resource names a node advertises, the accelerators a bound pod holds. Node status
@@ -29,6 +35,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import urllib3
@@ -36,6 +43,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory
+from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources
 from webhook.inventory.nodes import advertised_names, assemble_inventory, node_allocatable, parse_node
 from webhook.inventory.usage import PodUsage, pod_usage
 
@@ -43,6 +51,7 @@ log = logging.getLogger(__name__)
 
 POD_FIELD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 _EXPIRED_REASONS = ("Expired", "Gone")
+_ABSENT_STATUSES = (403, 404)
 
 
 class WatchConfigError(ValueError):
@@ -67,6 +76,17 @@ def node_record(node: Mapping[str, Any]) -> NodeRecord:
     return NodeRecord(name, parse_node(node, allocatable), frozenset(advertised_names(allocatable)))
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceClassRecord:
+    name: str
+    resources: frozenset[str]
+
+
+def device_class_record(device_class: Mapping[str, Any]) -> DeviceClassRecord:
+    name = str(_mapping(device_class.get("metadata")).get("name") or "")
+    return DeviceClassRecord(name, class_resources(device_class))
+
+
 class ClusterState:
     """Nodes and accelerator pods as last seen, kept compact.
 
@@ -81,6 +101,7 @@ class ClusterState:
         self._pods: dict[str, PodUsage] = {}
         self._used: dict[str, dict[str, int]] = {}
         self._pod_counts: dict[str, int] = {}
+        self._classes: dict[str, frozenset[str]] = {}
 
     def replace_nodes(self, records: Iterable[NodeRecord]) -> None:
         fresh = {r.name: self._intern(r) for r in records}
@@ -96,6 +117,20 @@ class ClusterState:
             before = self._nodes.get(record.name)
             self._nodes[record.name] = self._intern(record)
             return before != record
+
+    def replace_device_classes(self, records: Iterable[DeviceClassRecord]) -> None:
+        fresh = {r.name: r.resources for r in records}
+        with self._lock:
+            self._classes = fresh
+
+    def apply_device_class(self, event: str, device_class: Mapping[str, Any]) -> bool:
+        """Apply one event; whether it changed the extended resources DRA serves."""
+        record = device_class_record(device_class)
+        with self._lock:
+            before = self._classes.pop(record.name, None)
+            if event != "DELETED":
+                self._classes[record.name] = record.resources
+            return before != self._classes.get(record.name)
 
     def replace_pods(self, usages: Iterable[PodUsage]) -> None:
         with self._lock:
@@ -122,7 +157,8 @@ class ClusterState:
             gpu_nodes = sorted((r.gpu for r in self._nodes.values() if r.gpu), key=lambda n: n.name)
             distinct = {id(r.advertised): r.advertised for r in self._nodes.values()}
             usage = {node: (dict(self._used.get(node, {})), n) for node, n in self._pod_counts.items()}
-        return assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage)
+            dra = frozenset().union(*self._classes.values())
+        return assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage, dra)
 
     def pod_usage(self) -> tuple[PodUsage, ...]:
         with self._lock:
@@ -131,7 +167,8 @@ class ClusterState:
     def counts(self) -> dict[str, int]:
         with self._lock:
             gpu = sum(1 for r in self._nodes.values() if r.gpu is not None)
-            return {"nodes": len(self._nodes), "gpuNodes": gpu, "acceleratorPods": len(self._pods)}
+            counts = {"nodes": len(self._nodes), "gpuNodes": gpu, "acceleratorPods": len(self._pods)}
+            return {**counts, "deviceClasses": len(self._classes)}
 
     def _intern(self, record: NodeRecord) -> NodeRecord:
         """Nodes of one pool advertise the same names: keep one copy of each set."""
@@ -187,6 +224,10 @@ class _Stream:
     """Apply one watch event; True when it changed what the inventory is built from."""
     field_selector: str | None
     backoff: Backoff
+    optional: bool = False
+    """An API the cluster may not serve (403/404 read as: none of these objects)."""
+    absent: str | None = None
+    """Why an optional API was read as empty, while it is."""
     synced: bool = False
     resource_version: str = ""
     lists: int = 0
@@ -208,6 +249,7 @@ class _Stream:
             "events": self.events,
             "bookmarks": self.bookmarks,
             "lastError": self.last_error,
+            **({"absent": self.absent} if self.optional else {}),
             "recentBackoffSeconds": [round(d, 3) for d in self.backoff.recent],
         }
 
@@ -226,6 +268,7 @@ class ClusterInventorySource:
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         rng: random.Random | None = None,
+        absent_retry: float = 300.0,
     ) -> None:
         self._kubeconfig = kubeconfig
         self._context = context
@@ -233,6 +276,7 @@ class ClusterInventorySource:
         self._watch_timeout = watch_timeout
         self._page_size = page_size
         self._backoff = (backoff_base, backoff_cap, rng or random.Random())
+        self._absent_retry = absent_retry
         self._state = ClusterState()
         self._inventory: Inventory | None = None
         self._published_at = 0.0
@@ -244,9 +288,8 @@ class ClusterInventorySource:
         self._streams: list[_Stream] = []
 
     def start(self) -> None:
-        api = client.CoreV1Api(self._api_client())
         self._stopping.clear()
-        self._streams = [self._node_stream(api), self._pod_stream(api)]
+        self._streams = self._all_streams(self._api_client())
         self._threads = [
             *(
                 threading.Thread(target=self._run, args=(s,), name=f"inventory-{s.name}", daemon=True)
@@ -267,14 +310,18 @@ class ClusterInventorySource:
             thread.join(timeout=5)
 
     def sync_once(self) -> Inventory:
-        """List Nodes and Pods once, without watching (the `report` command); errors propagate."""
-        api = client.CoreV1Api(self._api_client())
-        self._streams = [self._node_stream(api), self._pod_stream(api)]
+        """List Nodes, Pods and DeviceClasses once, without watching (the `report` command); errors
+        propagate, but an optional API the cluster does not serve reads as empty."""
+        self._streams = self._all_streams(self._api_client())
         for stream in self._streams:
             try:
                 self._list(stream)
             except ResourceExpired as exc:
                 raise WatchConfigError(f"{stream.name}: the list expired while paging: {exc}") from exc
+            except ApiException as exc:
+                if not _absent(stream, exc):
+                    raise
+                self._read_as_absent(stream, exc)
         self._publish()
         return self.current()
 
@@ -315,6 +362,25 @@ class ClusterInventorySource:
             where = f"kubeconfig {self._kubeconfig}" if self._kubeconfig else "in-cluster service account"
             raise WatchConfigError(f"cannot reach the cluster: {where}: {exc}") from exc
 
+    def _all_streams(self, api_client: client.ApiClient) -> list[_Stream]:
+        core = client.CoreV1Api(api_client)
+        return [self._node_stream(core), self._pod_stream(core), self._device_class_stream(api_client)]
+
+    def _device_class_stream(self, api_client: client.ApiClient) -> _Stream:
+        state = self._state
+        custom = client.CustomObjectsApi(api_client)
+        list_fn = partial(custom.list_cluster_custom_object, DEVICE_CLASS_GROUP, "v1", "deviceclasses")
+        stream = self._stream(
+            "deviceclasses",
+            list_fn,
+            device_class_record,
+            state.replace_device_classes,
+            state.apply_device_class,
+            None,
+        )
+        stream.optional = True
+        return stream
+
     def _node_stream(self, api: client.CoreV1Api) -> _Stream:
         state = self._state
         return self._stream("nodes", api.list_node, node_record, state.replace_nodes, state.apply_node, None)
@@ -352,8 +418,22 @@ class ClusterInventorySource:
                 if stream.expired_in_a_row > 1:  # expired again before any event: do not spin
                     self._stopping.wait(stream.backoff.next_delay())
             except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
-                if not self._stopping.is_set():
+                if self._stopping.is_set():
+                    continue
+                if isinstance(exc, ApiException) and _absent(stream, exc):
+                    self._read_as_absent(stream, exc)
+                    self._stopping.wait(self._absent_retry)
+                else:
                     self._failed(stream, exc)
+
+    def _read_as_absent(self, stream: _Stream, exc: ApiException) -> None:
+        """An optional API not served, or not granted: none of its objects, and say why."""
+        if stream.absent is None:
+            log.info("%s: not read (%s); none assumed", stream.name, _describe(exc))
+        stream.absent = _describe(exc)
+        stream.replace([])
+        stream.synced = True
+        self._changed(initial=True)
 
     def _failed(self, stream: _Stream, exc: Exception) -> None:
         stream.errors += 1
@@ -378,6 +458,7 @@ class ClusterInventorySource:
         stream.lists += 1
         stream.synced = True
         stream.last_error = None
+        stream.absent = None
         self._changed(initial=True)
 
     def _get_page(self, stream: _Stream, token: str | None) -> dict[str, Any]:
@@ -472,6 +553,10 @@ def _expired_or(exc: ApiException) -> Exception:
     if exc.status == 410 or expired:
         return ResourceExpired(f"resource version expired ({exc.status} {exc.reason})")
     return exc
+
+
+def _absent(stream: _Stream, exc: ApiException) -> bool:
+    return stream.optional and exc.status in _ABSENT_STATUSES
 
 
 def _describe(exc: Exception) -> str:

@@ -156,6 +156,14 @@ BAD_MANIFESTS = {  # name: (text, where the message must point)
     "invalid-yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", ":4:1:"),
     "duplicate-key": ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n", ":5"),
     "not-a-mapping": ("- just\n- a list\n", "#1"),
+    "spec-not-an-object": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: 7\n",
+        "#1: Pod x: spec: must be an object, not a number",
+    ),
+    "deployment-without-template": (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
+        "#1: Deployment d: spec.template: missing",
+    ),
 }
 BAD_INVENTORIES = {
     "invalid-yaml": "items: [\n",

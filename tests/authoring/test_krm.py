@@ -89,6 +89,14 @@ def test_denials_are_errors_warnings_are_warnings_and_the_file_is_named() -> Non
     assert not research.failed
 
 
+def test_a_malformed_pod_spec_is_an_error_at_its_field_and_passes_through() -> None:
+    broken = pod("broken") | {"spec": {"containers": 5}}
+    outcome = run_function(resource_list(broken, pod("vllm")), CONFIG)
+    (error,) = [r for r in outcome.results if r["resourceRef"]["name"] == "broken"]
+    assert error["severity"] == "error" and error["field"] == {"path": "spec.containers"}
+    assert outcome.failed and outcome.resource_list["items"][0] == broken
+
+
 def test_mutate_false_leaves_items_unchanged_but_reports() -> None:
     items = (pod("vllm"), deployment("web"))
     outcome = run_function(resource_list(*items, config={"mutate": "false"}), CONFIG)
@@ -176,10 +184,11 @@ def test_cli_stream_with_config_file_as_kustomize_exec_plugins_call_it(tmp_path:
 @pytest.mark.parametrize("stdin", ["items: [unclosed\n", "apiVersion: v1\nkind: Pod\n---\n- a list\n"])
 def test_cli_bad_input_is_a_message_not_a_traceback(stdin: str) -> None:
     result = krm(stdin)
+    assert "Traceback" not in result.stderr
     if result.returncode == 2:
-        assert result.stderr.startswith("gpu-webhook: krm:") and "Traceback" not in result.stderr
-    else:  # a stream whose odd document is passed through untouched
-        assert result.returncode == 0 and "Traceback" not in result.stderr
+        assert result.stderr.startswith("gpu-webhook: krm:")
+    else:  # the odd document passed through untouched; the Pod without a spec is an error result
+        assert result.returncode == 1 and "error: Pod/: malformed: spec: missing" in result.stderr
 
 
 def test_cli_stdin_that_is_not_utf8_is_named_at_its_line_and_column() -> None:

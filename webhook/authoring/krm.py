@@ -27,6 +27,7 @@ from webhook.core.model import (
 from webhook.core.reasons import REASONS
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
+from webhook.podshape import shape_problems
 
 SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
 PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -149,12 +150,22 @@ def _process(
     metadata = lenient_object(item.get("metadata"))
     namespace = str(metadata.get("namespace") or config.namespace or "default")
     context = Context(catalog, inventory, namespace=namespace, mutate_templates=config.mutate)
+    malformed = shape_problems(item)
+    if malformed:
+        return item, [_malformed(item, path, problem) for path, problem in malformed]
     try:
         decision = decide_object(item, context)
     except Exception as exc:  # a core bug: report it on the item, keep the pipeline readable
         return item, [_result(item, "error", f"the webhook could not evaluate this object: {exc}", None)]
     applied = config.mutate and decision.mutated is not None
     return (decision.mutated if applied else item), list(_results(item, decision, applied))
+
+
+def _malformed(item: dict[str, Any], path: str, problem: str) -> dict[str, Any]:
+    """A pod spec the API server would refuse to decode: an error at its field, no decision."""
+    result = _result(item, "error", f"malformed: {path}: {problem}", None)
+    result["field"] = {"path": path}
+    return result
 
 
 def _checkable(item: Any) -> bool:

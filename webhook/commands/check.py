@@ -22,6 +22,7 @@ from webhook.commands.common import (
 from webhook.core.model import Context, Decision
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.manifests import Manifest, read_manifests
+from webhook.podshape import shape_problems
 from webhook.yamlio import dump_yaml, dump_yaml_all
 
 FORMATS = ("text", "yaml", "json", "patch")
@@ -57,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
     results = []
     checked = [m for m in manifests if _checkable(m)]
     for manifest in checked:
+        malformed = shape_problems(manifest.obj)
+        if malformed:
+            what = f"{manifest.source}: {manifest.kind} {manifest.name}"
+            input_errors.extend(f"{what}: {path}: {problem}" for path, problem in malformed)
+            continue
         namespace = args.namespace or (manifest.obj.get("metadata") or {}).get("namespace") or "default"
         context = Context(catalog=catalog, inventory=inventory, namespace=str(namespace))
         results.append((manifest, decide_object(manifest.obj, context)))

@@ -118,6 +118,15 @@ def is_supported_object(obj: Mapping[str, Any]) -> bool:
     return is_supported(group_kind(obj))
 
 
+def template_pointer(group_and_kind: GroupKind) -> tuple[str, ...] | None:
+    """Where a kind with one pod template keeps it (`spec.template`), for the supported kinds."""
+    group, kind = group_and_kind
+    pointer = _TEMPLATE_AT.get(kind)
+    if pointer is None or _GROUP_OF.get(kind) != group:
+        return None
+    return tuple(str(step) for step in pointer)
+
+
 def is_supported(group_and_kind: GroupKind) -> bool:
     return group_and_kind == ("", "Pod") or group_and_kind in SUPPORTED
 

@@ -1,0 +1,98 @@
+"""Pod specs that the API server would refuse to decode, told before an offline decision.
+
+The API server decodes a Pod (or a workload's pod template) before any webhook sees it, so the
+webhook itself never meets `spec: 7`. The offline commands (`check`, `krm`) read files, where
+it can be there; deciding such a file leniently would call it ALLOWED, so these name what is
+wrong instead, with its field path: what strict decoding and the required fields would refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from webhook.core.workloads import group_kind, pod_sites, template_pointer
+
+Problem = tuple[str, str]
+"""(field path, what is wrong)."""
+
+
+def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
+    """Every problem of the object's pod specs; none for a well-formed one."""
+    group, kind = group_kind(obj)
+    if (group, kind) == ("", "Pod"):
+        return list(_spec_problems(obj.get("spec"), "spec"))
+    problems: list[Problem] = []
+    pointer = template_pointer((group, kind))
+    if pointer is not None:
+        problems.extend(_template_problems(obj, pointer))
+    if problems:
+        return problems
+    for site in pod_sites(obj, (group, kind)):
+        base = f"{site.path}.spec" if site.writable else site.path
+        problems.extend(_spec_problems(site.pod.get("spec"), base))
+    return problems
+
+
+def _template_problems(obj: Mapping[str, Any], pointer: tuple[str, ...]) -> Iterator[Problem]:
+    value: Any = obj
+    for depth, step in enumerate(pointer):
+        if not isinstance(value, Mapping):
+            where = ".".join(pointer[:depth])
+            yield where, f"must be an object, not {_type(value)}"
+            return
+        value = value.get(step)
+    path = ".".join(pointer)
+    if not isinstance(value, Mapping):
+        yield path, _object_or_missing(value)
+    elif not isinstance(value.get("spec"), Mapping):
+        yield f"{path}.spec", _object_or_missing(value.get("spec"))
+
+
+def _spec_problems(spec: object, base: str) -> Iterator[Problem]:
+    if not isinstance(spec, Mapping):
+        yield base, _object_or_missing(spec)
+        return
+    containers = spec.get("containers")
+    if not containers:
+        yield f"{base}.containers", "missing: a pod needs at least one container"
+    yield from _containers(containers, f"{base}.containers")
+    yield from _containers(spec.get("initContainers"), f"{base}.initContainers")
+
+
+def _containers(items: object, path: str) -> Iterator[Problem]:
+    if items is None:
+        return
+    if not isinstance(items, list):
+        yield path, f"must be a list, not {_type(items)}"
+        return
+    for index, container in enumerate(items):
+        if not isinstance(container, Mapping):
+            yield f"{path}[{index}]", f"must be an object, not {_type(container)}"
+            continue
+        name = container.get("name")
+        where = f"{path}[name={name}]" if isinstance(name, str) and name else f"{path}[{index}]"
+        if not isinstance(name, str) or not name:
+            yield f"{where}.name", "missing: every container needs a name"
+        yield from _resources(container.get("resources"), f"{where}.resources")
+
+
+def _resources(resources: object, path: str) -> Iterator[Problem]:
+    if resources is None:
+        return
+    if not isinstance(resources, Mapping):
+        yield path, f"must be an object, not {_type(resources)}"
+        return
+    for section in ("limits", "requests"):
+        value = resources.get(section)
+        if value is not None and not isinstance(value, Mapping):
+            yield f"{path}.{section}", f"must be an object, not {_type(value)}"
+
+
+def _object_or_missing(value: object) -> str:
+    return "missing: it is required" if value is None else f"must be an object, not {_type(value)}"
+
+
+def _type(value: object) -> str:
+    names = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
+    return names.get(type(value), type(value).__name__)

@@ -8,6 +8,7 @@
 
 case.yaml keys: why, source (optional: the admission body under shared/reference whose request.object
 input.yaml is), inventory (a node list in examples/inventories or tests/inventories, or `none`),
+nodeTemplates (optional: node templates of pools that autoscale from zero, in the same folders),
 namespace, operation (optional, CREATE by default), expect.
 
 Each case checks: the decision, the mutated object, that the patch turns input into expected, that a
@@ -36,13 +37,14 @@ from webhook.catalog import load_catalog
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, Decision, Inventory
 from webhook.core.reasons import REASONS
 from webhook.core.workloads import decide_object
-from webhook.inventory.files import load_inventory
+from webhook.inventory.files import load_inventory, load_node_templates
+from webhook.inventory.nodes import with_node_templates
 
 CASES = ROOT / "tests" / "cases"
 MORE_INVENTORIES = ROOT / "tests" / "inventories"
 REQUIRED = {"case.yaml", "input.yaml", "expected.yaml"}
 OPTIONAL = {"catalog"}
-KEYS = ("why", "source", "inventory", "namespace", "operation", "catalog", "expect")
+KEYS = ("why", "source", "inventory", "nodeTemplates", "namespace", "operation", "catalog", "expect")
 UPDATE = os.environ.get("GOLDEN_UPDATE") == "1"
 
 
@@ -66,19 +68,26 @@ def _catalog(folder: Path | None) -> Catalog:
 
 
 @cache
-def _inventory(name: str) -> Inventory:
+def _inventory(name: str, node_templates: str | None = None) -> Inventory:
     if name == "none":
         return UNKNOWN_INVENTORY
+    inventory = load_inventory(_node_list(name))
+    if node_templates is None:
+        return inventory
+    return with_node_templates(inventory, load_node_templates(_node_list(node_templates)))
+
+
+def _node_list(name: str) -> Path:
     for folder in (INVENTORIES, MORE_INVENTORIES):
         if (folder / f"{name}.yaml").exists():
-            return load_inventory(folder / f"{name}.yaml")
+            return folder / f"{name}.yaml"
     raise AssertionError(f"no inventory {name!r} in {INVENTORIES} or {MORE_INVENTORIES}")
 
 
 def _context(case: Path, spec: dict[str, Any]) -> Context:
     return Context(
         catalog=_catalog(case / spec["catalog"] if spec.get("catalog") else None),
-        inventory=_inventory(spec["inventory"]),
+        inventory=_inventory(spec["inventory"], spec.get("nodeTemplates")),
         namespace=spec["namespace"],
         operation=spec.get("operation", "CREATE"),
     )

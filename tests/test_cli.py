@@ -115,6 +115,14 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         ),
         "not-utf8-lint": Run(("lint", write_bytes(tmp / "latin1-catalog" / "t.yaml", LATIN1_POD))),
         "not-utf8-test": Run(("test", str(tmp / "latin1.yaml"))),
+        "templates-without-inventory": Run(
+            (
+                "check",
+                VECTORADD,
+                "--node-templates",
+                str(ROOT / "tests/inventories/aks-autoscaled-pools.yaml"),
+            )
+        ),
         "foreign-job": Run(("check", write(tmp / "foreign-job.yaml", FOREIGN_JOB), VECTORADD, "-o", "json")),
     }
     for name, (text, _) in BAD_MANIFESTS.items():
@@ -370,3 +378,7 @@ def test_a_kind_of_another_api_group_is_skipped_not_decided(ran: tuple[dict[str,
     found = result(ran, "foreign-job")
     assert found.returncode == 0 and "Traceback" not in found.stderr, found.stderr
     assert [r["name"] for r in records(found)] == ["cuda-vectoradd"]
+
+
+def test_node_templates_need_a_node_list(ran: tuple[dict[str, Result], Path]) -> None:
+    assert_bad_input(result(ran, "templates-without-inventory"), "--node-templates goes with --inventory")

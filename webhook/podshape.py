@@ -21,7 +21,7 @@ def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
     """Every problem of the object's pod specs; none for a well-formed one."""
     group, kind = group_kind(obj)
     if (group, kind) == ("", "Pod"):
-        return list(_spec_problems(obj.get("spec"), "spec"))
+        return list(spec_problems(obj.get("spec"), "spec"))
     problems: list[Problem] = []
     pointer = template_pointer((group, kind))
     if pointer is not None:
@@ -30,7 +30,7 @@ def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
         return problems
     for site in pod_sites(obj, (group, kind)):
         base = f"{site.path}.spec" if site.writable else site.path
-        problems.extend(_spec_problems(site.pod.get("spec"), base))
+        problems.extend(spec_problems(site.pod.get("spec"), base))
     return problems
 
 
@@ -49,7 +49,8 @@ def _template_problems(obj: Mapping[str, Any], pointer: tuple[str, ...]) -> Iter
         yield f"{path}.spec", _object_or_missing(value.get("spec"))
 
 
-def _spec_problems(spec: object, base: str) -> Iterator[Problem]:
+def spec_problems(spec: object, base: str) -> Iterator[Problem]:
+    """What is wrong with one pod spec at `base`: its type, its containers, their resources."""
     if not isinstance(spec, Mapping):
         yield base, _object_or_missing(spec)
         return
@@ -71,10 +72,16 @@ def _containers(items: object, path: str) -> Iterator[Problem]:
             yield f"{path}[{index}]", f"must be an object, not {_type(container)}"
             continue
         name = container.get("name")
-        where = f"{path}[name={name}]" if isinstance(name, str) and name else f"{path}[{index}]"
+        where = container_path(path, index, container)
         if not isinstance(name, str) or not name:
             yield f"{where}.name", "missing: every container needs a name"
         yield from _resources(container.get("resources"), f"{where}.resources")
+
+
+def container_path(path: str, index: int, container: Mapping[str, Any]) -> str:
+    """`spec.containers[name=c]`, as violations name containers; by index when it has no name."""
+    name = container.get("name")
+    return f"{path}[name={name}]" if isinstance(name, str) and name else f"{path}[{index}]"
 
 
 def _resources(resources: object, path: str) -> Iterator[Problem]:

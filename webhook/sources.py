@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from webhook.catalog import load_catalog
-from webhook.core.model import Catalog, Inventory
+from webhook.core.model import Catalog, GpuNode, Inventory
 from webhook.inventory.files import load_inventory
+from webhook.inventory.nodes import with_node_templates
 
 
 class InventorySource(Protocol):
@@ -69,6 +70,37 @@ class FileInventorySource:
     def status(self) -> dict[str, Any]:
         nodes = len(self._inventory.nodes) if self._inventory else 0
         return {"source": str(self._path), "synced": self.ready(), "gpuNodes": nodes}
+
+
+class NodeTemplatesSource:
+    """Another inventory source's snapshots with node templates of pools that autoscale from zero
+    (`--node-templates`). Each snapshot is combined once and kept while the source hands out the
+    same one, so what belongs to a snapshot (the decision cache) lives as long as it does."""
+
+    def __init__(self, source: InventorySource, templates: tuple[GpuNode, ...]) -> None:
+        self._source = source
+        self._templates = templates
+        self._combined: tuple[Inventory, Inventory] | None = None
+
+    def start(self) -> None:
+        self._source.start()
+
+    def stop(self) -> None:
+        self._source.stop()
+
+    def current(self) -> Inventory:
+        inventory = self._source.current()
+        combined = self._combined
+        if combined is None or combined[0] is not inventory:
+            combined = (inventory, with_node_templates(inventory, self._templates))
+            self._combined = combined
+        return combined[1]
+
+    def ready(self) -> bool:
+        return self._source.ready()
+
+    def status(self) -> dict[str, Any]:
+        return {**self._source.status(), "nodeTemplates": [n.name for n in self._templates]}
 
 
 class StaticCatalogSource:

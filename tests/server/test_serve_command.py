@@ -241,14 +241,14 @@ BAD_PODS = {
     "containers a number": (POD + "  containers: 5\n", "spec.containers"),
     "limits a list": (
         POD + "  containers:\n  - name: c\n    resources: {limits: [1]}\n",
-        "spec.containers[0].resources.limits",
+        "spec.containers[name=c].resources.limits",
     ),
     "a request that is no quantity": (
         "apiVersion: v1\nkind: List\nitems:\n- "
         + POD.replace("\n", "\n  ").rstrip()
         + "\n    initContainers:\n    - name: c\n      resources: {requests: {nvidia.com/gpu: lots}}\n"
         + "    containers: []\n",
-        "spec.initContainers[0].resources.requests['nvidia.com/gpu']",
+        "spec.initContainers[name=c].resources.requests['nvidia.com/gpu']",
     ),
 }
 

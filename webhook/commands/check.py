@@ -39,6 +39,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="node list (kubectl get nodes -o yaml); without it slice choice and node checks are skipped",
     )
     parser.add_argument(
+        "--node-templates",
+        metavar="FILE",
+        help="Nodes as the pools that autoscale from zero would add them; they count with --inventory",
+    )
+    parser.add_argument(
         "--namespace", "-n", help="namespace for pods that do not name one (default: default)"
     )
     parser.add_argument("--templates", default="templates", help="templates folder (default: templates)")
@@ -50,7 +55,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     try:
         catalog = catalog_from(args.templates, args.policies)
-        inventory = inventory_from(args.inventory)
+        inventory = inventory_from(args.inventory, args.node_templates)
     except UsageError as exc:
         error(str(exc))
         return EXIT_BAD_INPUT

@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from webhook.catalog import CatalogError, load_catalog
-from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
-from webhook.inventory.files import InventoryError, load_inventory
+from webhook.core.model import UNKNOWN_INVENTORY, Catalog, GpuNode, Inventory
+from webhook.inventory.files import InventoryError, load_inventory, load_node_templates
+from webhook.inventory.nodes import with_node_templates
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -26,13 +27,26 @@ def catalog_from(templates: str, policies: str) -> Catalog:
         raise UsageError(f"the templates and policies do not load:\n{exc}") from exc
 
 
-def inventory_from(path: str | None) -> Inventory:
+def inventory_from(path: str | None, node_templates: str | None = None) -> Inventory:
+    """The node list's inventory; with `node_templates`, pools that autoscale from zero join it."""
     if path is None:
+        if node_templates is not None:
+            raise UsageError("--node-templates goes with --inventory: they add to a node list")
         return UNKNOWN_INVENTORY
     try:
-        return load_inventory(path)
+        inventory = load_inventory(path)
+        return with_node_templates(inventory, templates_from(node_templates))
     except InventoryError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def templates_from(path: str | None) -> tuple[GpuNode, ...]:
+    if path is None:
+        return ()
+    try:
+        return load_node_templates(path)
+    except InventoryError as exc:
+        raise UsageError(f"--node-templates: {exc}") from exc
 
 
 def error(message: str) -> None:

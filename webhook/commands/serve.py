@@ -21,10 +21,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webhook.buildinfo import core_build
-from webhook.commands.common import EXIT_BAD_INPUT, UsageError, catalog_from, error, inventory_from
+from webhook.commands.common import (
+    EXIT_BAD_INPUT,
+    UsageError,
+    catalog_from,
+    error,
+    inventory_from,
+    templates_from,
+)
+from webhook.core.model import GpuNode
 from webhook.server.decision_cache import DEFAULT_CAPACITY as DECISION_CACHE
 from webhook.server.pod_list import PodListError, check_pod_list
-from webhook.sources import CatalogSource, FileInventorySource, InventorySource, StaticCatalogSource
+from webhook.sources import (
+    CatalogSource,
+    FileInventorySource,
+    InventorySource,
+    NodeTemplatesSource,
+    StaticCatalogSource,
+)
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
 from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
 
@@ -58,6 +72,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     nodes.add_argument("--kubeconfig", metavar="FILE", help="watch the cluster's nodes instead of a file")
     nodes.add_argument(
         "--in-cluster", action="store_true", help="watch the nodes with the pod's service account"
+    )
+    parser.add_argument(
+        "--node-templates",
+        metavar="FILE",
+        help="Nodes as the pools that autoscale from zero would add them (a node list YAML)",
     )
     parser.add_argument(
         "--pods",
@@ -135,6 +154,9 @@ def _plan(args: argparse.Namespace) -> Plan:
         inventory: Any = partial(_cluster_source(args.kubeconfig), kubeconfig=args.kubeconfig)
     else:
         inventory = _file_inventory(args)
+    templates_of_pools = templates_from(args.node_templates)
+    if templates_of_pools:
+        inventory = partial(_with_templates, inventory, templates_of_pools)
     tls, ca_file = _certificates(Path(args.cert_dir), host, args.client_ca)
     sources = partial(_sources, (templates, policies), inventory, args.reload_seconds)
     return Plan(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host, tls, ca_file, sources)
@@ -158,6 +180,10 @@ def _file_inventory(args: argparse.Namespace) -> Any:
     from webhook.report.files import StaticUsageInventorySource
 
     return partial(StaticUsageInventorySource, path, pods)
+
+
+def _with_templates(inventory: Any, templates: tuple[GpuNode, ...]) -> InventorySource:
+    return NodeTemplatesSource(inventory(), templates)
 
 
 def _sources(

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from webhook.core.model import Inventory
+from webhook.core.model import GpuNode, Inventory
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import is_device_class
-from webhook.inventory.nodes import build_inventory
+from webhook.inventory.nodes import build_inventory, parse_gpu_nodes
 from webhook.yamlio import YamlError, read_text
 
 _COUNTED_PREFIX = "nvidia.com/"
@@ -35,6 +35,15 @@ class InventoryObjects:
 def load_inventory(path: str | Path) -> Inventory:
     found = read_inventory_objects(Path(path))
     return build_inventory(found.nodes, device_classes=found.device_classes)
+
+
+def load_node_templates(path: str | Path) -> tuple[GpuNode, ...]:
+    """Node templates of pools that autoscale from zero (see `with_node_templates`): Nodes as
+    `kubectl get node -o yaml` prints one of the pool's nodes; at least one must have GPUs."""
+    found = parse_gpu_nodes(read_inventory_objects(Path(path)).nodes)
+    if not found:
+        raise InventoryError(f"{path}: no node template with NVIDIA devices in its allocatable")
+    return found
 
 
 def iter_nodes(path: Path) -> Iterator[Mapping[str, Any]]:

@@ -10,7 +10,7 @@ partitions as `nvidia.com/gpu` on nodes labelled `cloud.google.com/gke-gpu-parti
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from sys import intern
@@ -86,6 +86,25 @@ def assemble_inventory(
         return _aggregate(ordered, advertised, dra)
     used = tuple(_with_usage(node, usage.get(node.name)) for node in ordered)
     return _aggregate(used, advertised, dra, usage_known=True)
+
+
+def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> Inventory:
+    """The inventory with node pools that autoscale from zero: each template (a Node as one of
+    the pool's nodes would be) counts as a node with nothing bound for what a pod may ask for and
+    where it may land (largest node, slices on offer, free devices, placement), while `nodes`,
+    which the report lists, keeps the real ones. An inventory not yet known stays unknown."""
+    if not templates or not inventory.known:
+        return inventory
+    names = frozenset(name for node in templates for name in advertised_names(node.allocatable))
+    every = (*inventory.nodes, *templates)
+    combined = _aggregate(every, inventory.advertised | names, inventory.dra_resources, inventory.usage_known)
+    return replace(combined, nodes=inventory.nodes, packing=inventory.packing)
+
+
+def parse_gpu_nodes(nodes: Iterable[Mapping[str, Any]]) -> tuple[GpuNode, ...]:
+    """The GPU nodes among these Node objects, parsed, with nothing bound to them."""
+    parsed = (parse_node(node, _allocatable(node)) for node in nodes)
+    return tuple(node for node in parsed if node is not None)
 
 
 def _with_usage(node: GpuNode, usage: tuple[Mapping[str, int], int] | None) -> GpuNode:

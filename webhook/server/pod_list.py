@@ -15,6 +15,7 @@ from typing import Any
 
 from webhook.core.quantity import parse_quantity
 from webhook.manifests import Manifest, read_manifests
+from webhook.podshape import container_path, spec_problems
 
 CONTAINER_GROUPS = ("initContainers", "containers")
 STRING_FIELDS = (("metadata", "namespace"), ("spec", "nodeName"), ("status", "phase"))
@@ -41,43 +42,36 @@ def pod_problems(manifest: Manifest) -> Iterator[str]:
     if manifest.kind != "Pod":
         yield f"kind: {manifest.kind or 'none'!r}, expected Pod"
         return
-    for field in ("metadata", "spec", "status"):
+    for field in ("metadata", "status"):
         if field in pod and not isinstance(pod[field], Mapping):
             yield f"{field}: expected a mapping, got {_type(pod[field])}"
-    metadata, spec = _mapping(pod, "metadata"), _mapping(pod, "spec")
+    metadata = _mapping(pod, "metadata")
     if not isinstance(metadata.get("name"), str) or not metadata["name"]:
         yield "metadata.name: a pod needs a name"
     for parent, field in STRING_FIELDS:
         value = _mapping(pod, parent).get(field)
         if value is not None and not isinstance(value, str):
             yield f"{parent}.{field}: expected a string, got {_type(value)}"
-    if isinstance(pod.get("spec"), Mapping) and "containers" not in spec:
-        yield "spec.containers: missing"
+    yield from (f"{path}: {problem}" for path, problem in spec_problems(pod.get("spec"), "spec"))
+    yield from _quantities(_mapping(pod, "spec"))
+
+
+def _quantities(spec: Mapping[str, Any]) -> Iterator[str]:
+    """Requests and limits that are no quantity, where the spec's shape lets them be read."""
     for group in CONTAINER_GROUPS:
-        yield from _container_problems(f"spec.{group}", spec.get(group, []))
+        containers = spec.get(group)
+        for index, container in enumerate(containers if isinstance(containers, list) else ()):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            if not isinstance(resources, Mapping):
+                continue
+            where = f"{container_path(f'spec.{group}', index, container)}.resources"
+            for kind in ("limits", "requests"):
+                quantities = resources.get(kind)
+                if isinstance(quantities, Mapping):
+                    yield from _quantity_problems(f"{where}.{kind}", quantities)
 
 
-def _container_problems(path: str, containers: Any) -> Iterator[str]:
-    if not isinstance(containers, list):
-        yield f"{path}: expected a list, got {_type(containers)}"
-        return
-    for index, container in enumerate(containers):
-        where = f"{path}[{index}]"
-        if not isinstance(container, Mapping):
-            yield f"{where}: expected a mapping, got {_type(container)}"
-            continue
-        resources = container.get("resources", {})
-        if not isinstance(resources, Mapping):
-            yield f"{where}.resources: expected a mapping, got {_type(resources)}"
-            continue
-        for kind in ("limits", "requests"):
-            yield from _quantity_problems(f"{where}.resources.{kind}", resources.get(kind, {}))
-
-
-def _quantity_problems(path: str, quantities: Any) -> Iterator[str]:
-    if not isinstance(quantities, Mapping):
-        yield f"{path}: expected a mapping, got {_type(quantities)}"
-        return
+def _quantity_problems(path: str, quantities: Mapping[str, Any]) -> Iterator[str]:
     for resource, value in quantities.items():
         try:
             parse_quantity(value)

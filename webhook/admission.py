@@ -21,6 +21,7 @@ from webhook import jsoncodec
 from webhook.core.clone import JSON_SCALARS
 from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
+from webhook.core.reasons import UNCHECKED_NOTES
 from webhook.core.workloads import (
     SUPPORTED_KINDS,
     VOLCANO_JOB,
@@ -38,7 +39,6 @@ MAX_DEPTH: Final = 100
 """Deeper objects are refused: no Kubernetes object nests anywhere near this."""
 WARNINGS_BUDGET: Final = 4096 - 96
 """The API server cuts every warning to 256 runes once all of them pass 4096 runes."""
-SKIP_NOTES: Final = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
 """Info codes that say why nothing was checked: kept in /validate's audit annotations."""
 MAX_LINE: Final = 400
 """A denial lists every violation; a single line longer than this is cut."""
@@ -311,7 +311,7 @@ def mutation_reported(decision: Decision) -> tuple[Violation, ...]:
 def validation_reported(decision: Decision) -> tuple[Violation, ...]:
     """The violations /validate's answer reports: all but the mutations, keeping the notes that
     say why nothing was checked. The server logs and counts exactly these."""
-    return tuple([v for v in decision.violations if v.outcome != "info" or v.code in SKIP_NOTES])
+    return tuple([v for v in decision.violations if v.outcome != "info" or v.code in UNCHECKED_NOTES])
 
 
 def unchanged_response(review: Review, warning: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from webhook.core.model import (
     Violation,
     lenient_object,
 )
-from webhook.core.reasons import REASONS
+from webhook.core.reasons import NOT_MUTATIONS, REASONS
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
 from webhook.podshape import shape_problems
@@ -33,7 +33,6 @@ SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
 PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
 INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
-_NOT_MUTATIONS = frozenset({"NamespaceExcluded", "DraClaimsPresent"})
 
 
 class KrmInputError(ValueError):
@@ -187,7 +186,7 @@ def _results(item: dict[str, Any], decision: Decision, applied: bool) -> Iterato
 
 
 def _is_mutation(violation: Violation) -> bool:
-    return REASONS[violation.code].cls == "info" and violation.code not in _NOT_MUTATIONS
+    return REASONS[violation.code].cls == "info" and violation.code not in NOT_MUTATIONS
 
 
 def _result(

@@ -19,7 +19,7 @@ from webhook.core.model import (
     Violation,
 )
 from webhook.core.patches import PatchDoesNotApply, make_patch
-from webhook.core.reasons import REASONS
+from webhook.core.reasons import NOT_MUTATIONS, REASONS
 
 MAX_WARNING: Final = 120
 _MIRROR_POD: Final = Finding(
@@ -115,11 +115,9 @@ def finish(
 
 def _is_warning(violation: Violation) -> bool:
     """Warnings go back to the user: warn-mode problems and each mutation made."""
-    return violation.outcome == "warn" or (violation.outcome == "info" and violation.code not in _NOT_WARNED)
-
-
-_NOT_WARNED: Final = frozenset({"NamespaceExcluded", "DraClaimsPresent", "MirrorPodLeftAlone"})
-"""Info codes that say a pod was left alone: recorded, not sent back as warnings."""
+    return violation.outcome == "warn" or (
+        violation.outcome == "info" and violation.code not in NOT_MUTATIONS
+    )
 
 
 def _warning(violation: Violation) -> str:

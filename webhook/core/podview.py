@@ -93,6 +93,9 @@ class PodView:
     """A dict (not a Mapping) for the compiled core's direct dict calls; nothing writes to it."""
     annotations: dict[str, str]
     has_resource_claims: bool
+    queued: bool = False
+    """Held for a queue manager: scheduling gates (Kueue's `kueue.x-k8s.io/admission`), or Kueue's
+    queue label, which its webhook turns into a gate whatever order the webhooks run in."""
 
     def __init__(
         self,
@@ -102,6 +105,7 @@ class PodView:
         labels: dict[str, str],
         annotations: dict[str, str],
         has_resource_claims: bool,
+        queued: bool = False,
     ) -> None:
         object.__setattr__(self, "base", base)
         object.__setattr__(self, "meta", meta)
@@ -109,6 +113,7 @@ class PodView:
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "annotations", annotations)
         object.__setattr__(self, "has_resource_claims", has_resource_claims)
+        object.__setattr__(self, "queued", queued)
 
     @property
     def regular(self) -> tuple[ContainerView, ...]:
@@ -151,14 +156,19 @@ def build_view(
         for index, item in enumerate(items):
             if isinstance(item, MAPPINGS):
                 containers.append(_container(base, group, index, item, advertised, inventory_known))
+    labels = _str_map(pod_meta.get("labels"))
     return PodView(
         base=base,
         meta=meta,
         containers=tuple(containers),
-        labels=_str_map(pod_meta.get("labels")),
+        labels=labels,
         annotations=_str_map(pod_meta.get("annotations")),
         has_resource_claims=bool(pod_spec.get("resourceClaims")),
+        queued=bool(pod_spec.get("schedulingGates")) or KUEUE_QUEUE_LABEL in labels,
     )
+
+
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 
 
 def _container(

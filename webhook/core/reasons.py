@@ -54,6 +54,7 @@ _TABLE: Final = (
     Reason("MutationSkipped", "warn", "The webhook could not mutate this pod safely and left it unchanged."),
     # Information (mutations and skips).
     Reason("DraClaimsPresent", "info", "The pod uses DRA resourceClaims; it is left alone."),
+    Reason("QueuedPodKeptAsWritten", "info", "The pod waits for a queue manager (scheduling gates, Kueue) that counts its request as written; it is not rewritten to a slice."),
     Reason("MirrorPodLeftAlone", "info", "The mirror of a static pod, which the kubelet runs from its own manifest; it is left alone."),
     Reason("NamespaceExcluded", "info", "The namespace is excluded by policy; the pod is left alone."),
     Reason("RewrittenToMig", "info", "Whole-GPU requests were rewritten to the smallest fitting MIG slice."),
@@ -68,6 +69,11 @@ _TABLE: Final = (
     Reason("InjectedMetadata", "info", "Labels or annotations were added from the template."),
     Reason("InjectedScheduling", "info", "priorityClassName or runtimeClassName was set from the template."),
 )  # fmt: skip
+
+UNCHECKED_NOTES: Final = frozenset({"NamespaceExcluded", "DraClaimsPresent", "MirrorPodLeftAlone"})
+"""Info codes that say the pod was not looked at, and why: /validate keeps them in its answer."""
+NOT_MUTATIONS: Final = UNCHECKED_NOTES | {"QueuedPodKeptAsWritten"}
+"""Info codes that are not mutations: never sent back as warnings, nor said to be unapplied."""
 
 REASONS: Final[dict[str, Reason]] = {reason.code: reason for reason in _TABLE}
 

@@ -61,6 +61,10 @@ class Plan:
 
 
 NO_PLAN: Final = Plan()
+_QUEUED: Final = (
+    "held for a queue manager (scheduling gates, or Kueue's queue label), which admits it on its "
+    "request as written and may then pin its nodes; kept the whole GPU"
+)
 
 
 def plan_slice(
@@ -80,6 +84,8 @@ def plan_slice(
     devices = _rewritable_devices(view)
     if devices == 0 or not need.known:
         return NO_PLAN
+    if view.queued:
+        return Plan(findings=(Finding("QueuedPodKeptAsWritten", _gpu_path(view), _QUEUED),))
     if placement is None:
         return _plan(view, inventory.offers, need, devices, policy, inventory.usage_known, False)
     narrowed = admitted_offers(inventory, placement)

@@ -8,7 +8,9 @@ the GPU Operator sets that label by default on nodes whose MIG is disabled, whol
 A pod that can only land on such nodes, by its own nodeName, nodeSelector or node affinity (the
 single strategy's documented use: `nvidia.com/gpu: 1` with a nodeSelector on
 `nvidia.com/gpu.product=<model>-MIG-1g.10gb`) or because the cluster has no whole-GPU node, is
-left alone: steering it off the MIG nodes would leave it nowhere to run.
+left alone: steering it off the MIG nodes would leave it nowhere to run. So is a pod held for a
+queue manager (PodView.queued): Kueue pins its nodes when it admits it, and a flavor of
+single-strategy nodes is as legitimate a choice as a nodeSelector on their product.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     offer = env.plan.offer
     if offer is not None and offer.resource == GPU:
         return []  # steered onto MIG nodes on purpose
+    if env.view.queued:
+        return []  # its nodes are for the queue manager to choose
     if not (inventory.single_mig_products or inventory.has_gke_partitions) or not _asks_whole(
         pod, env.view.base
     ):

@@ -32,11 +32,13 @@ TOKEN = "test-token"
 PATHS = {
     "/api/v1/nodes": "nodes",
     "/api/v1/pods": "pods",
+    "/api/v1/resourcequotas": "resourcequotas",
     "/apis/resource.k8s.io/v1/deviceclasses": "deviceclasses",
 }
 KINDS = {
     "nodes": ("Node", "NodeList"),
     "pods": ("Pod", "PodList"),
+    "resourcequotas": ("ResourceQuota", "ResourceQuotaList"),
     "deviceclasses": ("DeviceClass", "DeviceClassList"),
 }
 API_VERSIONS = {"deviceclasses": "resource.k8s.io/v1"}

@@ -355,3 +355,46 @@ def test_a_one_shot_sync_reads_a_missing_dra_api_as_none(server: FakeApiServer) 
         "mig-0",
         "whole-0",
     ] and inventory.dra_resources == frozenset()
+
+
+# --- ResourceQuotas --------------------------------------------------------------------------
+def gpu_quota(namespace: str, hard: int, used: int, cpu_used: str = "1") -> dict[str, Any]:
+    limits = {"requests.nvidia.com/gpu": str(hard), "requests.cpu": "64"}
+    used_now = {"requests.nvidia.com/gpu": str(used), "requests.cpu": cpu_used}
+    return {
+        "metadata": {"name": "gpus", "namespace": namespace},
+        "spec": {"hard": limits},
+        "status": {"hard": limits, "used": used_now},
+    }
+
+
+def test_quotas_say_what_each_namespace_has_left(server: FakeApiServer) -> None:
+    server.put("resourcequotas", gpu_quota("team-a", 4, 1))
+    source = source_for(server)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        first = source.current()
+        assert first.quota_room == {"team-a": {"nvidia.com/gpu": 3}}
+        server.put(
+            "resourcequotas", gpu_quota("team-a", 4, 1, cpu_used="9")
+        )  # CPU only: the room is as it was
+        server.put("resourcequotas", gpu_quota("team-b", 2, 2))
+        wait_for(lambda: "team-b" in source.current().quota_room, what="the second quota")
+        assert source.current().quota_room["team-a"] == {"nvidia.com/gpu": 3}
+        server.delete("resourcequotas", gpu_quota("team-a", 4, 1))
+        wait_for(lambda: "team-a" not in source.current().quota_room, what="the deleted quota")
+    finally:
+        source.stop()
+
+
+def test_a_role_without_quotas_reads_as_none(server: FakeApiServer) -> None:
+    server.refused["resourcequotas"] = 403
+    source = source_for(server, absent_retry=30)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        assert source.current().quota_room == {}
+        assert "403" in source.status()["streams"]["resourcequotas"]["absent"]
+    finally:
+        source.stop()

@@ -49,7 +49,7 @@ def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: s
     template, findings = resolve_template(view, namespace, context.catalog, policy)
     need, need_findings = resolve_need(template, view)
     placement = _placement(spec, template, context)
-    plan = plan_slice(view, template, need, policy, inventory, placement)
+    plan = plan_slice(view, template, need, policy, inventory, placement, inventory.quota_room.get(namespace))
     env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 

@@ -254,6 +254,9 @@ class Inventory:
     """Extended resources DRA DeviceClasses serve (`spec.extendedResourceName`, and
     `deviceclass.resource.kubernetes.io/<class>`): in `advertised` too, but no node counts them,
     so no check holds a request for one against the nodes (webhook/inventory/dra.py)."""
+    quota_room: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Per namespace, what its ResourceQuotas leave of each NVIDIA resource they limit
+    (webhook/inventory/quotas.py): slice choice neither escapes nor overruns them."""
     has_blocking_taints: bool = False
     """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)

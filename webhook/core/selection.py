@@ -15,6 +15,7 @@ Pending until one frees up), `deny` rejects the pod and names what is free.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
@@ -74,8 +75,10 @@ def plan_slice(
     policy: Policy,
     inventory: Inventory,
     placement: Placement | None = None,
+    quota: Mapping[str, int] | None = None,
 ) -> Plan:
-    """`placement`: the nodes the pod itself admits (None: any); only their offers are candidates."""
+    """`placement`: the nodes the pod itself admits (None: any); only their offers are candidates.
+    `quota`: what the namespace's ResourceQuotas leave of the NVIDIA resources they limit."""
     if template is None or template.accelerator.mig != "preferred" or not inventory.known:
         return NO_PLAN
     applied = view.annotations.get(PROFILE_ANNOTATION)
@@ -87,11 +90,38 @@ def plan_slice(
     if view.queued:
         return Plan(findings=(Finding("QueuedPodKeptAsWritten", _gpu_path(view), _QUEUED),))
     if placement is None:
-        return _plan(view, inventory.offers, need, devices, policy, inventory.usage_known, False)
-    narrowed = admitted_offers(inventory, placement)
-    pinned = len(narrowed) < len(inventory.offers)
-    plan = _plan(view, tuple(narrowed), need, devices, policy, inventory.usage_known, pinned)
-    return plan if plan.offer is None else Plan(narrowed[plan.offer], plan.rewrite, plan.findings)
+        offers, original = inventory.offers, None
+    else:
+        original = admitted_offers(inventory, placement)
+        offers = tuple(original)
+    pinned = len(offers) < len(inventory.offers)
+    if quota:
+        within = tuple(o for o in offers if _within_quota(o.resource, devices, quota))
+        if not within and any(_fits(o, need, devices, policy) for o in offers):
+            return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), _over_quota(quota)),))
+        offers = within
+    plan = _plan(view, offers, need, devices, policy, inventory.usage_known, pinned)
+    if plan.offer is None or original is None:
+        return plan
+    return Plan(original[plan.offer], plan.rewrite, plan.findings)
+
+
+def _within_quota(resource: str, devices: int, quota: Mapping[str, int]) -> bool:
+    """Whether the namespace's quotas admit `devices` of a slice resource without opening a hole:
+    where they limit whole GPUs they must limit the slice too (else rewritten pods slip past the
+    GPU quota), and wherever they limit the slice they must leave room for the pod."""
+    left = quota.get(resource)
+    if left is None:
+        return GPU not in quota
+    return left >= devices
+
+
+def _over_quota(quota: Mapping[str, int]) -> str:
+    limited = ", ".join(f"{name} ({left} left)" for name, left in sorted(quota.items()))
+    return (
+        f"no fitting slice is within the namespace's ResourceQuota, which limits {limited}; "
+        "kept the whole GPU"
+    )
 
 
 def _plan(

@@ -15,6 +15,7 @@ from webhook.core.model import GpuNode, Inventory
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import is_device_class
 from webhook.inventory.nodes import build_inventory, parse_gpu_nodes
+from webhook.inventory.quotas import is_resource_quota
 from webhook.yamlio import YamlError, read_text
 
 _COUNTED_PREFIX = "nvidia.com/"
@@ -30,11 +31,14 @@ class InventoryObjects:
     device_classes: tuple[Mapping[str, Any], ...]
     """DRA DeviceClasses (`kubectl get nodes,deviceclasses -o yaml`): the extended resources they
     serve are valid names no node counts (webhook/inventory/dra.py)."""
+    quotas: tuple[Mapping[str, Any], ...] = ()
+    """ResourceQuotas (`kubectl get nodes -o yaml; kubectl get resourcequotas -A -o yaml`): what
+    they leave of NVIDIA devices per namespace (webhook/inventory/quotas.py)."""
 
 
 def load_inventory(path: str | Path) -> Inventory:
     found = read_inventory_objects(Path(path))
-    return build_inventory(found.nodes, device_classes=found.device_classes)
+    return build_inventory(found.nodes, device_classes=found.device_classes, quotas=found.quotas)
 
 
 def load_node_templates(path: str | Path) -> tuple[GpuNode, ...]:
@@ -52,9 +56,10 @@ def iter_nodes(path: Path) -> Iterator[Mapping[str, Any]]:
 
 
 def read_inventory_objects(path: Path) -> InventoryObjects:
-    """The file's Nodes, each checked (a name, unique, whole device counts), and DeviceClasses."""
+    """The file's Nodes, each checked (a name, unique, whole device counts), DeviceClasses and
+    ResourceQuotas."""
     seen: dict[str, str] = {}
-    nodes, classes = [], []
+    nodes, classes, quotas = [], [], []
     for index, document in enumerate(_documents(path)):
         if document is None:
             continue
@@ -67,9 +72,12 @@ def read_inventory_objects(path: Path) -> InventoryObjects:
             if is_device_class(obj):
                 classes.append(obj)
                 continue
+            if is_resource_quota(obj):
+                quotas.append(obj)
+                continue
             _check_node(path, where, obj, seen)
             nodes.append(obj)
-    return InventoryObjects(tuple(nodes), tuple(classes))
+    return InventoryObjects(tuple(nodes), tuple(classes), tuple(quotas))
 
 
 def _documents(path: Path) -> list[Any]:
@@ -90,27 +98,35 @@ def _objects_in(
 ) -> Iterator[tuple[str, Mapping[str, Any]]]:
     kind = document.get("kind")
     where = f"document {index + 1}"
-    if kind in ("List", "NodeList", "DeviceClassList"):
+    if kind in ("List", "NodeList", "DeviceClassList", "ResourceQuotaList"):
         items = document.get("items")
         if items is None:
             return
         if not isinstance(items, list):
             raise InventoryError(f"{path}: {where}: items is not a list (a {type(items).__name__})")
         for position, item in enumerate(items):
-            if kind == "DeviceClassList" and isinstance(item, Mapping) and "kind" not in item:
-                item = {"apiVersion": document.get("apiVersion"), "kind": "DeviceClass", **item}
-            if not isinstance(item, Mapping) or not _node_or_class(item):
-                raise InventoryError(f"{path}: {where} items[{position}] is not a Node or a DeviceClass")
+            if kind in _ITEM_KINDS and isinstance(item, Mapping) and "kind" not in item:
+                item = {"apiVersion": document.get("apiVersion"), "kind": _ITEM_KINDS[kind], **item}
+            if not isinstance(item, Mapping) or not _readable(item):
+                raise InventoryError(
+                    f"{path}: {where} items[{position}] is not a Node, a DeviceClass or a ResourceQuota"
+                )
             yield f"{where} items[{position}]", item
-    elif kind == "Node" or is_device_class(document):
+    elif kind == "Node" or is_device_class(document) or is_resource_quota(document):
         yield where, document
     else:
-        raise InventoryError(f"{path}: {where} has kind {kind!r}, expected Node, DeviceClass or List")
+        raise InventoryError(
+            f"{path}: {where} has kind {kind!r}, expected Node, DeviceClass, ResourceQuota or List"
+        )
 
 
-def _node_or_class(item: Mapping[str, Any]) -> bool:
+_ITEM_KINDS = {"DeviceClassList": "DeviceClass", "ResourceQuotaList": "ResourceQuota"}
+"""Lists whose items the API server writes without their kind (a NodeList's are Nodes)."""
+
+
+def _readable(item: Mapping[str, Any]) -> bool:
     """A List's item; a Node's kind may be left out (in a NodeList, as the API server writes it)."""
-    return item.get("kind", "Node") == "Node" or is_device_class(item)
+    return item.get("kind", "Node") == "Node" or is_device_class(item) or is_resource_quota(item)
 
 
 def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str, str]) -> None:

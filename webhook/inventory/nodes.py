@@ -30,6 +30,7 @@ from webhook.core.profiles import (
 )
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import dra_resources
+from webhook.inventory.quotas import namespace_room, quota_room
 from webhook.inventory.sharing import is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
 
@@ -51,12 +52,14 @@ def build_inventory(
     nodes: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]] | None = None,
     device_classes: Iterable[Mapping[str, Any]] = (),
+    quotas: Iterable[Mapping[str, Any]] = (),
 ) -> Inventory:
     """Parse every Node; non-GPU nodes only contribute the extended resources they advertise.
 
     With `pods` (bound pods, as `kubectl get pods -A -o yaml` lists them) each node also gets
     what they request, so free capacity is known; without, usage stays unknown. DRA
-    `device_classes` add the extended resources they serve (webhook/inventory/dra.py).
+    `device_classes` add the extended resources they serve (webhook/inventory/dra.py), and
+    ResourceQuotas what is left to each namespace (webhook/inventory/quotas.py).
     """
     gpu_nodes: list[GpuNode] = []
     advertised: set[str] = set()
@@ -69,7 +72,9 @@ def build_inventory(
     usage = None
     if pods is not None:
         usage = usage_by_node(u for u in map(pod_usage, pods) if u is not None)
-    return assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(device_classes))
+    inventory = assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(device_classes))
+    room = namespace_room(map(quota_room, quotas))
+    return replace(inventory, quota_room=room) if room else inventory
 
 
 def assemble_inventory(
@@ -98,7 +103,9 @@ def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> I
     names = frozenset(name for node in templates for name in advertised_names(node.allocatable))
     every = (*inventory.nodes, *templates)
     combined = _aggregate(every, inventory.advertised | names, inventory.dra_resources, inventory.usage_known)
-    return replace(combined, nodes=inventory.nodes, packing=inventory.packing)
+    return replace(
+        combined, nodes=inventory.nodes, packing=inventory.packing, quota_room=inventory.quota_room
+    )
 
 
 def parse_gpu_nodes(nodes: Iterable[Mapping[str, Any]]) -> tuple[GpuNode, ...]:

@@ -1,5 +1,5 @@
-"""The live inventory: list, then watch, the cluster's Nodes, bound Pods and DRA DeviceClasses
-through the `kubernetes` client.
+"""The live inventory: list, then watch, the cluster's Nodes, bound Pods, ResourceQuotas and DRA
+DeviceClasses through the `kubernetes` client.
 
 Each kind runs in its own thread: a paginated list, then watches from the list's
 resourceVersion (bookmarks keep it fresh). An expired resourceVersion (410 Gone, as an HTTP
@@ -45,6 +45,7 @@ from kubernetes.client.exceptions import ApiException
 from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory
 from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources
 from webhook.inventory.nodes import advertised_names, assemble_inventory, node_allocatable, parse_node
+from webhook.inventory.quotas import namespace_room, quota_room
 from webhook.inventory.usage import PodUsage, pod_usage
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,20 @@ def device_class_record(device_class: Mapping[str, Any]) -> DeviceClassRecord:
     return DeviceClassRecord(name, class_resources(device_class))
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaRecord:
+    key: str
+    namespace: str
+    room: Mapping[str, int]
+    """What the quota leaves of each NVIDIA resource it limits; empty for the rest of quotas."""
+
+
+def quota_record(quota: Mapping[str, Any]) -> QuotaRecord:
+    namespace, room = quota_room(quota)
+    name = str(_mapping(quota.get("metadata")).get("name") or "")
+    return QuotaRecord(f"{namespace}/{name}", namespace, room)
+
+
 class ClusterState:
     """Nodes and accelerator pods as last seen, kept compact.
 
@@ -102,6 +117,7 @@ class ClusterState:
         self._used: dict[str, dict[str, int]] = {}
         self._pod_counts: dict[str, int] = {}
         self._classes: dict[str, frozenset[str]] = {}
+        self._quotas: dict[str, QuotaRecord] = {}
 
     def replace_nodes(self, records: Iterable[NodeRecord]) -> None:
         fresh = {r.name: self._intern(r) for r in records}
@@ -132,6 +148,21 @@ class ClusterState:
                 self._classes[record.name] = record.resources
             return before != self._classes.get(record.name)
 
+    def replace_quotas(self, records: Iterable[QuotaRecord]) -> None:
+        fresh = {r.key: r for r in records}
+        with self._lock:
+            self._quotas = fresh
+
+    def apply_quota(self, event: str, quota: Mapping[str, Any]) -> bool:
+        """Apply one event; whether it changed what a quota leaves of NVIDIA resources (most
+        quota updates are its CPU and memory usage: those change nothing here)."""
+        record = quota_record(quota)
+        with self._lock:
+            before = self._quotas.pop(record.key, None)
+            if event != "DELETED":
+                self._quotas[record.key] = record
+            return before != self._quotas.get(record.key)
+
     def replace_pods(self, usages: Iterable[PodUsage]) -> None:
         with self._lock:
             self._pods, self._used, self._pod_counts = {}, {}, {}
@@ -158,7 +189,9 @@ class ClusterState:
             distinct = {id(r.advertised): r.advertised for r in self._nodes.values()}
             usage = {node: (dict(self._used.get(node, {})), n) for node, n in self._pod_counts.items()}
             dra = frozenset().union(*self._classes.values())
-        return assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage, dra)
+            room = namespace_room((r.namespace, r.room) for r in self._quotas.values())
+        inventory = assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage, dra)
+        return replace(inventory, quota_room=room) if room else inventory
 
     def pod_usage(self) -> tuple[PodUsage, ...]:
         with self._lock:
@@ -168,7 +201,7 @@ class ClusterState:
         with self._lock:
             gpu = sum(1 for r in self._nodes.values() if r.gpu is not None)
             counts = {"nodes": len(self._nodes), "gpuNodes": gpu, "acceleratorPods": len(self._pods)}
-            return {**counts, "deviceClasses": len(self._classes)}
+            return {**counts, "deviceClasses": len(self._classes), "gpuQuotas": len(self._quotas)}
 
     def _intern(self, record: NodeRecord) -> NodeRecord:
         """Nodes of one pool advertise the same names: keep one copy of each set."""
@@ -364,7 +397,17 @@ class ClusterInventorySource:
 
     def _all_streams(self, api_client: client.ApiClient) -> list[_Stream]:
         core = client.CoreV1Api(api_client)
-        return [self._node_stream(core), self._pod_stream(core), self._device_class_stream(api_client)]
+        streams = [self._node_stream(core), self._pod_stream(core), self._quota_stream(core)]
+        return [*streams, self._device_class_stream(api_client)]
+
+    def _quota_stream(self, api: client.CoreV1Api) -> _Stream:
+        state = self._state
+        list_fn = api.list_resource_quota_for_all_namespaces
+        stream = self._stream(
+            "resourcequotas", list_fn, quota_record, state.replace_quotas, state.apply_quota, None
+        )
+        stream.optional = True  # an install whose role predates it reads as no quotas
+        return stream
 
     def _device_class_stream(self, api_client: client.ApiClient) -> _Stream:
         state = self._state

@@ -83,7 +83,7 @@ def test_a_device_class_of_another_group_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "nodes.yaml"
     other = {**GPU_CLASS, "apiVersion": "example.com/v1"}
     path.write_text(yaml.safe_dump({"kind": "List", "items": [NODE_A, other]}), encoding="utf-8")
-    with pytest.raises(InventoryError, match=r"items\[1\] is not a Node or a DeviceClass"):
+    with pytest.raises(InventoryError, match=r"items\[1\] is not a Node, a DeviceClass or a ResourceQuota"):
         load_inventory(path)
 
 

@@ -39,7 +39,6 @@ MAX_DEPTH: Final = 100
 """Deeper objects are refused: no Kubernetes object nests anywhere near this."""
 WARNINGS_BUDGET: Final = 4096 - 96
 """The API server cuts every warning to 256 runes once all of them pass 4096 runes."""
-"""Info codes that say why nothing was checked: kept in /validate's audit annotations."""
 MAX_LINE: Final = 400
 """A denial lists every violation; a single line longer than this is cut."""
 

@@ -39,7 +39,7 @@ def _template_problems(obj: Mapping[str, Any], pointer: tuple[str, ...]) -> Iter
     for depth, step in enumerate(pointer):
         if not isinstance(value, Mapping):
             where = ".".join(pointer[:depth])
-            yield where, f"must be an object, not {_type(value)}"
+            yield where, f"must be an object, not {type_name(value)}"
             return
         value = value.get(step)
     path = ".".join(pointer)
@@ -65,11 +65,11 @@ def _containers(items: object, path: str) -> Iterator[Problem]:
     if items is None:
         return
     if not isinstance(items, list):
-        yield path, f"must be a list, not {_type(items)}"
+        yield path, f"must be a list, not {type_name(items)}"
         return
     for index, container in enumerate(items):
         if not isinstance(container, Mapping):
-            yield f"{path}[{index}]", f"must be an object, not {_type(container)}"
+            yield f"{path}[{index}]", f"must be an object, not {type_name(container)}"
             continue
         name = container.get("name")
         where = container_path(path, index, container)
@@ -88,18 +88,21 @@ def _resources(resources: object, path: str) -> Iterator[Problem]:
     if resources is None:
         return
     if not isinstance(resources, Mapping):
-        yield path, f"must be an object, not {_type(resources)}"
+        yield path, f"must be an object, not {type_name(resources)}"
         return
     for section in ("limits", "requests"):
         value = resources.get(section)
         if value is not None and not isinstance(value, Mapping):
-            yield f"{path}.{section}", f"must be an object, not {_type(value)}"
+            yield f"{path}.{section}", f"must be an object, not {type_name(value)}"
 
 
 def _object_or_missing(value: object) -> str:
-    return "missing: it is required" if value is None else f"must be an object, not {_type(value)}"
+    return "missing: it is required" if value is None else f"must be an object, not {type_name(value)}"
 
 
-def _type(value: object) -> str:
+def type_name(value: object) -> str:
+    """What a JSON value is, in words (`a number`), for messages."""
+    if value is None:
+        return "null"
     names = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
     return names.get(type(value), type(value).__name__)

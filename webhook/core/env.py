@@ -22,8 +22,9 @@ class Env:
     need: Need
     plan: Plan
     placement: Placement | None = None
-    """The nodes the pod itself admits (its nodeSelector, required and template node affinity);
-    None when it restricts none."""
+    """The nodes the pod itself admits (its nodeName, nodeSelector, required and template node
+    affinity, and its tolerations where some GPU node has blocking taints); None when nothing
+    restricts them."""
 
     def __init__(
         self,

@@ -1,6 +1,7 @@
 """Load node lists from YAML or JSON files (`kubectl get nodes -o yaml|json`: a `List` with `items`,
 multi-document or a single Node), refusing what would be misread, with file and field path. DRA
-DeviceClasses may come with them (`kubectl get nodes,deviceclasses -o yaml`)."""
+DeviceClasses and ResourceQuotas may come with them (`kubectl get nodes,deviceclasses -o yaml`,
+then `kubectl get resourcequotas -A -o yaml`)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def read_inventory_objects(path: Path) -> InventoryObjects:
         if not isinstance(document, Mapping):
             kind = type(document).__name__
             raise InventoryError(
-                f"{path}: document {index + 1} is not a mapping (a {kind}), expected a Node or List"
+                f"{path}: document {index + 1} is not a mapping (a {kind}), expected a Node or a List"
             )
         for where, obj in _objects_in(path, index, document):
             if is_device_class(obj):

@@ -7,10 +7,11 @@ status or as an ERROR event) lists again at once; any other error waits a bounde
 backoff with jitter first. Events update a compact ClusterState; another thread publishes a new
 immutable Inventory at most once per `rebuild_interval`, swapped in as one reference.
 
-DeviceClasses (`resource.k8s.io/v1`) only add the extended resources DRA serves
-(webhook/inventory/dra.py). A cluster without that API (404), or an install whose role does not
-grant it (403), has none: the stream counts as synced and empty, and lists again every
-`absent_retry` seconds (an upgrade may bring the API), so readiness never waits for it.
+ResourceQuotas only say what each namespace has left of NVIDIA devices
+(webhook/inventory/quotas.py), DeviceClasses (`resource.k8s.io/v1`) only the extended resources
+DRA serves (webhook/inventory/dra.py); both are optional. A cluster without the API (404), or an
+install whose role does not grant it (403), has none: the stream counts as synced and empty, and
+lists again every `absent_retry` seconds (an upgrade may bring it), so readiness never waits.
 
 Only events that change what the inventory is built from ask for a rebuild: a GPU node's parsed
 record, the resource names a node advertises, the accelerators a bound pod holds. Node status
@@ -201,7 +202,8 @@ class ClusterState:
         with self._lock:
             gpu = sum(1 for r in self._nodes.values() if r.gpu is not None)
             counts = {"nodes": len(self._nodes), "gpuNodes": gpu, "acceleratorPods": len(self._pods)}
-            return {**counts, "deviceClasses": len(self._classes), "gpuQuotas": len(self._quotas)}
+            quotas = sum(1 for r in self._quotas.values() if r.room)
+            return {**counts, "deviceClasses": len(self._classes), "gpuQuotas": quotas}
 
     def _intern(self, record: NodeRecord) -> NodeRecord:
         """Nodes of one pool advertise the same names: keep one copy of each set."""
@@ -403,26 +405,22 @@ class ClusterInventorySource:
     def _quota_stream(self, api: client.CoreV1Api) -> _Stream:
         state = self._state
         list_fn = api.list_resource_quota_for_all_namespaces
-        stream = self._stream(
-            "resourcequotas", list_fn, quota_record, state.replace_quotas, state.apply_quota, None
+        return self._stream(
+            "resourcequotas", list_fn, quota_record, state.replace_quotas, state.apply_quota, optional=True
         )
-        stream.optional = True  # an install whose role predates it reads as no quotas
-        return stream
 
     def _device_class_stream(self, api_client: client.ApiClient) -> _Stream:
         state = self._state
         custom = client.CustomObjectsApi(api_client)
         list_fn = partial(custom.list_cluster_custom_object, DEVICE_CLASS_GROUP, "v1", "deviceclasses")
-        stream = self._stream(
+        return self._stream(
             "deviceclasses",
             list_fn,
             device_class_record,
             state.replace_device_classes,
             state.apply_device_class,
-            None,
+            optional=True,
         )
-        stream.optional = True
-        return stream
 
     def _node_stream(self, api: client.CoreV1Api) -> _Stream:
         state = self._state
@@ -442,11 +440,12 @@ class ClusterInventorySource:
         parse: Callable[[Mapping[str, Any]], Any],
         replace_all: Callable[[Iterable[Any]], None],
         apply: Callable[[str, Mapping[str, Any]], bool],
-        field_selector: str | None,
+        field_selector: str | None = None,
+        optional: bool = False,
     ) -> _Stream:
         base, cap, rng = self._backoff
         backoff = Backoff(base=base, cap=cap, rng=rng)
-        return _Stream(name, list_fn, parse, replace_all, apply, field_selector, backoff)
+        return _Stream(name, list_fn, parse, replace_all, apply, field_selector, backoff, optional)
 
     def _run(self, stream: _Stream) -> None:
         while not self._stopping.is_set():

@@ -15,7 +15,7 @@ from typing import Any
 
 from webhook.core.quantity import parse_quantity
 from webhook.manifests import Manifest, read_manifests
-from webhook.podshape import container_path, spec_problems
+from webhook.podshape import container_path, spec_problems, type_name
 
 CONTAINER_GROUPS = ("initContainers", "containers")
 STRING_FIELDS = (("metadata", "namespace"), ("spec", "nodeName"), ("status", "phase"))
@@ -44,14 +44,14 @@ def pod_problems(manifest: Manifest) -> Iterator[str]:
         return
     for field in ("metadata", "status"):
         if field in pod and not isinstance(pod[field], Mapping):
-            yield f"{field}: expected a mapping, got {_type(pod[field])}"
+            yield f"{field}: must be an object, not {type_name(pod[field])}"
     metadata = _mapping(pod, "metadata")
     if not isinstance(metadata.get("name"), str) or not metadata["name"]:
         yield "metadata.name: a pod needs a name"
     for parent, field in STRING_FIELDS:
         value = _mapping(pod, parent).get(field)
         if value is not None and not isinstance(value, str):
-            yield f"{parent}.{field}: expected a string, got {_type(value)}"
+            yield f"{parent}.{field}: must be a string, not {type_name(value)}"
     yield from (f"{path}: {problem}" for path, problem in spec_problems(pod.get("spec"), "spec"))
     yield from _quantities(_mapping(pod, "spec"))
 
@@ -82,7 +82,3 @@ def _quantity_problems(path: str, quantities: Mapping[str, Any]) -> Iterator[str
 def _mapping(pod: Mapping[str, Any], field: str) -> Mapping[str, Any]:
     value = pod.get(field)
     return value if isinstance(value, Mapping) else {}
-
-
-def _type(value: object) -> str:
-    return "null" if value is None else type(value).__name__

@@ -12,7 +12,7 @@ import pytest
 
 from tests.builders import A100, make_node, make_pod, mixed_node, whole_node
 from tests.inventory.fake_apiserver import FakeApiServer, wait_for
-from webhook.core.model import UNKNOWN_INVENTORY, Inventory
+from webhook.core.model import UNKNOWN_INVENTORY, Inventory, ScopedQuota
 from webhook.inventory.watch import POD_FIELD_SELECTOR, ClusterInventorySource, ClusterState, WatchConfigError
 
 MIG_1G = "nvidia.com/mig-1g.10gb"
@@ -384,6 +384,27 @@ def test_quotas_say_what_each_namespace_has_left(server: FakeApiServer) -> None:
         assert source.current().quota_room["team-a"] == {"nvidia.com/gpu": 3}
         server.delete("resourcequotas", gpu_quota("team-a", 4, 1))
         wait_for(lambda: "team-a" not in source.current().quota_room, what="the deleted quota")
+    finally:
+        source.stop()
+
+
+def test_scoped_quotas_are_kept_with_their_scopes(server: FakeApiServer) -> None:
+    scoped = gpu_quota("team-a", 2, 0)
+    scoped["metadata"]["name"] = "high-priority-gpus"
+    scoped["spec"]["scopes"] = ["PriorityClass"]
+    server.put("resourcequotas", gpu_quota("team-a", 4, 1))
+    server.put("resourcequotas", scoped)
+    source = source_for(server)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        inventory = source.current()
+        assert inventory.quota_room == {"team-a": {"nvidia.com/gpu": 3}}
+        assert inventory.scoped_quotas == {
+            "team-a": (ScopedQuota((("PriorityClass", "Exists", ()),), {"nvidia.com/gpu": 2}),)
+        }
+        server.delete("resourcequotas", scoped)
+        wait_for(lambda: not source.current().scoped_quotas, what="the deleted scoped quota")
     finally:
         source.stop()
 

@@ -19,6 +19,7 @@ from webhook.core.mutators._pod import MalformedMember, message_of, path_of
 from webhook.core.need import resolve_need
 from webhook.core.placement import Placement, placement_of
 from webhook.core.podview import build_view
+from webhook.core.quota_scope import quota_for
 from webhook.core.selection import plan_slice
 from webhook.core.writable import writable_copy
 
@@ -49,7 +50,8 @@ def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: s
     template, findings = resolve_template(view, namespace, context.catalog, policy)
     need, need_findings = resolve_need(template, view)
     placement = _placement(spec, template, context)
-    plan = plan_slice(view, template, need, policy, inventory, placement, inventory.quota_room.get(namespace))
+    quota = quota_for(inventory, namespace, spec, template, bare_pod=base == "spec")
+    plan = plan_slice(view, template, need, policy, inventory, placement, quota)
     env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 

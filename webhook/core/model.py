@@ -223,6 +223,20 @@ class GpuNode:
         return max(0, self.allocatable.get(resource, 0) - self.used.get(resource, 0))
 
 
+ScopeRequirement = tuple[str, str, tuple[str, ...]]
+"""One scope requirement of a ResourceQuota: (scopeName, operator, values)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedQuota:
+    """A ResourceQuota with `scopes` or a `scopeSelector`: it counts only the pods its scope
+    requirements all select (webhook/core/quota_scope.py), and leaves `room` of NVIDIA resources."""
+
+    requirements: tuple[ScopeRequirement, ...]
+    """All must select the pod; `scopes: [X]` reads as (X, "Exists", ())."""
+    room: Mapping[str, int]
+
+
 @dataclass(frozen=True, slots=True)
 class Inventory:
     """The cluster's GPU nodes and what the decision needs of them, computed once."""
@@ -255,8 +269,11 @@ class Inventory:
     `deviceclass.resource.kubernetes.io/<class>`): in `advertised` too, but no node counts them,
     so no check holds a request for one against the nodes (webhook/inventory/dra.py)."""
     quota_room: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    """Per namespace, what its ResourceQuotas leave of each NVIDIA resource they limit
+    """Per namespace, what its unscoped ResourceQuotas leave of each NVIDIA resource they limit
     (webhook/inventory/quotas.py): slice choice neither escapes nor overruns them."""
+    scoped_quotas: Mapping[str, tuple[ScopedQuota, ...]] = field(default_factory=dict)
+    """Per namespace, its scoped ResourceQuotas that limit NVIDIA resources: each counts for a pod
+    its scopes select (`quota_room` holds the unscoped ones, merged)."""
     has_blocking_taints: bool = False
     """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)

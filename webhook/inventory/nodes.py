@@ -30,7 +30,7 @@ from webhook.core.profiles import (
 )
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import dra_resources
-from webhook.inventory.quotas import namespace_room, quota_room
+from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.sharing import is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
 
@@ -73,8 +73,8 @@ def build_inventory(
     if pods is not None:
         usage = usage_by_node(u for u in map(pod_usage, pods) if u is not None)
     inventory = assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(device_classes))
-    room = namespace_room(map(quota_room, quotas))
-    return replace(inventory, quota_room=room) if room else inventory
+    fields = quota_fields((*quota_room(q), quota_scopes(q)) for q in quotas)
+    return replace(inventory, **fields) if fields else inventory
 
 
 def assemble_inventory(
@@ -104,7 +104,11 @@ def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> I
     every = (*inventory.nodes, *templates)
     combined = _aggregate(every, inventory.advertised | names, inventory.dra_resources, inventory.usage_known)
     return replace(
-        combined, nodes=inventory.nodes, packing=inventory.packing, quota_room=inventory.quota_room
+        combined,
+        nodes=inventory.nodes,
+        packing=inventory.packing,
+        quota_room=inventory.quota_room,
+        scoped_quotas=inventory.scoped_quotas,
     )
 
 

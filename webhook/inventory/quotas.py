@@ -5,7 +5,9 @@ Extended resources are quota'd by request only (`requests.nvidia.com/gpu`, as th
 requires of them). A namespace whose quota limits `nvidia.com/gpu` but not
 `nvidia.com/mig-1g.10gb` would let every pod rewritten to that slice past its GPU quota; one whose
 quota has no room left for a slice would see the API server refuse the rewritten pod it would
-have admitted as written. Slice choice reads this room (webhook/core/selection.py).
+have admitted as written. Slice choice reads this room (webhook/core/selection.py). A quota
+with `scopes` or a `scopeSelector` counts only the pods its scopes select
+(webhook/core/quota_scope.py), so it is kept apart with its scope requirements.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from webhook.core.model import ScopedQuota, ScopeRequirement
 from webhook.core.quantity import parse_quantity
 
 _PREFIX: Final = "requests."
@@ -33,6 +36,52 @@ def quota_room(quota: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
         if limit is not None:
             room[name] = max(0, limit - (_count(used.get(key)) or 0))
     return str(metadata.get("namespace") or "default"), room
+
+
+def quota_scopes(quota: Mapping[str, Any]) -> tuple[ScopeRequirement, ...]:
+    """The quota's scope requirements, (scopeName, operator, values) each: `spec.scopes` (each
+    one as `Exists`) and `spec.scopeSelector.matchExpressions`; none for an unscoped quota. A
+    malformed entry reads as a requirement that selects every pod."""
+    spec = _mapping(quota.get("spec"))
+    scopes = spec.get("scopes")
+    found: list[ScopeRequirement] = []
+    if isinstance(scopes, list):
+        found.extend((str(scope), "Exists", ()) for scope in scopes)
+    expressions = _mapping(spec.get("scopeSelector")).get("matchExpressions")
+    if isinstance(expressions, list):
+        found.extend(_requirement(_mapping(e)) for e in expressions)
+    return tuple(found)
+
+
+def _requirement(expression: Mapping[str, Any]) -> ScopeRequirement:
+    values = expression.get("values")
+    listed = tuple(str(v) for v in values) if isinstance(values, list) else ()
+    return str(expression.get("scopeName", "")), str(expression.get("operator", "")), listed
+
+
+QuotaEntry = tuple[str, Mapping[str, int], tuple[ScopeRequirement, ...]]
+"""A quota as (namespace, room, scope requirements)."""
+
+
+def quota_fields(entries: Iterable[QuotaEntry]) -> dict[str, Any]:
+    """`Inventory` fields from (namespace, room, scope requirements) per quota: `quota_room` (the
+    unscoped quotas merged per namespace) and `scoped_quotas`; only those some quota fills."""
+    limiting = tuple(e for e in entries if e[1])
+    fields: dict[str, Any] = {}
+    unscoped = namespace_room((namespace, room) for namespace, room, scopes in limiting if not scopes)
+    if unscoped:
+        fields["quota_room"] = unscoped
+    scoped: dict[str, list[ScopedQuota]] = {}
+    for namespace, room, scopes in limiting:
+        if scopes:
+            scoped.setdefault(namespace, []).append(ScopedQuota(scopes, dict(room)))
+    if scoped:  # in one order however the quotas were listed
+        fields["scoped_quotas"] = {ns: tuple(sorted(q, key=_order)) for ns, q in scoped.items()}
+    return fields
+
+
+def _order(quota: ScopedQuota) -> tuple[Any, ...]:
+    return quota.requirements, sorted(quota.room.items())
 
 
 def namespace_room(rooms: Iterable[tuple[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:

@@ -43,10 +43,10 @@ import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory
+from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory, ScopeRequirement
 from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources
 from webhook.inventory.nodes import advertised_names, assemble_inventory, node_allocatable, parse_node
-from webhook.inventory.quotas import namespace_room, quota_room
+from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.usage import PodUsage, pod_usage
 
 log = logging.getLogger(__name__)
@@ -95,12 +95,14 @@ class QuotaRecord:
     namespace: str
     room: Mapping[str, int]
     """What the quota leaves of each NVIDIA resource it limits; empty for the rest of quotas."""
+    scopes: tuple[ScopeRequirement, ...] = ()
+    """Its scope requirements (webhook/inventory/quotas.py); none for an unscoped quota."""
 
 
 def quota_record(quota: Mapping[str, Any]) -> QuotaRecord:
     namespace, room = quota_room(quota)
     name = str(_mapping(quota.get("metadata")).get("name") or "")
-    return QuotaRecord(f"{namespace}/{name}", namespace, room)
+    return QuotaRecord(f"{namespace}/{name}", namespace, room, quota_scopes(quota) if room else ())
 
 
 class ClusterState:
@@ -190,9 +192,9 @@ class ClusterState:
             distinct = {id(r.advertised): r.advertised for r in self._nodes.values()}
             usage = {node: (dict(self._used.get(node, {})), n) for node, n in self._pod_counts.items()}
             dra = frozenset().union(*self._classes.values())
-            room = namespace_room((r.namespace, r.room) for r in self._quotas.values())
+            quotas = quota_fields((r.namespace, r.room, r.scopes) for r in self._quotas.values())
         inventory = assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage, dra)
-        return replace(inventory, quota_room=room) if room else inventory
+        return replace(inventory, **quotas) if quotas else inventory
 
     def pod_usage(self) -> tuple[PodUsage, ...]:
         with self._lock:

@@ -39,11 +39,14 @@ class Evaluation:
         object.__setattr__(self, "env", env)
 
 
-def evaluate(pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str) -> Evaluation:
-    """Checks only: what template applies and every problem found, with paths under `base`."""
+def evaluate(
+    pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str, queued: bool = False
+) -> Evaluation:
+    """Checks only: what template applies and every problem found, with paths under `base`.
+    `queued`: a workload's pod template whose workload a queue manager holds (podview.build_view)."""
     inventory = context.inventory
     spec, metadata = _mapping(pod.get("spec")), _mapping(pod.get("metadata"))
-    view = build_view(spec, metadata, inventory.advertised, inventory.known, base, meta)
+    view = build_view(spec, metadata, inventory.advertised, inventory.known, base, meta, queued)
     if view.has_resource_claims:
         note = Finding("DraClaimsPresent", f"{base}.resourceClaims", "uses DRA resourceClaims; left alone")
         return Evaluation(None, (note,), None)

@@ -146,7 +146,10 @@ def build_view(
     inventory_known: bool,
     base: str = "spec",
     meta: str = "metadata",
+    queued: bool = False,
 ) -> PodView:
+    """`queued`: the workload the pod spec belongs to is held for a queue manager (Kueue's label
+    on the Job, not on its pod template); a pod's own gates and label are read here."""
     containers = []
     pod_spec, pod_meta = lenient_object(spec), lenient_object(metadata)
     for group in CONTAINER_GROUPS:
@@ -164,7 +167,7 @@ def build_view(
         labels=labels,
         annotations=_str_map(pod_meta.get("annotations")),
         has_resource_claims=bool(pod_spec.get("resourceClaims")),
-        queued=bool(pod_spec.get("schedulingGates")) or KUEUE_QUEUE_LABEL in labels,
+        queued=queued or bool(pod_spec.get("schedulingGates")) or KUEUE_QUEUE_LABEL in labels,
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 from webhook.core.decide import decide, denies, finish, governing, patch_for
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
 from webhook.core.model import Context, Decision, Finding, Pod, Policy
+from webhook.core.podview import KUEUE_QUEUE_LABEL
 
 Step = str | int
 
@@ -178,9 +179,11 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     if context.operation == "UPDATE" and kind in IMMUTABLE_TEMPLATES:
         mutate = False
     mutated = copy_object(obj) if mutate else None
+    queued = held_by_queue(obj)
     for site in pod_sites(obj, kind):
         rewrite = mutate and not _unchanged_by_update(obj, site, context)
-        site_findings, template, site_mutated = _evaluate_site(site, context, namespace, policy, rewrite)
+        found = _evaluate_site(site, context, namespace, policy, rewrite, queued)
+        site_findings, template, site_mutated = found
         findings.extend(site_findings)
         if template and template not in templates:
             templates.append(template)
@@ -205,12 +208,23 @@ def _unchanged_by_update(obj: Pod, site: Site, context: Context) -> bool:
     return bool(_get(old, site.pointer) == _get(obj, site.pointer))
 
 
+def held_by_queue(obj: Mapping[str, Any]) -> bool:
+    """Kueue manages the workload: its queue label (or the annotation older releases read) is on
+    the object, not on the pod template. Kueue admits it on its pod templates' requests as
+    written, so a template rewritten to a slice would ask its ClusterQueue for a resource it may
+    have no quota of, and wait for ever; its pods are created only once it is admitted."""
+    metadata = _mapping(obj.get("metadata"))
+    return KUEUE_QUEUE_LABEL in _mapping(metadata.get("labels")) or KUEUE_QUEUE_LABEL in _mapping(
+        metadata.get("annotations")
+    )
+
+
 def _evaluate_site(
-    site: Site, context: Context, namespace: str, policy: Policy, mutate: bool
+    site: Site, context: Context, namespace: str, policy: Policy, mutate: bool, queued: bool = False
 ) -> tuple[list[Finding], str | None, Pod | None]:
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
-    evaluation = evaluate(site.pod, context, namespace, policy, base, meta)
+    evaluation = evaluate(site.pod, context, namespace, policy, base, meta, queued)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
     if site.gpu_optional:
         findings = [f for f in findings if f.code != "NoGpuOnGpuTemplate"]
@@ -230,8 +244,9 @@ def _inherited(
     if context.operation != "UPDATE" or not isinstance(old, dict):
         return frozenset()
     found: set[tuple[str, str]] = set()
+    queued = held_by_queue(old)
     for site in pod_sites(old, kind):
-        findings, _, _ = _evaluate_site(site, context, namespace, policy, mutate=False)
+        findings, _, _ = _evaluate_site(site, context, namespace, policy, False, queued)
         found.update((f.code, f.path) for f in findings)
     return frozenset(found)
 

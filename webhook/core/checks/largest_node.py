@@ -28,6 +28,8 @@ def check(env: Env) -> list[Finding]:
         most, node = inventory.largest.get(resource, (0, ""))
         if resource == GPU and not gets_whole_gpus(inventory, env.placement):
             most, node = inventory.largest_gpu_slices  # its nvidia.com/gpu can only be MIG devices
+        elif resource == GPU and view.queued and inventory.largest_gpu_slices[0] > most:
+            most, node = inventory.largest_gpu_slices  # not kept off them: its queue may pin it there
         if wanted > most:
             where = f"the largest node, {node}, has {most}" if node else "no node has any"
             message = f"pod asks for {wanted} {resource}; {where}; split the work or ask for fewer"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from webhook.core.model import GpuNode, Inventory, SliceOffer, Taint
+from webhook.core.profiles import GPU
 
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -224,21 +225,26 @@ def gets_whole_gpus(inventory: Inventory, placement: Placement | None) -> bool:
     land on are single-strategy or GKE partition nodes, where they are MIG devices (the single
     strategy's own use, by a nodeSelector on the MIG product or in a cluster of such nodes):
     then it is not steered off them, and they are what it can get. A pod whose node choice
-    admits no GPU node this inventory knows is judged as if it chose none."""
+    admits no GPU node this inventory knows is judged as if it chose none. Where DRA serves
+    `nvidia.com/gpu` (a DeviceClass's extendedResourceName, whole GPUs in NVIDIA's driver) whole
+    GPUs exist even with no node advertising them."""
     whole, slices = inventory.whole_gpu_nodes, inventory.gpu_slice_nodes
+    any_whole = bool(whole) or GPU in inventory.dra_resources
     if placement is None or not slices:
-        return bool(whole) or not slices
+        return any_whole or not slices
     key = ("whole", placement)
     found: bool | None = inventory.memo.get(key)
     if found is None:
-        found = _gets_whole_gpus(whole, slices, placement)
+        found = _gets_whole_gpus(whole, slices, placement, any_whole)
         _remember(inventory, key, found)
     return found
 
 
-def _gets_whole_gpus(whole: tuple[GpuNode, ...], slices: tuple[GpuNode, ...], placement: Placement) -> bool:
+def _gets_whole_gpus(
+    whole: tuple[GpuNode, ...], slices: tuple[GpuNode, ...], placement: Placement, any_whole: bool
+) -> bool:
     if any(placement.admits(n) for n in whole):
         return True
     if any(placement.admits(n) for n in slices):
         return False
-    return bool(whole)
+    return any_whole

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.builders import make_pod
+from tests.builders import A100, make_inventory, make_pod, whole_node
 from tests.unit.core.mutators._helpers import apply
 from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import tolerations
@@ -25,9 +25,23 @@ def test_a_gpu_pod_tolerates_its_resource_and_the_gpu_node_taints(
     assert found == [("InjectedTolerations", PATH)]
     assert mutated["spec"]["tolerations"] == [
         exists("nvidia.com/gpu"),
-        exists("sku"),
+        {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
         {"key": "example.com/dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
     ]
+
+
+def test_a_gpu_taint_of_a_shared_key_is_tolerated_with_its_value_only(unit_catalog: Catalog) -> None:
+    """`dedicated=gpu-shared` reads as a GPU taint; `Exists` on `dedicated` would also let the pod
+    onto a team's `dedicated=ml-training` pool, which slice choice keeps it off."""
+    shared = {"key": "dedicated", "value": "gpu-shared", "effect": "NoSchedule"}
+    team = {"key": "dedicated", "value": "ml-training", "effect": "NoSchedule"}
+    inventory = make_inventory(whole_node("shared", A100, 8, [shared]), whole_node("team", A100, 8, [team]))
+    pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
+    mutated, _ = apply(tolerations.mutate, unit_catalog, pod, inventory)
+    assert {**shared, "operator": "Equal"} in mutated["spec"]["tolerations"]
+    assert all(
+        t["key"] != "dedicated" or t.get("value") == "gpu-shared" for t in mutated["spec"]["tolerations"]
+    )
 
 
 def test_node_lifecycle_taints_are_never_tolerated(unit_catalog: Catalog, tainted: Inventory) -> None:

@@ -89,16 +89,25 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         tmp / "list.yaml", yaml.safe_dump({"kind": "List", "items": [pod("a"), pod("b"), service]})
     )
     nan = write(tmp / "nan.yaml", yaml.safe_dump(pod("nan", gpu=float("nan"))))
+    vectoradd = yaml.safe_load(Path(VECTORADD).read_text(encoding="utf-8"))
+    vectoradd["metadata"]["namespace"] = "ml"
+    own_namespace = write(tmp / "own-namespace.yaml", yaml.safe_dump(vectoradd))
+    nested = write(tmp / "k8s" / "apps" / "pod.yaml", yaml.safe_dump(pod("nested")))
     templates, policies = broken_catalog(tmp / "catalog")
     stdin = Path(two_pods).read_text(encoding="utf-8")
     runs = {
         "allowed": Run(("check", VECTORADD, "--inventory", MIXED)),
         "denied": Run(("check", BROKEN, VECTORADD, nan, "--inventory", MIXED, "-o", "json")),
         "stdin": Run(("check", "-", "--inventory", MIXED, "-o", "json"), stdin=stdin),
+        "empty-stdin": Run(("check", "-", "--inventory", MIXED), stdin=""),
+        "only-subfolders": Run(("check", str(Path(nested).parent.parent), "--inventory", MIXED)),
         "yaml": Run(("check", two_pods, "--inventory", MIXED, "-o", "yaml")),
         "list": Run(("check", listed)),
         "patch": Run(("check", VECTORADD, "--inventory", MIXED, "-o", "patch")),
         "namespace": Run(("check", VECTORADD, "--inventory", MIXED, "-n", "prod-serving", "-o", "json")),
+        "own-namespace": Run(
+            ("check", own_namespace, "--inventory", MIXED, "-n", "prod-serving", "-o", "json")
+        ),
         "missing-file": Run(("check", "no-such-pod.yaml")),
         "missing-inventory": Run(("check", VECTORADD, "--inventory", "no-such-nodes.yaml")),
         "missing-templates": Run(("check", VECTORADD, "--templates", str(tmp / "nowhere"))),
@@ -206,6 +215,13 @@ def assert_bad_input(found: Result, *names: str) -> None:
     assert all(name in lines[0] for name in names), lines[0]
 
 
+@pytest.mark.parametrize(("name", "hint"), [("empty-stdin", "<stdin>"), ("only-subfolders", "-R")])
+def test_inputs_without_objects_exit_2_so_a_mistyped_path_fails_ci(
+    ran: tuple[dict[str, Result], Path], name: str, hint: str
+) -> None:
+    assert_bad_input(result(ran, name), "no Kubernetes objects found", hint)
+
+
 def test_all_allowed_exits_0_and_shows_the_mutation(ran: tuple[dict[str, Result], Path]) -> None:
     found = result(ran, "allowed")
     assert found.returncode == 0, found.stderr
@@ -302,6 +318,12 @@ def test_namespace_option_selects_the_policy(ran: tuple[dict[str, Result], Path]
     (record,) = records(result(ran, "namespace"))
     assert (record["policy"], record["allowed"]) == ("production", False)
     assert [v["code"] for v in record["violations"]] == ["NoMatchingTemplate"]
+
+
+def test_a_manifests_own_namespace_wins_over_the_option(ran: tuple[dict[str, Result], Path]) -> None:
+    """`-n` is for manifests that name no namespace, as `--help` says (kubectl refuses a mismatch)."""
+    (record,) = records(result(ran, "own-namespace"))
+    assert (record["policy"], record["allowed"]) == ("default", True)
 
 
 @pytest.mark.parametrize("name", sorted(BAD_MANIFESTS))

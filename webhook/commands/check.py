@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+from pathlib import Path
 from typing import Any
 
 from webhook.commands.common import (
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_BAD_INPUT
     manifests, input_errors = read_manifests(args.inputs, args.recursive)
+    if not manifests and not input_errors:  # a mistyped CI path must not pass unchecked
+        input_errors.append(_nothing_found(args.inputs, args.recursive))
     results = []
     checked = [m for m in manifests if _checkable(m)]
     for manifest in checked:
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             what = f"{manifest.source}: {manifest.kind} {manifest.name}"
             input_errors.extend(f"{what}: {path}: {problem}" for path, problem in malformed)
             continue
-        namespace = args.namespace or (manifest.obj.get("metadata") or {}).get("namespace") or "default"
+        namespace = (manifest.obj.get("metadata") or {}).get("namespace") or args.namespace or "default"
         context = Context(catalog=catalog, inventory=inventory, namespace=str(namespace))
         results.append((manifest, decide_object(manifest.obj, context)))
     skipped = [m for m in manifests if not _checkable(m)]
@@ -131,3 +134,9 @@ def _diff(original: dict[str, Any], mutated: dict[str, Any]) -> list[str]:
     before = dump_yaml(original).splitlines()
     after = dump_yaml(mutated).splitlines()
     return list(difflib.unified_diff(before, after, "original", "mutated", lineterm="", n=2))
+
+
+def _nothing_found(inputs: list[str], recursive: bool) -> str:
+    named = ", ".join("<stdin>" if i == "-" else i for i in inputs)
+    folders = not recursive and any(i != "-" and Path(i).is_dir() for i in inputs)
+    return f"no Kubernetes objects found in {named}" + (" (-R reads subfolders too)" if folders else "")

@@ -92,7 +92,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         " (default: %(default)s)",
     )
     parser.add_argument("--client-ca", metavar="FILE", help="require client certificates signed by this CA")
-    parser.add_argument("--workers", type=_positive, metavar="N", help="processes (default: CPU count)")
+    parser.add_argument(
+        "--workers", type=_positive, metavar="N", help="processes (default: CPU count, at most 4)"
+    )
     parser.add_argument("--threads", type=_positive, metavar="N", help="threads per worker (default: 4)")
     parser.add_argument(
         "--decision-cache",

@@ -2,7 +2,8 @@
 
 A code's class says what it can become: a `deny` code denies in `enforce` mode, warns in
 `warn` mode and is only recorded in `audit` mode; a `warn` code never denies; an `info`
-code (mutations and skips) is recorded in the audit annotations only.
+code (mutations and skips) never denies: it is recorded in the audit annotations, and a
+mutation's (every info code but NOT_MUTATIONS) is also returned as a warning.
 """
 
 from __future__ import annotations

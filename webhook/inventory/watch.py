@@ -22,7 +22,7 @@ Inventory stays the same object as long as its content holds: the server's decis
 entries belong to one inventory object) lives on, and a large cluster is not rebuilt every
 second for events that change nothing.
 
-Start it after gunicorn forks (post_fork): threads started before the fork do not run in
+Start it in each gunicorn worker (post_worker_init): threads started before the fork do not run in
 the workers.
 """
 

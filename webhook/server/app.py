@@ -1,4 +1,5 @@
-"""The flask app: /mutate, /validate, /healthz, /readyz and /metrics.
+"""The flask app: /mutate, /validate, /healthz, /readyz and /metrics (/report and /dashboard are a
+blueprint registered on it, webhook/server/report_routes.py).
 
 HTTP only; the AdmissionReview rules live in `webhook.admission`. Once a review parses the
 answer is HTTP 200 with an AdmissionResponse; a request that is not a usable AdmissionReview

@@ -2,10 +2,10 @@
 
 - `gthread`: a few threads per worker keep the API server's connections alive and overlap TLS
   I/O. The sync worker closes every connection, so every review pays a TLS handshake, which
-  costs more than the decision: benchmarks/bench_server.py measured /mutate at 2.9x the
-  throughput under gthread (server CPU per request 1.6 ms against 2.8 ms with sync); 1, 2 or 4
-  threads made no difference to it.
-- Workers default to the CPU count's worth of processes (the decision is CPU-bound Python).
+  costs more than the decision: benchmarks/bench_server.py measured 4.0-4.4 times as many
+  reviews under gthread (README, "Performance"); 1, 2 or 4 threads made no difference to it.
+- Workers default to the CPU count's worth of processes, at most 4 (the decision is CPU-bound
+  Python; more processes than that hold more memory and inventory watches for little gain).
 - Sources start in each worker (`post_worker_init`): threads started before the fork do not
   run in the workers, so nothing is preloaded. Then what exists is frozen out of later garbage
   collections (`freeze_start_up`: the longest pause 16 ms to 0.6 ms, benchmarks/bench_gc.py).

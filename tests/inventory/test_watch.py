@@ -305,7 +305,8 @@ def test_a_watch_that_keeps_expiring_backs_off_instead_of_spinning(server: FakeA
 
 # --- DRA DeviceClasses -----------------------------------------------------------------------
 def gpu_class(name: str = "gpu.nvidia.com", mapped: str | None = "nvidia.com/gpu") -> dict[str, Any]:
-    spec = {"selectors": []} | ({"extendedResourceName": mapped} if mapped else {})
+    selector = {"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}
+    spec = {"selectors": [selector]} | ({"extendedResourceName": mapped} if mapped else {})
     return {"metadata": {"name": name}, "spec": spec}
 
 
@@ -317,6 +318,7 @@ def test_device_classes_add_the_extended_resources_dra_serves(server: FakeApiSer
         wait_for(source.ready, what="first sync")
         served = {"nvidia.com/gpu", "deviceclass.resource.kubernetes.io/gpu.nvidia.com"}
         assert source.current().dra_resources == served
+        assert source.current().dra_gpu_resources == served  # its selector names NVIDIA's GPU driver
         server.put("deviceclasses", gpu_class("mig-1g-12gb.gpu.nvidia.com", "nvidia.com/mig-1g.12gb"))
         wait_for(lambda: "nvidia.com/mig-1g.12gb" in source.current().dra_resources, what="the new class")
         assert "nvidia.com/mig-1g.12gb" in source.current().advertised

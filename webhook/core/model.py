@@ -268,6 +268,8 @@ class Inventory:
     """Extended resources DRA DeviceClasses serve (`spec.extendedResourceName`, and
     `deviceclass.resource.kubernetes.io/<class>`): in `advertised` too, but no node counts them,
     so no check holds a request for one against the nodes (webhook/inventory/dra.py)."""
+    dra_gpu_resources: frozenset[str] = frozenset()
+    """Those of them that DeviceClasses selecting NVIDIA GPU devices serve: they count as GPUs."""
     quota_room: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Per namespace, what its unscoped ResourceQuotas leave of each NVIDIA resource they limit
     (webhook/inventory/quotas.py): slice choice neither escapes nor overruns them."""

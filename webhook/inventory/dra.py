@@ -15,6 +15,8 @@ from typing import Any, Final
 
 DEVICE_CLASS_GROUP: Final = "resource.k8s.io"
 CLASS_RESOURCE_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+GPU_DRIVER: Final = "'gpu.nvidia.com'"
+"""NVIDIA's DRA driver for GPUs and MIG devices, quoted as a CEL string (also its attribute domain)."""
 
 
 def is_device_class(obj: Mapping[str, Any]) -> bool:
@@ -37,3 +39,25 @@ def class_resources(device_class: Mapping[str, Any]) -> frozenset[str]:
 
 def dra_resources(device_classes: Iterable[Mapping[str, Any]]) -> frozenset[str]:
     return frozenset().union(*(class_resources(c) for c in device_classes))
+
+
+def gpu_class_resources(device_class: Mapping[str, Any]) -> frozenset[str]:
+    """The names one DeviceClass serves when it selects NVIDIA GPU devices (whole GPUs, MIG
+    devices, passthrough): its CEL selectors name NVIDIA's GPU driver or attribute domain,
+    `gpu.nvidia.com` (MIG.md section 6). Those count as GPUs against a template's and a policy's
+    maximum; a ComputeDomain channel or a NIC class does not."""
+    spec = device_class.get("spec")
+    selectors = spec.get("selectors") if isinstance(spec, Mapping) else None
+    if not isinstance(selectors, list) or not any(_names_gpu_driver(s) for s in selectors):
+        return frozenset()
+    return class_resources(device_class)
+
+
+def dra_gpu_resources(device_classes: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    return frozenset().union(*(gpu_class_resources(c) for c in device_classes))
+
+
+def _names_gpu_driver(selector: object) -> bool:
+    cel = selector.get("cel") if isinstance(selector, Mapping) else None
+    expression = cel.get("expression") if isinstance(cel, Mapping) else None
+    return isinstance(expression, str) and GPU_DRIVER in expression.replace('"', "'")

@@ -29,7 +29,7 @@ from webhook.core.profiles import (
     resource_for_profile,
 )
 from webhook.core.quantity import parse_quantity
-from webhook.inventory.dra import dra_resources
+from webhook.inventory.dra import dra_gpu_resources, dra_resources
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.sharing import is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
@@ -72,8 +72,12 @@ def build_inventory(
     usage = None
     if pods is not None:
         usage = usage_by_node(u for u in map(pod_usage, pods) if u is not None)
-    inventory = assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(device_classes))
+    classes = tuple(device_classes)
+    inventory = assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(classes))
     fields = quota_fields((*quota_room(q), quota_scopes(q)) for q in quotas)
+    gpus = dra_gpu_resources(classes)
+    if gpus:
+        fields["dra_gpu_resources"] = gpus
     return replace(inventory, **fields) if fields else inventory
 
 
@@ -109,6 +113,7 @@ def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> I
         packing=inventory.packing,
         quota_room=inventory.quota_room,
         scoped_quotas=inventory.scoped_quotas,
+        dra_gpu_resources=inventory.dra_gpu_resources,
     )
 
 

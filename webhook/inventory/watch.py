@@ -44,7 +44,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory, ScopeRequirement
-from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources
+from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources, gpu_class_resources
 from webhook.inventory.nodes import advertised_names, assemble_inventory, node_allocatable, parse_node
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.usage import PodUsage, pod_usage
@@ -82,11 +82,13 @@ def node_record(node: Mapping[str, Any]) -> NodeRecord:
 class DeviceClassRecord:
     name: str
     resources: frozenset[str]
+    gpus: frozenset[str] = frozenset()
+    """The resources again when the class selects NVIDIA GPU devices (they count as GPUs)."""
 
 
 def device_class_record(device_class: Mapping[str, Any]) -> DeviceClassRecord:
     name = str(_mapping(device_class.get("metadata")).get("name") or "")
-    return DeviceClassRecord(name, class_resources(device_class))
+    return DeviceClassRecord(name, class_resources(device_class), gpu_class_resources(device_class))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,7 @@ class ClusterState:
         self._pods: dict[str, PodUsage] = {}
         self._used: dict[str, dict[str, int]] = {}
         self._pod_counts: dict[str, int] = {}
-        self._classes: dict[str, frozenset[str]] = {}
+        self._classes: dict[str, DeviceClassRecord] = {}
         self._quotas: dict[str, QuotaRecord] = {}
 
     def replace_nodes(self, records: Iterable[NodeRecord]) -> None:
@@ -138,7 +140,7 @@ class ClusterState:
             return before != record
 
     def replace_device_classes(self, records: Iterable[DeviceClassRecord]) -> None:
-        fresh = {r.name: r.resources for r in records}
+        fresh = {r.name: r for r in records}
         with self._lock:
             self._classes = fresh
 
@@ -148,7 +150,7 @@ class ClusterState:
         with self._lock:
             before = self._classes.pop(record.name, None)
             if event != "DELETED":
-                self._classes[record.name] = record.resources
+                self._classes[record.name] = record
             return before != self._classes.get(record.name)
 
     def replace_quotas(self, records: Iterable[QuotaRecord]) -> None:
@@ -191,10 +193,13 @@ class ClusterState:
             gpu_nodes = sorted((r.gpu for r in self._nodes.values() if r.gpu), key=lambda n: n.name)
             distinct = {id(r.advertised): r.advertised for r in self._nodes.values()}
             usage = {node: (dict(self._used.get(node, {})), n) for node, n in self._pod_counts.items()}
-            dra = frozenset().union(*self._classes.values())
-            quotas = quota_fields((r.namespace, r.room, r.scopes) for r in self._quotas.values())
+            dra = frozenset().union(*(r.resources for r in self._classes.values()))
+            dra_gpus = frozenset().union(*(r.gpus for r in self._classes.values()))
+            fields = quota_fields((r.namespace, r.room, r.scopes) for r in self._quotas.values())
         inventory = assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage, dra)
-        return replace(inventory, **quotas) if quotas else inventory
+        if dra_gpus:
+            fields["dra_gpu_resources"] = dra_gpus
+        return replace(inventory, **fields) if fields else inventory
 
     def pod_usage(self) -> tuple[PodUsage, ...]:
         with self._lock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.inventory.dra import dra_resources, is_device_class
+from webhook.inventory.dra import dra_gpu_resources, dra_resources, is_device_class
 
 
 def device_class(name: Any, mapped: Any = None, api_version: str = "resource.k8s.io/v1") -> dict[str, Any]:
@@ -30,3 +30,24 @@ def test_device_classes_are_told_by_api_group() -> None:
     assert is_device_class(device_class("a", api_version="resource.k8s.io/v1beta2"))
     assert not is_device_class(device_class("a", api_version="example.com/v1"))
     assert not is_device_class({"kind": "DeviceClass"})
+
+
+def selecting(name: str, expression: str, mapped: Any = None) -> dict[str, Any]:
+    found = device_class(name, mapped)
+    found["spec"]["selectors"] = [{"cel": {"expression": expression}}]
+    return found
+
+
+def test_classes_that_select_nvidia_gpu_devices_serve_gpus() -> None:
+    gpus = selecting("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com'", "nvidia.com/gpu")
+    migs = selecting("mig.nvidia.com", 'device.attributes["gpu.nvidia.com"].type == "mig"')
+    channels = selecting(
+        "compute-domain-default-channel.nvidia.com", "device.driver == 'compute-domain.nvidia.com'"
+    )
+    unselective = device_class("any.example.com")
+    assert dra_gpu_resources([gpus, migs, channels, unselective]) == {
+        "nvidia.com/gpu",
+        "deviceclass.resource.kubernetes.io/gpu.nvidia.com",
+        "deviceclass.resource.kubernetes.io/mig.nvidia.com",
+    }
+    assert dra_gpu_resources([{"kind": "DeviceClass", "spec": {"selectors": [{"cel": 3}]}}]) == frozenset()

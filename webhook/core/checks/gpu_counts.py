@@ -4,27 +4,33 @@ from __future__ import annotations
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
-from webhook.core.podview import PodView
+from webhook.core.podview import AccelRequest, PodView
 from webhook.core.resources import Kind
 
 
-def pod_gpus(view: PodView) -> int:
-    """GPUs and MIG slices the pod holds at once, counted the way the scheduler counts."""
-    resources = {a.resource for c in view.containers for a in c.accel if a.kind in (Kind.WHOLE, Kind.MIG)}
+def pod_gpus(view: PodView, dra_gpus: frozenset[str] = frozenset()) -> int:
+    """GPUs and MIG slices the pod holds at once, counted the way the scheduler counts; with the
+    names DRA serves from NVIDIA GPU DeviceClasses (`deviceclass.resource.kubernetes.io/gpu.nvidia.com`)."""
+    resources = {a.resource for c in view.containers for a in c.accel if _counted(a, dra_gpus)}
     return sum(view.effective(r) for r in resources)
 
 
-def largest_request_path(view: PodView) -> str:
+def _counted(accel: AccelRequest, dra_gpus: frozenset[str]) -> bool:
+    return accel.kind is Kind.WHOLE or accel.kind is Kind.MIG or accel.resource in dra_gpus
+
+
+def largest_request_path(view: PodView, dra_gpus: frozenset[str] = frozenset()) -> str:
     best = ("", 0)
     for container in view.containers:
-        for accel in container.gpu_requests:
-            if (accel.count or 0) > best[1]:
+        for accel in container.accel:
+            if _counted(accel, dra_gpus) and (accel.count or 0) > best[1]:
                 best = (container.resource_path("limits", accel.resource), accel.count or 0)
     return best[0] or f"{view.base}.containers"
 
 
 def check(env: Env) -> list[Finding]:
-    total = pod_gpus(env.view)
+    dra_gpus = env.inventory.dra_gpu_resources
+    total = pod_gpus(env.view, dra_gpus)
     if total == 0:
         return []
     found: list[tuple[str, str]] = []
@@ -45,5 +51,5 @@ def check(env: Env) -> list[Finding]:
         found.append(("ExceedsPolicyMaxGpus", message))
     if not found:
         return []
-    path = largest_request_path(env.view)
+    path = largest_request_path(env.view, dra_gpus)
     return [Finding(code, path, message) for code, message in found]

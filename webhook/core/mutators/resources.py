@@ -36,7 +36,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     for group, index, container in containers(pod, base, ("containers",)):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
-        devices = _devices(have_limits)
+        devices = _devices(have_limits, env.inventory.dra_gpu_resources)
         wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices, pod_level)
         wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices, pod_level)
         new_requests, new_limits = _missing(have_requests, have_limits, wanted_requests, wanted_limits)
@@ -74,10 +74,11 @@ def _wanted(
     return {k: v for k, v in wanted.items() if k not in pod_level}
 
 
-def _devices(limits: dict[str, Any]) -> int:
+def _devices(limits: dict[str, Any], dra_gpus: frozenset[str]) -> int:
+    """The GPUs and MIG devices a container's limits ask for, DRA's GPU class names included."""
     total = 0
     for name, value in limits.items():
-        if name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-"):
+        if name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-") or name in dra_gpus:
             try:
                 total += int(parse_quantity(value))
             except ValueError:

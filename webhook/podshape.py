@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from webhook.core.workloads import group_kind, pod_sites, template_pointer
+from webhook.core.workloads import group_kind, list_members, pod_sites, template_pointer
 
 Problem = tuple[str, str]
 """(field path, what is wrong)."""
@@ -26,12 +26,24 @@ def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
     pointer = template_pointer((group, kind))
     if pointer is not None:
         problems.extend(_template_problems(obj, pointer))
+    problems.extend(_list_problems(obj, list_members((group, kind))))
     if problems:
         return problems
     for site in pod_sites(obj, (group, kind)):
         base = f"{site.path}.spec" if site.writable else site.path
         problems.extend(spec_problems(site.pod.get("spec"), base))
     return problems
+
+
+def _list_problems(obj: Mapping[str, Any], members: tuple[tuple[str, ...], ...]) -> Iterator[Problem]:
+    """An array of pod templates (JobSet's replicatedJobs, Ray's workerGroupSpecs...) that is not
+    one: the CRD's schema refuses it, and read leniently it would hide every template in it."""
+    for member in members:
+        value: Any = obj
+        for step in member:
+            value = value.get(step) if isinstance(value, Mapping) else None
+        if value is not None and not isinstance(value, list):
+            yield ".".join(member), f"must be an array, not {type_name(value)}"
 
 
 def _template_problems(obj: Mapping[str, Any], pointer: tuple[str, ...]) -> Iterator[Problem]:

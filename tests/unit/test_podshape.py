@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context
+from webhook.core.workloads import decide_object
 from webhook.podshape import shape_problems
 
 
@@ -60,3 +62,33 @@ def test_the_ai_job_kinds_are_read_where_they_keep_their_pods() -> None:
         "spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": {"containers": "x"}}}}},
     }
     assert [p for p, _ in shape_problems(job)] == ["spec.pytorchReplicaSpecs.Worker.template.spec.containers"]
+
+
+def crd(api_version: str, kind: str, spec: Any) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("obj", "path"),
+    [
+        (crd("jobset.x-k8s.io/v1alpha2", "JobSet", {"replicatedJobs": 1}), "spec.replicatedJobs"),
+        (crd("ray.io/v1", "RayCluster", {"workerGroupSpecs": True}), "spec.workerGroupSpecs"),
+        (
+            crd("ray.io/v1", "RayJob", {"rayClusterSpec": {"workerGroupSpecs": {}}}),
+            "spec.rayClusterSpec.workerGroupSpecs",
+        ),
+        (
+            crd("serving.kserve.io/v1beta1", "InferenceService", {"predictor": {"containers": 1}}),
+            "spec.predictor.containers",
+        ),
+        (crd("batch.volcano.sh/v1alpha1", "Job", {"tasks": "all"}), "spec.tasks"),
+    ],
+)
+def test_arrays_of_pod_templates_that_are_not_arrays_are_named(
+    obj: dict[str, Any], path: str, catalog: Catalog
+) -> None:
+    """Read leniently they would hide every template in them; deciding them must not crash (the
+    mutating webhook sees a custom resource before the API server checks its schema)."""
+    assert [p for p, _ in shape_problems(obj)] == [path]
+    assert shape_problems(obj)[0][1].startswith("must be an array, not ")
+    assert decide_object(obj, Context(catalog=catalog, inventory=UNKNOWN_INVENTORY)).allowed

@@ -63,6 +63,11 @@ _KSERVE_FRAMEWORKS: Final = (
     "huggingface",
 )
 GroupKind = tuple[str, str]
+_LIST_MEMBERS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
+    "JobSet": (("spec", "replicatedJobs"),),
+    "InferenceService": (("spec", "predictor", "containers"),),
+}
+"""Arrays that hold pod templates (or containers), besides Ray's worker groups and Volcano's tasks."""
 VOLCANO_JOB: Final[GroupKind] = ("batch.volcano.sh", "Job")
 _GROUP_OF: Final[dict[str, str]] = {
     "Pod": "",
@@ -309,7 +314,7 @@ def _ray_templates(
     dotted = ".".join(("spec", *prefix))
     if "headGroupSpec" in cluster:
         yield ("spec", *prefix, "headGroupSpec", "template"), f"{dotted}.headGroupSpec.template"
-    for index, group in enumerate(cluster.get("workerGroupSpecs") or ()):
+    for index, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
         name = _mapping(group).get("groupName") or index
         selector = f"groupName={name}" if isinstance(name, str) else str(index)
         yield (
@@ -319,15 +324,14 @@ def _ray_templates(
 
 
 def _volcano_templates(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[Step, ...], str]]:
-    tasks = spec.get("tasks")
-    for index, task in enumerate(tasks if isinstance(tasks, list) else ()):
+    for index, task in enumerate(_list(spec.get("tasks"))):
         name = _mapping(task).get("name")
         selector = f"name={name}" if isinstance(name, str) and name else str(index)
         yield ("spec", "tasks", index, "template"), f"spec.tasks[{selector}].template"
 
 
 def _jobset_templates(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[Step, ...], str]]:
-    for index, job in enumerate(spec.get("replicatedJobs") or ()):
+    for index, job in enumerate(_list(spec.get("replicatedJobs"))):
         name = _mapping(job).get("name")
         selector = f"name={name}" if isinstance(name, str) else str(index)
         pointer = ("spec", "replicatedJobs", index, "template", "spec", "template")
@@ -338,7 +342,7 @@ def _kserve_sites(spec: Mapping[str, Any], metadata: Mapping[str, Any]) -> Itera
     predictor = _mapping(spec.get("predictor"))
     if not predictor:
         return
-    containers = [c for c in predictor.get("containers") or () if isinstance(c, dict)]
+    containers = [c for c in _list(predictor.get("containers")) if isinstance(c, dict)]
     renames = []
     for framework in _KSERVE_FRAMEWORKS:
         block = predictor.get(framework)
@@ -388,6 +392,23 @@ def _put(obj: Pod, pointer: tuple[Step, ...], pod: Pod) -> None:
         if pod.get("metadata"):
             template["metadata"] = pod["metadata"]
         template["spec"] = pod["spec"]
+
+
+def list_members(group_and_kind: GroupKind) -> tuple[tuple[str, ...], ...]:
+    """Where the kind's pod templates sit in arrays: such a member that is not an array is read as
+    empty here, and named by the offline checks (webhook/podshape.py)."""
+    group, kind = group_and_kind
+    if group_and_kind == VOLCANO_JOB:
+        return (("spec", "tasks"),)
+    if _GROUP_OF.get(kind) != group:
+        return ()
+    if kind in _RAY_CLUSTER_AT:
+        return (("spec", *_RAY_CLUSTER_AT[kind], "workerGroupSpecs"),)
+    return _LIST_MEMBERS.get(kind, ())
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _mapping(value: object) -> dict[str, Any]:

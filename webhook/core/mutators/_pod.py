@@ -173,15 +173,20 @@ def node_affinity(pod: Pod, base: str) -> dict[str, Any]:
 
 
 def require_node_expressions(pod: Pod, base: str, expressions: list[dict[str, Any]]) -> bool:
-    """AND the expressions into every required node-selector term; True when anything changed."""
+    """AND the expressions into every required node-selector term; True when anything changed.
+
+    A term with no requirements matches no node (Kubernetes' NodeSelector): it stays empty, since
+    the expressions would turn it into one that matches many, and the pod the scheduler places
+    would not be the one slice choice read (webhook/core/placement.py reads it so too)."""
     where = f"{base}.affinity.nodeAffinity"
     required = child(node_affinity(pod, base), REQUIRED, where)
     terms = child_list(required, "nodeSelectorTerms", f"{where}.{REQUIRED}")
-    if not terms:
+    fresh = not terms
+    if fresh:
         terms.append({})
     changed = False
     for index, term in enumerate(terms):
-        if not isinstance(term, dict):
+        if not isinstance(term, dict) or (not fresh and _matches_no_node(term)):
             continue
         existing = child_list(term, "matchExpressions", f"{where}.{REQUIRED}.nodeSelectorTerms[{index}]")
         for expression in expressions:
@@ -189,6 +194,10 @@ def require_node_expressions(pod: Pod, base: str, expressions: list[dict[str, An
                 existing.append(dict(expression))
                 changed = True
     return changed
+
+
+def _matches_no_node(term: dict[str, Any]) -> bool:
+    return not term.get("matchExpressions") and not term.get("matchFields")
 
 
 def name_of(container: dict[str, Any]) -> str:

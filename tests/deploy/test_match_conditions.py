@@ -196,3 +196,14 @@ def test_controller_conditions_look_inside_the_pod_template(
     assert admits_workload(wrap(make_pod("l").container("c").label(TEMPLATE_LABEL, "notebook").build()))
     assert not admits_workload(wrap(make_pod("cpu").container("c", limits={"cpu": "1"}).build()))
     assert not admits_workload({"kind": kind, "metadata": {"name": "empty"}, "spec": {}})
+
+
+def test_workloads_their_controller_owns_are_not_sent(admits_workload: Callable[[Pod], bool]) -> None:
+    template = make_pod("g").container("c", gpu=1).build()
+    replicaset: Pod = {"kind": "ReplicaSet", "metadata": {"name": "d-1"}, "spec": {"template": template}}
+    assert admits_workload(replicaset)
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": "u"}
+    replicaset["metadata"]["ownerReferences"] = [owner]
+    assert admits_workload(replicaset), "an owner that is not the controller"
+    replicaset["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
+    assert not admits_workload(replicaset)

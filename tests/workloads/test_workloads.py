@@ -356,3 +356,33 @@ def test_a_kind_of_another_api_group_is_refused(catalog: Catalog, inventories: d
     assert pod_sites(job) == []
     with pytest.raises(UnsupportedKind):
         decide_object(job, _context(catalog, inventories["mixed-cluster"]))
+
+
+@pytest.mark.parametrize("controller", [True, False])
+def test_a_workload_its_controller_owns_is_left_alone(
+    catalog: Catalog, inventories: dict[str, Inventory], controller: bool
+) -> None:
+    """A Deployment's ReplicaSet mutated where its Deployment was not (created while the webhook
+    was down, or kept for Kueue) no longer equals it, and the Deployment controller makes another
+    ReplicaSet, for ever. An ownerReference that is not the controller changes nothing."""
+    template = _vllm_template()
+    template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "0.5"  # denied if checked
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": "u", "controller": controller}
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "d-5f8c", "ownerReferences": [owner]},
+        "spec": {"template": template},
+    }
+    decision = decide_object(
+        replicaset, _context(catalog, inventories["mixed-cluster"], mutate_templates=True)
+    )
+    codes = [(v.code, v.path) for v in decision.violations]
+    if controller:
+        assert (decision.allowed, decision.patch, codes) == (
+            True,
+            (),
+            [("OwnedByController", "metadata.ownerReferences")],
+        )
+    else:
+        assert not decision.allowed and ("OwnedByController", "metadata.ownerReferences") not in codes

@@ -56,6 +56,7 @@ _TABLE: Final = (
     # Information (mutations and skips).
     Reason("DraClaimsPresent", "info", "The pod uses DRA resourceClaims; it is left alone."),
     Reason("QueuedPodKeptAsWritten", "info", "The pod waits for a queue manager (scheduling gates, Kueue) that counts its request as written; it is not rewritten to a slice."),
+    Reason("OwnedByController", "info", "A workload a controller created (a Deployment's ReplicaSet, a CronJob's Job); its owner and its pods are checked, so it is left alone."),
     Reason("MirrorPodLeftAlone", "info", "The mirror of a static pod, which the kubelet runs from its own manifest; it is left alone."),
     Reason("NamespaceExcluded", "info", "The namespace is excluded by policy; the pod is left alone."),
     Reason("RewrittenToMig", "info", "Whole-GPU requests were rewritten to the smallest fitting MIG slice."),
@@ -71,7 +72,9 @@ _TABLE: Final = (
     Reason("InjectedScheduling", "info", "priorityClassName or runtimeClassName was set from the template."),
 )  # fmt: skip
 
-UNCHECKED_NOTES: Final = frozenset({"NamespaceExcluded", "DraClaimsPresent", "MirrorPodLeftAlone"})
+UNCHECKED_NOTES: Final = frozenset(
+    {"NamespaceExcluded", "DraClaimsPresent", "MirrorPodLeftAlone", "OwnedByController"}
+)
 """Info codes that say the pod was not looked at, and why: /validate keeps them in its answer."""
 NOT_MUTATIONS: Final = UNCHECKED_NOTES | {"QueuedPodKeptAsWritten"}
 """Info codes that are not mutations: never sent back as warnings, nor said to be unapplied."""

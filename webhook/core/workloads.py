@@ -178,6 +178,9 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     namespace, policy, untouched = governing(obj, context, ("CREATE", "UPDATE"))
     if untouched is not None:
         return untouched
+    owner = controller_of(obj)
+    if owner is not None:
+        return finish(policy, None, [_owned(owner)], None, [])
     findings: list[Finding] = []
     templates: list[str] = []
     mutate = policy.mutate_templates if context.mutate_templates is None else context.mutate_templates
@@ -211,6 +214,24 @@ def _unchanged_by_update(obj: Pod, site: Site, context: Context) -> bool:
     if context.operation != "UPDATE" or not isinstance(old, dict) or not site.pointer:
         return False
     return bool(_get(old, site.pointer) == _get(obj, site.pointer))
+
+
+def controller_of(obj: Mapping[str, Any]) -> str | None:
+    """`Kind/name` of the controller that owns the workload (an ownerReference with controller:
+    true), if any. Such an object is its controller's to write: a ReplicaSet whose template this
+    webhook changed no longer equals its Deployment's, and the Deployment controller makes another,
+    for ever; an operator would write its Deployment back on every change. Its owner, where
+    supported, was checked when applied, and its pods are checked when they are created."""
+    references = _mapping(obj.get("metadata")).get("ownerReferences")
+    for reference in _list(references):
+        if isinstance(reference, dict) and reference.get("controller") is True:
+            return f"{reference.get('kind', '?')}/{reference.get('name', '?')}"
+    return None
+
+
+def _owned(owner: str) -> Finding:
+    message = f"created by its controller {owner}, which was checked; its pods are checked when created"
+    return Finding("OwnedByController", "metadata.ownerReferences", message)
 
 
 def held_by_queue(obj: Mapping[str, Any]) -> bool:

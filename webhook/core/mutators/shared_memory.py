@@ -54,6 +54,8 @@ def _ensure_volume(pod: Pod, base: str, size: str) -> str:
         if read(existing, "emptyDir", f"{base}.volumes[name={name}]").get("medium") == "Memory":
             return name
     suffix = len(volumes)
+    while f"gpu-webhook-dshm-{suffix}" in by_name:  # the API server refuses a duplicate volume name
+        suffix += 1
     name = f"gpu-webhook-dshm-{suffix}"
     volumes.append({"name": name, **wanted})
     return name

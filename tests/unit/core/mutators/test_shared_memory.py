@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.builders import make_pod
 from tests.unit.core.mutators._helpers import apply
 from webhook.core.model import Catalog
@@ -52,13 +54,20 @@ def test_a_name_clash_with_another_volume_picks_a_new_name(unit_catalog: Catalog
     ]
 
 
-def test_both_names_taken_gives_a_unique_name(unit_catalog: Catalog) -> None:
-    volumes = [{"name": "dshm", "emptyDir": {}}, {"name": "gpu-webhook-dshm", "emptyDir": {}}]
+@pytest.mark.parametrize("third", ["data", "gpu-webhook-dshm-3", "gpu-webhook-dshm-2"])
+def test_both_names_taken_gives_a_unique_name(unit_catalog: Catalog, third: str) -> None:
+    """A duplicate volume name makes the API server refuse the pod after the patch applied, where
+    failurePolicy: Ignore no longer helps."""
+    volumes = [
+        {"name": "dshm", "emptyDir": {}},
+        {"name": "gpu-webhook-dshm", "emptyDir": {}},
+        {"name": third, "configMap": {"name": "c"}},
+    ]
     pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).spec("volumes", volumes).build()
     mutated, _ = apply(shared_memory.mutate, unit_catalog, pod)
     names = [v["name"] for v in mutated["spec"]["volumes"]]
-    assert len(names) == len(set(names)) == 3
-    assert mutated["spec"]["containers"][0]["volumeMounts"][0]["name"] == names[2]
+    assert len(names) == len(set(names)) == 4
+    assert mutated["spec"]["containers"][0]["volumeMounts"][0]["name"] == names[3]
 
 
 def test_templates_without_shm_size_add_none(unit_catalog: Catalog) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from sys import intern
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.model import GpuNode, Inventory, SliceOffer, Strategy, Taint
 from webhook.core.mutators.packing_affinity import packing_order
@@ -390,6 +390,9 @@ def slice_resource(node: GpuNode, profile: str) -> str:
     return resource_for_profile(profile) if node.strategy == "mixed" else GPU
 
 
+_GPU_TAINT_VALUES: Final = frozenset({"gpu", "gpus", "nvidia", "accelerator", "accelerators"})
+
+
 def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:
     """The GPU-related taints of these nodes (never the node-lifecycle ones a pod must not tolerate)."""
     found = set()
@@ -414,10 +417,16 @@ def blocking_taints(taints: Iterable[Mapping[str, Any]]) -> tuple[Taint, ...]:
 
 
 def _is_gpu_taint(key: str, value: str) -> bool:
+    """A taint that keeps non-GPU pods off GPU nodes, which every GPU pod is given a toleration
+    for: an `nvidia.com/` key, a key that names GPUs or accelerators (`gpu`, `amd.com/gpu`), or
+    a value that is only that (AKS's `sku=gpu`, `dedicated=gpu`). A value that merely mentions
+    GPUs (`dedicated=gpu-team-a`) marks a team's or a tier's pool, which only its own pods
+    tolerate: tolerated for every GPU pod, it would let them all in."""
     if key.startswith((*_TRANSIENT_TAINTS, "node-role.kubernetes.io/")):
         return False
-    text = f"{key}={value}".lower()
-    return key.startswith("nvidia.com/") or "gpu" in text or "accelerator" in text
+    lowered = key.lower()
+    named = "gpu" in lowered or "accelerator" in lowered
+    return key.startswith("nvidia.com/") or named or value.lower() in _GPU_TAINT_VALUES
 
 
 def _int_label(labels: Mapping[str, str], key: str) -> int | None:

@@ -187,13 +187,18 @@ def test_only_gpu_taints_are_kept() -> None:
         {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
         {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
         {"key": "team", "value": "web", "effect": "NoSchedule"},
+        {"key": "dedicated", "value": "gpu-team-a", "effect": "NoSchedule"},  # a team's pool
+        {"key": "amd.com/gpu", "effect": "NoSchedule"},
     ]
     inventory = make_inventory(make_node("n", {"nvidia.com/gpu.product": "NVIDIA-L4"}, {GPU: 1}, taints))
     assert inventory.whole_gpu_taints == (
+        Taint("amd.com/gpu", "", "NoSchedule"),
         Taint("dedicated", "accelerator", "NoExecute"),
         Taint("nvidia.com/gpu", "present", "NoSchedule"),
         Taint("sku", "gpu", "NoSchedule"),
     )
+    (node,) = inventory.nodes
+    assert Taint("dedicated", "gpu-team-a", "NoSchedule") in node.blocking_taints
 
 
 def test_blocking_taints_are_the_ones_the_webhook_never_tolerates() -> None:

@@ -31,17 +31,15 @@ def test_a_gpu_pod_tolerates_its_resource_and_the_gpu_node_taints(
 
 
 def test_a_gpu_taint_of_a_shared_key_is_tolerated_with_its_value_only(unit_catalog: Catalog) -> None:
-    """`dedicated=gpu-shared` reads as a GPU taint; `Exists` on `dedicated` would also let the pod
-    onto a team's `dedicated=ml-training` pool, which slice choice keeps it off."""
-    shared = {"key": "dedicated", "value": "gpu-shared", "effect": "NoSchedule"}
-    team = {"key": "dedicated", "value": "ml-training", "effect": "NoSchedule"}
+    """`dedicated=gpu` marks GPU nodes; `Exists` on `dedicated` would also let the pod onto a
+    team's `dedicated=gpu-team-a` pool, which is no GPU taint but the team's own: not tolerated."""
+    shared = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    team = {"key": "dedicated", "value": "gpu-team-a", "effect": "NoSchedule"}
     inventory = make_inventory(whole_node("shared", A100, 8, [shared]), whole_node("team", A100, 8, [team]))
     pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
     mutated, _ = apply(tolerations.mutate, unit_catalog, pod, inventory)
     assert {**shared, "operator": "Equal"} in mutated["spec"]["tolerations"]
-    assert all(
-        t["key"] != "dedicated" or t.get("value") == "gpu-shared" for t in mutated["spec"]["tolerations"]
-    )
+    assert all(t["key"] != "dedicated" or t.get("value") == "gpu" for t in mutated["spec"]["tolerations"])
 
 
 def test_node_lifecycle_taints_are_never_tolerated(unit_catalog: Catalog, tainted: Inventory) -> None:

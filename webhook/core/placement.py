@@ -213,7 +213,7 @@ def _narrowed_offers(inventory: Inventory, placement: Placement) -> dict[SliceOf
     return narrowed
 
 
-def _remember(inventory: Inventory, key: tuple[str, Placement], value: object) -> None:
+def _remember(inventory: Inventory, key: tuple[Any, ...], value: object) -> None:
     memo = inventory.memo
     if len(memo) >= _MEMO_LIMIT:
         memo.clear()  # a bound, not an eviction policy: node choices are few in a cluster
@@ -248,3 +248,39 @@ def _gets_whole_gpus(
     if any(placement.admits(n) for n in slices):
         return False
     return any_whole
+
+
+def largest_node_room(
+    inventory: Inventory, placement: Placement | None, devices: frozenset[str]
+) -> Mapping[str, int] | None:
+    """The most CPU (cores) and memory (bytes) one GPU node has that offers one of `devices` and
+    that the pod admits, as allocatable says; None when no such node is known. What a template
+    fills in per GPU must fit there, or the pod could run nowhere. Worked out once per inventory,
+    node choice and devices."""
+    key = ("room", placement, devices)
+    if key in inventory.memo:
+        found: Mapping[str, int] | None = inventory.memo[key]
+        return found
+    nodes = [
+        n
+        for n in _gpu_nodes(inventory)
+        if any(n.allocatable.get(d, 0) > 0 for d in devices) and (placement is None or placement.admits(n))
+    ]
+    found = {r: max(n.allocatable.get(r, 0) for n in nodes) for r in ("cpu", "memory")} if nodes else None
+    _remember(inventory, key, found)
+    return found
+
+
+def _gpu_nodes(inventory: Inventory) -> tuple[GpuNode, ...]:
+    """Every GPU node, node-pool templates included (they are not in `inventory.nodes`)."""
+    found: tuple[GpuNode, ...] | None = inventory.memo.get(("gpu-nodes",))
+    if found is None:
+        unique: dict[str, GpuNode] = {n.name: n for n in inventory.nodes}
+        for node in (*inventory.whole_gpu_nodes, *inventory.gpu_slice_nodes):
+            unique.setdefault(node.name, node)
+        for members in inventory.members.values():
+            for node in members:
+                unique.setdefault(node.name, node)
+        found = tuple(unique.values())
+        _remember(inventory, ("gpu-nodes",), found)
+    return found

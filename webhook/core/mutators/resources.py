@@ -9,7 +9,8 @@ refuses container requests above the pod's request, and a container limit above 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from decimal import Decimal
+from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod
@@ -22,7 +23,11 @@ from webhook.core.mutators._pod import (
     read_spec,
     section_of,
 )
+from webhook.core.placement import largest_node_room
 from webhook.core.quantity import parse_quantity, scale_quantity
+
+_NODE_RESOURCES: Final = ("cpu", "memory")
+_GI: Final = Decimal(1024**3)
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
@@ -30,28 +35,106 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     if template is None:
         return []
     inject = template.inject
-    filled: list[str] = []
     base = env.view.base
     pod_level = _pod_level(pod, base)
+    dra_gpus = env.inventory.dra_gpu_resources
+    fills: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str]]] = []
     for group, index, container in containers(pod, base, ("containers",)):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
-        devices = _devices(have_limits, env.inventory.dra_gpu_resources)
+        devices = _devices(have_limits, dra_gpus)
         wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices, pod_level)
         wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices, pod_level)
         new_requests, new_limits = _missing(have_requests, have_limits, wanted_requests, wanted_limits)
         if new_requests or new_limits:
-            where = container_path(base, group, index, container)
-            resources = child(container, "resources", where)
-            if new_requests:
-                child(resources, "requests", f"{where}.resources").update(new_requests)
-            if new_limits:
-                child(resources, "limits", f"{where}.resources").update(new_limits)
-            filled.append(name_of(container))
-    if not filled:
+            fills.append((container_path(base, group, index, container), container, new_requests, new_limits))
+    if not fills:
         return []
-    message = f"filled CPU/memory from template {template.name} for {', '.join(filled)}"
-    return [Finding("InjectedResources", f"{env.view.base}.containers", message)]
+    too_large = _beyond_largest_node(pod, env, [fill[2] for fill in fills])
+    names = [name_of(fill[1]) for fill in fills if _fill(*fill, skip=too_large)]
+    findings = [_too_large(template.name, base, r, need, room) for r, (need, room) in too_large.items()]
+    if names:
+        message = f"filled CPU/memory from template {template.name} for {', '.join(names)}"
+        findings.append(Finding("InjectedResources", f"{base}.containers", message))
+    return findings
+
+
+def _fill(
+    where: str,
+    container: dict[str, Any],
+    requests: dict[str, str],
+    limits: dict[str, str],
+    skip: Mapping[str, Any],
+) -> bool:
+    """Fill what is not skipped; whether anything was."""
+    requests = {k: v for k, v in requests.items() if k not in skip}
+    limits = {k: v for k, v in limits.items() if k not in skip}  # a lone limit defaults the request to it
+    if not requests and not limits:
+        return False
+    resources = child(container, "resources", where)
+    if requests:
+        child(resources, "requests", f"{where}.resources").update(requests)
+    if limits:
+        child(resources, "limits", f"{where}.resources").update(limits)
+    return True
+
+
+def _beyond_largest_node(
+    pod: Pod, env: Env, new_requests: list[dict[str, str]]
+) -> dict[str, tuple[Decimal, int]]:
+    """Per resource filled in, (the pod's request with the fills, the most one node it may run on
+    has) where the first is larger: a template's CPU/memory per GPU written for 80GB cards would
+    leave a pod bound for a smaller GPU node unschedulable."""
+    asked = {r for fill in new_requests for r in fill if r in _NODE_RESOURCES}
+    offer = env.plan.offer
+    devices = frozenset({offer.resource}) if offer is not None else _device_names(env)
+    room = largest_node_room(env.inventory, env.placement, devices) if asked and devices else None
+    if room is None:
+        return {}
+    found: dict[str, tuple[Decimal, int]] = {}
+    for resource in sorted(asked):
+        total = _pod_request(pod, env.view.base, resource) + sum(
+            (_amount(fill.get(resource)) for fill in new_requests), Decimal(0)
+        )
+        if total > room.get(resource, 0):
+            found[resource] = (total, room.get(resource, 0))
+    return found
+
+
+def _device_names(env: Env) -> frozenset[str]:
+    return frozenset(r for r in env.view.requested_resources() if r.startswith("nvidia.com/"))
+
+
+def _pod_request(pod: Pod, base: str, resource: str) -> Decimal:
+    """What the pod's containers and sidecars request of `resource` already."""
+    total = Decimal(0)
+    for group, index, container in containers(pod, base):
+        if group == "initContainers" and container.get("restartPolicy") != "Always":
+            continue
+        total += _amount(section_of(container, "requests", base, group, index).get(resource))
+    return total
+
+
+def _amount(value: object) -> Decimal:
+    if value is None:
+        return Decimal(0)
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        return Decimal(0)
+
+
+def _too_large(template: str, base: str, resource: str, need: Decimal, room: int) -> Finding:
+    message = (
+        f"template {template} would make this pod request {_shown(resource, need)} {resource}, more "
+        f"than the {_shown(resource, Decimal(room))} of the largest GPU node it may run on; "
+        f"{resource} left as the pod sets it"
+    )
+    return Finding("InjectionExceedsNodes", f"{base}.containers", message)
+
+
+def _shown(resource: str, value: Decimal) -> str:
+    return f"{value / _GI:.4g}Gi" if resource == "memory" else f"{value:g}"
 
 
 def _pod_level(pod: Pod, base: str) -> frozenset[str]:

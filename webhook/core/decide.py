@@ -19,6 +19,7 @@ from webhook.core.model import (
     Violation,
 )
 from webhook.core.patches import PatchDoesNotApply, make_patch
+from webhook.core.reapplied import drop_reapplied
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
 
 MAX_WARNING: Final = 120
@@ -54,14 +55,15 @@ def decide(pod: Pod, context: Context) -> Decision:
         return untouched
     if MIRROR_ANNOTATION in _mapping(_mapping(pod.get("metadata")).get("annotations")):
         return finish(policy, None, [_MIRROR_POD], None, [])
-    evaluation = evaluate(pod, context, namespace, policy, "spec", "metadata")
+    read, dropped = drop_reapplied(pod, "spec")
+    evaluation = evaluate(read, context, namespace, policy, "spec", "metadata")
     template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
     name = template.name if template else None
     if env is None or denies(findings, policy.mode):
         return finish(policy, name, findings, None, [])
-    mutated, changes = mutated_copy(pod, env)
+    mutated, changes = mutated_copy(read, env)
     patch, problems = patch_for(pod, mutated, env.view.base) if mutated is not pod else ([], [])
-    return finish(policy, name, [*findings, *changes, *problems], mutated if patch else None, patch)
+    return finish(policy, name, [*dropped, *findings, *changes, *problems], mutated if patch else None, patch)
 
 
 def patch_for(original: Pod, mutated: Pod, where: str) -> tuple[list[dict[str, Any]], list[Finding]]:

@@ -251,7 +251,7 @@ def _gets_whole_gpus(
 
 
 def largest_node_room(
-    inventory: Inventory, placement: Placement | None, devices: frozenset[str]
+    inventory: Inventory, placement: Placement | None, devices: tuple[str, ...]
 ) -> Mapping[str, int] | None:
     """The most CPU (cores) and memory (bytes) one GPU node has that offers one of `devices` and
     that the pod admits, as allocatable says; None when no such node is known. What a template

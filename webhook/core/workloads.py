@@ -24,6 +24,7 @@ from webhook.core.decide import decide, denies, finish, governing, patch_for
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
 from webhook.core.model import Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL
+from webhook.core.reapplied import drop_reapplied
 
 Step = str | int
 
@@ -250,7 +251,8 @@ def _evaluate_site(
 ) -> tuple[list[Finding], str | None, Pod | None]:
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
-    evaluation = evaluate(site.pod, context, namespace, policy, base, meta, queued)
+    read, dropped = drop_reapplied(site.pod, base) if site.writable else (site.pod, [])
+    evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
     if site.gpu_optional:
         findings = [f for f in findings if f.code != "NoGpuOnGpuTemplate"]
@@ -258,8 +260,8 @@ def _evaluate_site(
     env = evaluation.env
     if not (site.writable and mutate and env and template) or denies(findings, policy.mode):
         return findings, template, None
-    mutated, changes = mutated_copy(site.pod, env)
-    return [*findings, *changes], template, mutated
+    mutated, changes = mutated_copy(read, env)
+    return [*dropped, *findings, *changes], template, mutated
 
 
 def _inherited(

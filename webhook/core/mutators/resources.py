@@ -85,34 +85,38 @@ def _beyond_largest_node(
     """Per resource filled in, (the pod's request with the fills, the most one node it may run on
     has) where the first is larger: a template's CPU/memory per GPU written for 80GB cards would
     leave a pod bound for a smaller GPU node unschedulable."""
-    asked = {r for fill in new_requests for r in fill if r in _NODE_RESOURCES}
+    asked = [r for r in _NODE_RESOURCES if any(r in fill for fill in new_requests)]
     offer = env.plan.offer
-    devices = frozenset({offer.resource}) if offer is not None else _device_names(env)
+    devices = (offer.resource,) if offer is not None else _device_names(env)
     room = largest_node_room(env.inventory, env.placement, devices) if asked and devices else None
     if room is None:
         return {}
+    totals = _pod_requests(pod, env.view.base, asked)
     found: dict[str, tuple[Decimal, int]] = {}
-    for resource in sorted(asked):
-        total = _pod_request(pod, env.view.base, resource) + sum(
-            (_amount(fill.get(resource)) for fill in new_requests), Decimal(0)
-        )
-        if total > room.get(resource, 0):
-            found[resource] = (total, room.get(resource, 0))
+    for resource in asked:
+        total = totals[resource]
+        for fill in new_requests:
+            total += _amount(fill.get(resource))
+        if total > room[resource]:
+            found[resource] = (total, room[resource])
     return found
 
 
-def _device_names(env: Env) -> frozenset[str]:
-    return frozenset(r for r in env.view.requested_resources() if r.startswith("nvidia.com/"))
+def _device_names(env: Env) -> tuple[str, ...]:
+    return tuple(sorted(r for r in env.view.requested_resources() if r.startswith("nvidia.com/")))
 
 
-def _pod_request(pod: Pod, base: str, resource: str) -> Decimal:
-    """What the pod's containers and sidecars request of `resource` already."""
-    total = Decimal(0)
+def _pod_requests(pod: Pod, base: str, resources: list[str]) -> dict[str, Decimal]:
+    """What the pod's containers and sidecars request of each resource already."""
+    totals = dict.fromkeys(resources, Decimal(0))
     for group, index, container in containers(pod, base):
         if group == "initContainers" and container.get("restartPolicy") != "Always":
             continue
-        total += _amount(section_of(container, "requests", base, group, index).get(resource))
-    return total
+        requests = section_of(container, "requests", base, group, index)
+        for resource in resources:
+            if resource in requests:
+                totals[resource] += _amount(requests[resource])
+    return totals
 
 
 def _amount(value: object) -> Decimal:

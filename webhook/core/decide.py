@@ -19,8 +19,8 @@ from webhook.core.model import (
     Violation,
 )
 from webhook.core.patches import PatchDoesNotApply, make_patch
-from webhook.core.reapplied import drop_reapplied
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
+from webhook.core.rewritten import as_first_asked
 
 MAX_WARNING: Final = 120
 _MIRROR_POD: Final = Finding(
@@ -55,7 +55,7 @@ def decide(pod: Pod, context: Context) -> Decision:
         return untouched
     if MIRROR_ANNOTATION in _mapping(_mapping(pod.get("metadata")).get("annotations")):
         return finish(policy, None, [_MIRROR_POD], None, [])
-    read, dropped = drop_reapplied(pod, "spec")
+    read = as_first_asked(pod)
     evaluation = evaluate(read, context, namespace, policy, "spec", "metadata")
     template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
     name = template.name if template else None
@@ -63,7 +63,14 @@ def decide(pod: Pod, context: Context) -> Decision:
         return finish(policy, name, findings, None, [])
     mutated, changes = mutated_copy(read, env)
     patch, problems = patch_for(pod, mutated, env.view.base) if mutated is not pod else ([], [])
-    return finish(policy, name, [*dropped, *findings, *changes, *problems], mutated if patch else None, patch)
+    changes = changes if patch else unmade(changes)
+    return finish(policy, name, [*findings, *changes, *problems], mutated if patch else None, patch)
+
+
+def unmade(changes: list[Finding]) -> list[Finding]:
+    """What mutators found when the pod came out as it went in (this webhook's own output, read
+    as first asked for and rewritten again): their warnings, not the changes they say they made."""
+    return [c for c in changes if REASONS[c.code].cls != "info" or c.code in NOT_MUTATIONS]
 
 
 def patch_for(original: Pod, mutated: Pod, where: str) -> tuple[list[dict[str, Any]], list[Finding]]:

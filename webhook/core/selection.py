@@ -15,13 +15,12 @@ Pending until one frees up), `deny` rejects the pod and names what is free.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
 from webhook.core.model import (
-    PROFILE_ANNOTATION,
     Finding,
     Inventory,
     Policy,
@@ -81,10 +80,6 @@ def plan_slice(
     `quota`: what the namespace's ResourceQuotas leave of the NVIDIA resources they limit."""
     if template is None or template.accelerator.mig != "preferred" or not inventory.known:
         return NO_PLAN
-    applied = view.annotations.get(PROFILE_ANNOTATION)
-    if applied is not None:
-        admitted = inventory.offers if placement is None else admitted_offers(inventory, placement).values()
-        return _already_applied(view, applied, admitted)
     devices = _rewritable_devices(view)
     if devices == 0 or not need.known:
         return NO_PLAN
@@ -174,17 +169,6 @@ def _choose_free(
 
 def _has_free(offer: SliceOffer, devices: int) -> bool:
     return offer.free_per_node is not None and offer.free_per_node >= devices
-
-
-def _already_applied(view: PodView, profile: str, admitted: Iterable[SliceOffer]) -> Plan:
-    """A pod this webhook rewrote before: find its slice again so steering stays idempotent,
-    among the offers its node choice admits, which holds the GPU model the first pass required:
-    where two models offer the profile, the first of them could contradict that requirement."""
-    requested = view.requested_resources()
-    for offer in admitted:
-        if offer.profile == profile and offer.resource in requested:
-            return Plan(offer=offer)
-    return NO_PLAN
 
 
 def _rewritable_devices(view: PodView) -> int:

@@ -20,11 +20,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhook.core.decide import decide, denies, finish, governing, patch_for
+from webhook.core.decide import decide, denies, finish, governing, patch_for, unmade
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
 from webhook.core.model import Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL
-from webhook.core.reapplied import drop_reapplied
+from webhook.core.rewritten import as_first_asked
 
 Step = str | int
 
@@ -204,6 +204,7 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     if mutated is None or not unpatched.allowed:
         return unpatched
     patch, problems = patch_for(obj, mutated, "spec")
+    findings = findings if patch else unmade(findings)
     return finish(policy, name, [*findings, *problems], mutated if patch else None, patch, grandfathered)
 
 
@@ -251,7 +252,7 @@ def _evaluate_site(
 ) -> tuple[list[Finding], str | None, Pod | None]:
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
-    read, dropped = drop_reapplied(site.pod, base) if site.writable else (site.pod, [])
+    read = as_first_asked(site.pod) if site.writable else site.pod
     evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
     if site.gpu_optional:
@@ -261,7 +262,7 @@ def _evaluate_site(
     if not (site.writable and mutate and env and template) or denies(findings, policy.mode):
         return findings, template, None
     mutated, changes = mutated_copy(read, env)
-    return [*dropped, *findings, *changes], template, mutated
+    return [*findings, *changes], template, mutated
 
 
 def _inherited(

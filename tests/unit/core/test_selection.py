@@ -17,7 +17,7 @@ from tests.builders import (
     single_node,
     whole_node,
 )
-from webhook.core.model import MEMORY_ANNOTATION, PROFILE_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
+from webhook.core.model import MEMORY_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.inventory.nodes import build_inventory
 
 GPU_LIMIT = 'spec.containers[name={}].resources.limits["nvidia.com/gpu"]'
@@ -163,18 +163,6 @@ def test_pods_that_must_not_be_rewritten(
 
 def test_without_an_inventory_nothing_is_chosen(unit_catalog: Catalog) -> None:
     assert plan(unit_catalog, vllm(), UNKNOWN_INVENTORY) == (None, None, False, [])
-
-
-def test_a_rewritten_pod_finds_its_slice_again_without_rewriting(
-    unit_catalog: Catalog, single: Inventory
-) -> None:
-    pod = (
-        make_pod()
-        .annotation(PROFILE_ANNOTATION, "3g.40gb")
-        .container("vllm", image="vllm/vllm-openai", gpu=1)
-        .build()
-    )
-    assert plan(unit_catalog, pod, single) == ("3g.40gb", "single", False, [])
 
 
 def test_the_mixed_offer_wins_over_an_equal_single_one(unit_catalog: Catalog) -> None:

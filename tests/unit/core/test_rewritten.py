@@ -1,0 +1,88 @@
+"""The webhook meeting its own output: reinvocation, pods of a rewritten template, a re-apply.
+A rewritten pod is read as first asked for and decided afresh (webhook/core/rewritten.py)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+
+from tests.builders import context
+from webhook.core.decide import decide
+from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Catalog, Inventory
+from webhook.core.rewritten import as_first_asked
+
+GPU = "nvidia.com/gpu"
+
+
+def vllm_pod(image: str = "vllm/vllm-openai:v0.6.3") -> dict[str, Any]:
+    container = {"name": "vllm", "image": image, "resources": {"limits": {GPU: 1}}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [container]}}
+
+
+def rewritten(catalog: Catalog, inventory: Inventory) -> dict[str, Any]:
+    decision = decide(vllm_pod(), context(catalog, inventory))
+    assert decision.mutated is not None and PROFILE_ANNOTATION in decision.mutated["metadata"]["annotations"]
+    return decision.mutated
+
+
+def test_the_webhooks_own_output_gets_no_patch_and_no_mutation_warnings(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    inventory = inventories["mixed-cluster"]
+    again = decide(rewritten(catalog, inventory), context(catalog, inventory))
+    assert (again.allowed, again.patch) == (True, ())
+    assert not [w for w in again.warnings if w.startswith(("RewrittenToMig", "SteeredToMigNodes"))]
+
+
+def test_a_later_image_whose_template_forbids_mig_gets_the_whole_gpu_back(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """Another webhook changed the image after the rewrite; the pod is not denied for a slice the
+    user never asked for (MigForbiddenByTemplate), but decided as first asked for."""
+    inventory = inventories["mixed-cluster"]
+    pod = rewritten(catalog, inventory)
+    pod["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/pytorch:24.08-py3"  # distributed-training
+    decision = decide(pod, context(catalog, inventory))
+    assert decision.allowed, decision.violations
+    patched = jsonpatch.apply_patch(pod, list(decision.patch))
+    limits = patched["spec"]["containers"][0]["resources"]["limits"]
+    assert limits[GPU] == 1 and not [k for k in limits if k.startswith("nvidia.com/mig-")]
+    assert PROFILE_ANNOTATION not in patched["metadata"]["annotations"]
+
+
+def test_a_gpu_sidecar_added_later_is_sized_with_the_rewritten_container(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    inventory = inventories["mixed-cluster"]
+    pod = rewritten(catalog, inventory)
+    sidecar = {"name": "embedder", "image": "vllm/vllm-openai:v0.6.3", "resources": {"limits": {GPU: 1}}}
+    pod["spec"]["containers"].append(sidecar)
+    decision = decide(pod, context(catalog, inventory))
+    patched = jsonpatch.apply_patch(pod, list(decision.patch))
+    kinds = [sorted(c["resources"]["limits"]) for c in patched["spec"]["containers"]]
+    assert all(GPU not in k and any(r.startswith("nvidia.com/mig-") for r in k) for k in kinds), kinds
+    assert decide(patched, context(catalog, inventory)).patch == ()
+
+
+def test_reading_as_first_asked_renames_the_slice_back_and_shares_the_rest() -> None:
+    pod = vllm_pod()
+    pod["metadata"]["annotations"] = {
+        PROFILE_ANNOTATION: "1g.10gb",
+        ORIGINAL_REQUEST_ANNOTATION: '{"nvidia.com/gpu": {"vllm": "1"}}',
+        "team": "ml",
+    }
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"memory": "1Gi", "nvidia.com/mig-1g.10gb": 1}}
+    before = copy.deepcopy(pod)
+    read = as_first_asked(pod)
+    assert pod == before, "the pod itself is not changed"
+    assert read["metadata"]["annotations"] == {"team": "ml"}
+    assert list(read["spec"]["containers"][0]["resources"]["limits"].items()) == [("memory", "1Gi"), (GPU, 1)]
+    assert as_first_asked(vllm_pod()) == vllm_pod()
+    reapplied = copy.deepcopy(pod)
+    reapplied["spec"]["containers"][0]["resources"]["limits"][GPU] = 1
+    assert as_first_asked(reapplied)["spec"]["containers"][0]["resources"]["limits"] == {
+        "memory": "1Gi",
+        GPU: 1,
+    }

@@ -1,0 +1,88 @@
+"""A pod this webhook rewrote before, read as it was first asked for, so that it is decided afresh.
+
+The webhook meets its own output again: the API server reinvokes it after a later webhook
+changed the pod (`reinvocationPolicy: IfNeeded`), the pods of a Deployment whose template it
+rewrote are created with the rewrite, and a re-applied manifest merges `nvidia.com/gpu` back
+next to the slice. Deciding such a pod as written would judge the webhook's rewrite instead of
+the user's request: a later webhook that changed the image to one whose template forbids MIG
+would see the pod denied for a slice the user never asked for, and a GPU sidecar added beside a
+rewritten container would never be sized with it. So a pod that carries the annotations of a
+rewrite (`gpu.aethervirt.io/mig-profile`, `gpu.aethervirt.io/original-request`) is read with
+the slice renamed back to `nvidia.com/gpu` in the containers the rewrite recorded (where the
+request came back beside the slice, the slice is dropped), and without those annotations. The
+decision on that reading rewrites it again where it still applies, so an unchanged pod gets no
+patch. The node affinity the rewrite added stays: read as the pod's own choice of GPU model, it
+leads slice choice back to the same model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Pod
+from webhook.core.podview import CONTAINER_GROUPS
+from webhook.core.profiles import GPU, resource_for_profile
+
+_SECTIONS: Final = ("limits", "requests")
+_REWRITE_ANNOTATIONS: Final = (PROFILE_ANNOTATION, ORIGINAL_REQUEST_ANNOTATION)
+
+
+def as_first_asked(pod: Pod) -> Pod:
+    """The pod (`metadata` and `spec`) as it was before this webhook rewrote it: itself when it
+    carries no rewrite, else a copy that shares all it does not change."""
+    metadata = _object(pod.get("metadata"))
+    annotations = _object(metadata.get("annotations"))
+    profile = annotations.get(PROFILE_ANNOTATION)
+    if profile is None:
+        return pod  # the usual case
+    kept = {k: v for k, v in annotations.items() if k not in _REWRITE_ANNOTATIONS}
+    read = {**pod, "metadata": {**metadata, "annotations": kept}}
+    recorded = _recorded(annotations.get(ORIGINAL_REQUEST_ANNOTATION))
+    spec = pod.get("spec")
+    if isinstance(profile, str) and recorded and isinstance(spec, dict):
+        read["spec"] = _renamed_back(spec, resource_for_profile(profile), recorded)
+    return read
+
+
+def _renamed_back(spec: dict[str, Any], slice_resource: str, recorded: dict[str, Any]) -> dict[str, Any]:
+    copied = dict(spec)
+    for group in CONTAINER_GROUPS:
+        items = spec.get(group)
+        if isinstance(items, list):
+            copied[group] = [_container_back(c, slice_resource, recorded) for c in items]
+    return copied
+
+
+def _container_back(container: object, slice_resource: str, recorded: dict[str, Any]) -> object:
+    if not isinstance(container, dict) or container.get("name") not in recorded:
+        return container
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return container
+    sections = {s: resources[s] for s in _SECTIONS if isinstance(resources.get(s), dict)}
+    if not any(slice_resource in values for values in sections.values()):
+        return container  # single strategy and GKE keep nvidia.com/gpu: nothing was renamed
+    back = {**resources, **{s: _section_back(values, slice_resource) for s, values in sections.items()}}
+    return {**container, "resources": back}
+
+
+def _section_back(values: dict[str, Any], slice_resource: str) -> dict[str, Any]:
+    """The slice renamed back in its place; dropped where the request came back beside it."""
+    if GPU in values:
+        return {k: v for k, v in values.items() if k != slice_resource}
+    return {(GPU if k == slice_resource else k): v for k, v in values.items()}
+
+
+def _recorded(text: object) -> dict[str, Any]:
+    """The containers the rewrite recorded, with what each asked for; empty when unreadable."""
+    try:
+        found = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    per_container = found.get(GPU) if isinstance(found, dict) else None
+    return per_container if isinstance(per_container, dict) else {}
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

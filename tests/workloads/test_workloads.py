@@ -147,6 +147,26 @@ def test_update_that_only_changes_the_image_keeps_old_problems_as_warnings(
     assert [v.outcome for v in decision.violations if v.code == "FractionalGpu"] == ["warn"]
 
 
+@pytest.mark.parametrize(("before", "after"), [("0.5", "1.5"), ("9", "64")])
+def test_an_inherited_problem_that_grows_is_denied(
+    catalog: Catalog, inventories: dict[str, Inventory], before: str, after: str
+) -> None:
+    """Only what the object had before warns: 9 GPUs (over the policy's 8) updated to 64 is new."""
+    new, old = (
+        _review_object("update-deployment-image.json"),
+        _review_object("update-deployment-image.json", "oldObject"),
+    )
+    for deployment, amount in ((old, before), (new, after)):
+        deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = (
+            amount
+        )
+    context = _context(catalog, inventories["mixed-cluster"], operation="UPDATE", old_object=old)
+    assert not decide_object(new, context).allowed
+    assert decide_object(
+        old, _context(catalog, inventories["mixed-cluster"], operation="UPDATE", old_object=old)
+    ).allowed
+
+
 def test_update_that_introduces_a_problem_is_denied(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:

@@ -101,13 +101,13 @@ def finish(
     findings: list[Finding],
     mutated: Pod | None,
     patch: list[dict[str, Any]],
-    grandfathered: frozenset[tuple[str, str]] = frozenset(),
+    grandfathered: frozenset[tuple[str, str, str]] = frozenset(),
 ) -> Decision:
     """Give each finding its outcome under the policy mode; problems an UPDATE inherited only warn."""
     violations = []
     for finding in findings:
         result = outcome(finding.code, policy.mode)
-        if result == "deny" and (finding.code, finding.path) in grandfathered:
+        if result == "deny" and (finding.code, finding.path, finding.message) in grandfathered:
             result = "warn"
         violations.append(Violation(finding.code, finding.path, finding.message, result))
     return Decision(

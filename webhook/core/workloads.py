@@ -267,16 +267,17 @@ def _evaluate_site(
 
 def _inherited(
     context: Context, namespace: str, policy: Policy, kind: GroupKind
-) -> frozenset[tuple[str, str]]:
-    """(code, path) of the problems the object had before this UPDATE."""
+) -> frozenset[tuple[str, str, str]]:
+    """(code, path, message) of the problems the object had before this UPDATE. The message says
+    how much (`asks for 9 GPUs`, `0.5`): a problem that grew (9 GPUs to 64) is a new one."""
     old = context.old_object
     if context.operation != "UPDATE" or not isinstance(old, dict):
         return frozenset()
-    found: set[tuple[str, str]] = set()
+    found: set[tuple[str, str, str]] = set()
     queued = held_by_queue(old)
     for site in pod_sites(old, kind):
         findings, _, _ = _evaluate_site(site, context, namespace, policy, False, queued)
-        found.update((f.code, f.path) for f in findings)
+        found.update((f.code, f.path, f.message) for f in findings)
     return frozenset(found)
 
 

@@ -28,6 +28,7 @@ REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _NODE_NAME_FIELD: Final = "metadata.name"
 _MEMO_LIMIT: Final = 1024
+_SLICE_STRATEGIES: Final = ("single", "gke")
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,24 +251,26 @@ def _gets_whole_gpus(
     return any_whole
 
 
-def largest_node_room(
-    inventory: Inventory, placement: Placement | None, devices: tuple[str, ...]
-) -> Mapping[str, int] | None:
-    """The most CPU (cores) and memory (bytes) one GPU node has that offers one of `devices` and
-    that the pod admits, as allocatable says; None when no such node is known. What a template
-    fills in per GPU must fit there, or the pod could run nowhere. Worked out once per inventory,
-    node choice and devices."""
-    key = ("room", placement, devices)
-    if key in inventory.memo:
-        found: Mapping[str, int] | None = inventory.memo[key]
-        return found
-    nodes = [
-        n
-        for n in _gpu_nodes(inventory)
-        if any(n.allocatable.get(d, 0) > 0 for d in devices) and (placement is None or placement.admits(n))
-    ]
-    found = {r: max(n.allocatable.get(r, 0) for n in nodes) for r in ("cpu", "memory")} if nodes else None
-    _remember(inventory, key, found)
+def node_rooms(
+    inventory: Inventory, placement: Placement | None, devices: tuple[str, ...], off_slice_nodes: bool
+) -> tuple[tuple[int, int], ...]:
+    """(CPU cores, memory bytes) allocatable of each GPU node the pod may run on: one that offers
+    one of `devices`, that the pod admits and, with `off_slice_nodes` (a whole-GPU pod the
+    webhook keeps off them), that does not serve MIG devices as nvidia.com/gpu. Distinct pairs;
+    none when no such node is known. What a template fills in must fit one of them, or the pod
+    could run nowhere. Worked out once per inventory, node choice and devices."""
+    key = ("rooms", placement, devices, off_slice_nodes)
+    found: tuple[tuple[int, int], ...] | None = inventory.memo.get(key)
+    if found is None:
+        pairs = {
+            (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
+            for n in _gpu_nodes(inventory)
+            if any(n.allocatable.get(d, 0) > 0 for d in devices)
+            and not (off_slice_nodes and n.strategy in _SLICE_STRATEGIES)
+            and (placement is None or placement.admits(n))
+        }
+        found = tuple(sorted(pairs))
+        _remember(inventory, key, found)
     return found
 
 

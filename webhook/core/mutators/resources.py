@@ -23,7 +23,8 @@ from webhook.core.mutators._pod import (
     read_spec,
     section_of,
 )
-from webhook.core.placement import largest_node_room
+from webhook.core.placement import gets_whole_gpus, node_rooms
+from webhook.core.profiles import GPU
 from webhook.core.quantity import parse_quantity, scale_quantity
 
 _NODE_RESOURCES: Final = ("cpu", "memory")
@@ -52,7 +53,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         return []
     too_large = _beyond_largest_node(pod, env, [fill[2] for fill in fills])
     names = [name_of(fill[1]) for fill in fills if _fill(*fill, skip=too_large)]
-    findings = [_too_large(template.name, base, r, need, room) for r, (need, room) in too_large.items()]
+    findings = [_too_large(template.name, base, too_large)] if too_large else []
     if names:
         message = f"filled CPU/memory from template {template.name} for {', '.join(names)}"
         findings.append(Finding("InjectedResources", f"{base}.containers", message))
@@ -79,27 +80,43 @@ def _fill(
     return True
 
 
-def _beyond_largest_node(
-    pod: Pod, env: Env, new_requests: list[dict[str, str]]
-) -> dict[str, tuple[Decimal, int]]:
-    """Per resource filled in, (the pod's request with the fills, the most one node it may run on
-    has) where the first is larger: a template's CPU/memory per GPU written for 80GB cards would
-    leave a pod bound for a smaller GPU node unschedulable."""
+def _beyond_largest_node(pod: Pod, env: Env, new_requests: list[dict[str, str]]) -> dict[str, Decimal]:
+    """The resources filled in that would leave the pod fitting no GPU node it may run on, with
+    what the pod would request of each: a template's CPU/memory per GPU written for 80GB cards
+    would leave a pod bound for a smaller GPU node unschedulable. A node must hold the CPU and
+    the memory together; what fits with fewer fills keeps those."""
     asked = [r for r in _NODE_RESOURCES if any(r in fill for fill in new_requests)]
     offer = env.plan.offer
     devices = (offer.resource,) if offer is not None else _device_names(env)
-    room = largest_node_room(env.inventory, env.placement, devices) if asked and devices else None
-    if room is None:
+    if not asked or not devices:
         return {}
-    totals = _pod_requests(pod, env.view.base, asked)
-    found: dict[str, tuple[Decimal, int]] = {}
-    for resource in asked:
-        total = totals[resource]
-        for fill in new_requests:
-            total += _amount(fill.get(resource))
-        if total > room[resource]:
-            found[resource] = (total, room[resource])
-    return found
+    off_slices = (
+        offer is None
+        and GPU in devices
+        and not env.view.queued
+        and gets_whole_gpus(env.inventory, env.placement)
+    )
+    rooms = node_rooms(env.inventory, env.placement, devices, off_slices)
+    if not rooms:
+        return {}
+    before = _pod_requests(pod, env.view.base, list(_NODE_RESOURCES))
+    after = dict(before)
+    for fill in new_requests:
+        for resource in asked:
+            after[resource] += _amount(fill.get(resource))
+    for skipped in ((), ("memory",), ("cpu",), ("cpu", "memory")):
+        wanted = {r: before[r] if r in skipped else after[r] for r in _NODE_RESOURCES}
+        if any(wanted["cpu"] <= cpu and wanted["memory"] <= memory for cpu, memory in rooms):
+            return {r: after[r] for r in skipped if r in asked}
+    return {}  # it fits no node as written either: the fills make nothing worse
+
+
+def _kept_off_slice_nodes(env: Env, devices: tuple[str, ...]) -> bool:
+    """Whether webhook/core/mutators/whole_gpu_guard.py keeps this whole-GPU pod off the nodes
+    whose nvidia.com/gpu are MIG devices: then they are not where it may run."""
+    if env.plan.offer is not None or GPU not in devices or env.view.queued:
+        return False
+    return gets_whole_gpus(env.inventory, env.placement)
 
 
 def _device_names(env: Env) -> tuple[str, ...]:
@@ -128,11 +145,12 @@ def _amount(value: object) -> Decimal:
         return Decimal(0)
 
 
-def _too_large(template: str, base: str, resource: str, need: Decimal, room: int) -> Finding:
+def _too_large(template: str, base: str, skipped: dict[str, Decimal]) -> Finding:
+    asked = " and ".join(f"{_shown(r, need)} {r}" for r, need in skipped.items())
+    left = " and ".join(skipped)
     message = (
-        f"template {template} would make this pod request {_shown(resource, need)} {resource}, more "
-        f"than the {_shown(resource, Decimal(room))} of the largest GPU node it may run on; "
-        f"{resource} left as the pod sets it"
+        f"template {template} would make this pod request {asked}, more than any GPU node it may "
+        f"run on has; {left} left as the pod sets it"
     )
     return Finding("InjectionExceedsNodes", f"{base}.containers", message)
 

@@ -17,4 +17,4 @@ echo "== build the compiled core (mypyc)"; scripts/setup-compiled.sh
 echo "== pytest, compiled core"
 GPU_WEBHOOK_EXPECT_COMPILED=1 .venv-compiled/bin/python -P -m pytest --import-mode=append -p no:cacheprovider \
   tests/test_build.py tests/test_cases.py tests/test_cases_packing.py tests/test_corpus.py tests/unit \
-  tests/workloads tests/server "$@"
+  tests/workloads tests/server tests/scheduling "$@"

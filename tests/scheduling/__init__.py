@@ -1,0 +1,1 @@
+"""Scheduling regression tests: the webhook's decisions judged by an independent model of kube-scheduler."""

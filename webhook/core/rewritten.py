@@ -11,8 +11,9 @@ rewrite (`gpu.aethervirt.io/mig-profile`, `gpu.aethervirt.io/original-request`) 
 the slice renamed back to `nvidia.com/gpu` in the containers the rewrite recorded (where the
 request came back beside the slice, the slice is dropped), and without those annotations. The
 decision on that reading rewrites it again where it still applies, so an unchanged pod gets no
-patch. The node affinity the rewrite added stays: read as the pod's own choice of GPU model, it
-leads slice choice back to the same model.
+patch. The node requirements the rewrite added (the GPU model, or the single strategy's or
+GKE's slice label, for the profile's offers in the inventory) go too: they encode the slice, and
+kept they would hold the new decision to it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Pod
+from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Inventory, Pod
+from webhook.core.mutators.mig_affinity import expressions_for
+from webhook.core.placement import REQUIRED
 from webhook.core.podview import CONTAINER_GROUPS
 from webhook.core.profiles import GPU, resource_for_profile
 
@@ -28,7 +31,7 @@ _SECTIONS: Final = ("limits", "requests")
 _REWRITE_ANNOTATIONS: Final = (PROFILE_ANNOTATION, ORIGINAL_REQUEST_ANNOTATION)
 
 
-def as_first_asked(pod: Pod) -> Pod:
+def as_first_asked(pod: Pod, inventory: Inventory) -> Pod:
     """The pod (`metadata` and `spec`) as it was before this webhook rewrote it: itself when it
     carries no rewrite, else a copy that shares all it does not change."""
     metadata = _object(pod.get("metadata"))
@@ -40,9 +43,70 @@ def as_first_asked(pod: Pod) -> Pod:
     read = {**pod, "metadata": {**metadata, "annotations": kept}}
     recorded = _recorded(annotations.get(ORIGINAL_REQUEST_ANNOTATION))
     spec = pod.get("spec")
-    if isinstance(profile, str) and recorded and isinstance(spec, dict):
-        read["spec"] = _renamed_back(spec, resource_for_profile(profile), recorded)
+    if isinstance(profile, str) and isinstance(spec, dict):
+        if recorded:
+            spec = _renamed_back(spec, resource_for_profile(profile), recorded)
+        read["spec"] = _unsteered(spec, _steering(inventory, profile))
     return read
+
+
+def _steering(inventory: Inventory, profile: str) -> list[dict[str, Any]]:
+    """The node requirements a rewrite to `profile` adds, for every offer of it in the inventory."""
+    found: list[dict[str, Any]] = []
+    for offer in inventory.offers:
+        if offer.profile == profile:
+            found.extend(e for e in expressions_for(offer) if e not in found)
+    return found
+
+
+def _unsteered(spec: dict[str, Any], steering: list[dict[str, Any]]) -> dict[str, Any]:
+    """The spec without the rewrite's node requirements; a term left empty goes (an empty term
+    matches no node), and so do the affinity sections left empty."""
+    affinity = _object(spec.get("affinity"))
+    node_affinity = _object(affinity.get("nodeAffinity"))
+    required = _object(node_affinity.get(REQUIRED))
+    terms = required.get("nodeSelectorTerms")
+    if not steering or not isinstance(terms, list):
+        return spec
+    kept_terms = []
+    for term in terms:
+        expressions = term.get("matchExpressions") if isinstance(term, dict) else None
+        if not isinstance(expressions, list) or not any(e in steering for e in expressions):
+            kept_terms.append(term)
+            continue
+        rest = {**term, "matchExpressions": [e for e in expressions if e not in steering]}
+        if not rest["matchExpressions"]:
+            del rest["matchExpressions"]
+        if rest.get("matchExpressions") or rest.get("matchFields"):
+            kept_terms.append(rest)
+    return _with_terms(spec, affinity, node_affinity, required, kept_terms)
+
+
+def _with_terms(
+    spec: dict[str, Any],
+    affinity: dict[str, Any],
+    node_affinity: dict[str, Any],
+    required: dict[str, Any],
+    terms: list[Any],
+) -> dict[str, Any]:
+    required = (
+        {**required, "nodeSelectorTerms": terms}
+        if terms
+        else {k: v for k, v in required.items() if k != "nodeSelectorTerms"}
+    )
+    node_affinity = (
+        {**node_affinity, REQUIRED: required}
+        if required
+        else {k: v for k, v in node_affinity.items() if k != REQUIRED}
+    )
+    affinity = (
+        {**affinity, "nodeAffinity": node_affinity}
+        if node_affinity
+        else {k: v for k, v in affinity.items() if k != "nodeAffinity"}
+    )
+    if affinity:
+        return {**spec, "affinity": affinity}
+    return {k: v for k, v in spec.items() if k != "affinity"}
 
 
 def _renamed_back(spec: dict[str, Any], slice_resource: str, recorded: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,13 @@ import jsonpatch
 
 from tests.builders import context
 from webhook.core.decide import decide
-from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Catalog, Inventory
+from webhook.core.model import (
+    ORIGINAL_REQUEST_ANNOTATION,
+    PROFILE_ANNOTATION,
+    UNKNOWN_INVENTORY,
+    Catalog,
+    Inventory,
+)
 from webhook.core.rewritten import as_first_asked
 
 GPU = "nvidia.com/gpu"
@@ -75,14 +81,37 @@ def test_reading_as_first_asked_renames_the_slice_back_and_shares_the_rest() -> 
     }
     pod["spec"]["containers"][0]["resources"] = {"limits": {"memory": "1Gi", "nvidia.com/mig-1g.10gb": 1}}
     before = copy.deepcopy(pod)
-    read = as_first_asked(pod)
+    read = as_first_asked(pod, UNKNOWN_INVENTORY)
     assert pod == before, "the pod itself is not changed"
     assert read["metadata"]["annotations"] == {"team": "ml"}
     assert list(read["spec"]["containers"][0]["resources"]["limits"].items()) == [("memory", "1Gi"), (GPU, 1)]
-    assert as_first_asked(vllm_pod()) == vllm_pod()
+    assert as_first_asked(vllm_pod(), UNKNOWN_INVENTORY) == vllm_pod()
     reapplied = copy.deepcopy(pod)
     reapplied["spec"]["containers"][0]["resources"]["limits"][GPU] = 1
-    assert as_first_asked(reapplied)["spec"]["containers"][0]["resources"]["limits"] == {
+    assert as_first_asked(reapplied, UNKNOWN_INVENTORY)["spec"]["containers"][0]["resources"]["limits"] == {
         "memory": "1Gi",
         GPU: 1,
     }
+
+
+def test_the_rewrites_node_requirements_do_not_hold_a_new_decision_to_the_old_slice(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """Single strategy: the rewrite's `gpu.product In [...-MIG-3g.40gb]` names the slice. After a
+    later webhook changed the image to a small model's, the pod is decided as a single pass on the
+    changed pod would decide it (1g.10gb), not held to 3g.40gb (NoSliceFits in production)."""
+    inventory, namespace = inventories["h100-single"], "prod-x"
+    first = decide(vllm_pod(), context(catalog, inventory, namespace))
+    assert (
+        first.mutated is not None
+        and first.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "3g.40gb"
+    )
+    changed, fresh = first.mutated, vllm_pod()
+    for pod in (changed, fresh):
+        pod["spec"]["containers"][0]["image"] = "ghcr.io/huggingface/text-embeddings-inference:1.5"
+    again = decide(changed, context(catalog, inventory, namespace))
+    single = decide(fresh, context(catalog, inventory, namespace))
+    assert again.allowed and single.allowed, again.violations
+    assert again.mutated is not None and single.mutated is not None
+    assert again.mutated["spec"]["affinity"] == single.mutated["spec"]["affinity"]
+    assert again.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "1g.10gb"

@@ -40,9 +40,11 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     pod_level = _pod_level(pod, base)
     dra_gpus = env.inventory.dra_gpu_resources
     fills: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str]]] = []
+    requested: list[dict[str, Any]] = []
     for group, index, container in containers(pod, base, ("containers",)):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
+        requested.append(have_requests)
         devices = _devices(have_limits, dra_gpus)
         wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices, pod_level)
         wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices, pod_level)
@@ -51,7 +53,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
             fills.append((container_path(base, group, index, container), container, new_requests, new_limits))
     if not fills:
         return []
-    too_large = _beyond_largest_node(pod, env, [fill[2] for fill in fills])
+    too_large = _beyond_largest_node(pod, env, requested, [fill[2] for fill in fills])
     names = [name_of(fill[1]) for fill in fills if _fill(*fill, skip=too_large)]
     findings = [_too_large(template.name, base, too_large)] if too_large else []
     if names:
@@ -68,8 +70,9 @@ def _fill(
     skip: Mapping[str, Any],
 ) -> bool:
     """Fill what is not skipped; whether anything was."""
-    requests = {k: v for k, v in requests.items() if k not in skip}
-    limits = {k: v for k, v in limits.items() if k not in skip}  # a lone limit defaults the request to it
+    if skip:
+        requests = {k: v for k, v in requests.items() if k not in skip}
+        limits = {k: v for k, v in limits.items() if k not in skip}  # a lone limit defaults the request to it
     if not requests and not limits:
         return False
     resources = child(container, "resources", where)
@@ -80,7 +83,9 @@ def _fill(
     return True
 
 
-def _beyond_largest_node(pod: Pod, env: Env, new_requests: list[dict[str, str]]) -> dict[str, Decimal]:
+def _beyond_largest_node(
+    pod: Pod, env: Env, requested: list[dict[str, Any]], new_requests: list[dict[str, str]]
+) -> dict[str, Decimal]:
     """The resources filled in that would leave the pod fitting no GPU node it may run on, with
     what the pod would request of each: a template's CPU/memory per GPU written for 80GB cards
     would leave a pod bound for a smaller GPU node unschedulable. A node must hold the CPU and
@@ -90,23 +95,23 @@ def _beyond_largest_node(pod: Pod, env: Env, new_requests: list[dict[str, str]])
     devices = (offer.resource,) if offer is not None else _device_names(env)
     if not asked or not devices:
         return {}
-    off_slices = (
-        offer is None
-        and GPU in devices
-        and not env.view.queued
-        and gets_whole_gpus(env.inventory, env.placement)
-    )
-    rooms = node_rooms(env.inventory, env.placement, devices, off_slices)
+    rooms = node_rooms(env.inventory, env.placement, devices, _kept_off_slice_nodes(env, devices))
     if not rooms:
         return {}
-    before = _pod_requests(pod, env.view.base, list(_NODE_RESOURCES))
+    before = _pod_requests(pod, env.view.base, requested)
     after = dict(before)
     for fill in new_requests:
         for resource in asked:
             after[resource] += _amount(fill.get(resource))
-    for skipped in ((), ("memory",), ("cpu",), ("cpu", "memory")):
+    cpu, memory = after["cpu"], after["memory"]
+    for room_cpu, room_memory in rooms:
+        if cpu <= room_cpu and memory <= room_memory:
+            return {}  # the usual case: it fits with every fill
+    for skipped in (("memory",), ("cpu",), ("cpu", "memory")):
         wanted = {r: before[r] if r in skipped else after[r] for r in _NODE_RESOURCES}
-        if any(wanted["cpu"] <= cpu and wanted["memory"] <= memory for cpu, memory in rooms):
+        if any(
+            wanted["cpu"] <= room_cpu and wanted["memory"] <= room_memory for room_cpu, room_memory in rooms
+        ):
             return {r: after[r] for r in skipped if r in asked}
     return {}  # it fits no node as written either: the fills make nothing worse
 
@@ -123,16 +128,17 @@ def _device_names(env: Env) -> tuple[str, ...]:
     return tuple(sorted(r for r in env.view.requested_resources() if r.startswith("nvidia.com/")))
 
 
-def _pod_requests(pod: Pod, base: str, resources: list[str]) -> dict[str, Decimal]:
-    """What the pod's containers and sidecars request of each resource already."""
-    totals = dict.fromkeys(resources, Decimal(0))
-    for group, index, container in containers(pod, base):
-        if group == "initContainers" and container.get("restartPolicy") != "Always":
-            continue
-        requests = section_of(container, "requests", base, group, index)
-        for resource in resources:
-            if resource in requests:
-                totals[resource] += _amount(requests[resource])
+def _pod_requests(pod: Pod, base: str, requested: list[dict[str, Any]]) -> dict[str, Decimal]:
+    """What the pod's containers (their `requests`, read already) and sidecars request now."""
+    sections = list(requested)
+    for group, index, container in containers(pod, base, ("initContainers",)):
+        if container.get("restartPolicy") == "Always":
+            sections.append(section_of(container, "requests", base, group, index))
+    totals = dict.fromkeys(_NODE_RESOURCES, Decimal(0))
+    for section in sections:
+        for resource in _NODE_RESOURCES:
+            if resource in section:
+                totals[resource] += _amount(section[resource])
     return totals
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -42,6 +42,7 @@ from typing import Any, Final
 import pytest
 
 from tests.conftest import ROOT, SHARED
+from tests.corpus_pods import pods_in
 from tests.scheduling.oracle import (
     GPU,
     BadQuantity,
@@ -110,31 +111,6 @@ def _read(path: Path) -> list[Any]:
         return [d.data for d in load_file(path)]
     except YamlError:
         return []
-
-
-def pods_in(document: Any) -> Iterator[tuple[str, Json]]:
-    """(where, pod): a top-level Pod, and the Pod made from every pod template nested under a
-    `*template*` key (as tests/test_corpus.py finds them)."""
-    if isinstance(document, dict) and document.get("kind") == "Pod":
-        yield "", document
-        return
-    yield from _templates(document, "", False)
-
-
-def _templates(node: Any, where: str, under_template: bool) -> Iterator[tuple[str, Json]]:
-    if isinstance(node, dict):
-        spec = node.get("spec")
-        if under_template and isinstance(spec, dict) and isinstance(spec.get("containers"), list):
-            yield where, _as_pod(node.get("metadata"), spec)
-            return
-        if under_template and isinstance(node.get("containers"), list):  # a bare PodSpec
-            yield where, _as_pod({}, node)
-            return
-        for key, value in node.items():
-            yield from _templates(value, f"{where}.{key}", "template" in str(key).lower())
-    elif isinstance(node, list):
-        for index, item in enumerate(node):
-            yield from _templates(item, f"{where}[{index}]", under_template)
 
 
 def _as_pod(metadata: Any, spec: Any) -> Json:
@@ -331,7 +307,7 @@ def sweep(inventory_path: Path, catalog: Catalog) -> Sweep:
     )
     for source in sources():
         for where, pod in pods_in(source.document):
-            found.judge_pod(source.name, where, pod)
+            found.judge_pod(source.name, where, copy.deepcopy(pod))
         if is_supported_object(source.document) and group_kind(source.document) != ("", "Pod"):
             found.judge_workload(source.name, source.document)
     return found

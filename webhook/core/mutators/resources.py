@@ -23,7 +23,8 @@ from webhook.core.mutators._pod import (
     read_spec,
     section_of,
 )
-from webhook.core.placement import gets_whole_gpus, node_rooms
+from webhook.core.mutators.whole_gpu_guard import keeps_off_slice_nodes
+from webhook.core.placement import node_rooms
 from webhook.core.profiles import GPU
 from webhook.core.quantity import parse_quantity, scale_quantity
 
@@ -95,7 +96,7 @@ def _beyond_largest_node(
     devices = (offer.resource,) if offer is not None else _device_names(env)
     if not asked or not devices:
         return {}
-    rooms = node_rooms(env.inventory, env.placement, devices, _kept_off_slice_nodes(env, devices))
+    rooms = node_rooms(env.inventory, env.placement, devices, GPU in devices and keeps_off_slice_nodes(env))
     if not rooms:
         return {}
     before = _pod_requests(pod, env.view.base, requested)
@@ -114,14 +115,6 @@ def _beyond_largest_node(
         ):
             return {r: after[r] for r in skipped if r in asked}
     return {}  # it fits no node as written either: the fills make nothing worse
-
-
-def _kept_off_slice_nodes(env: Env, devices: tuple[str, ...]) -> bool:
-    """Whether webhook/core/mutators/whole_gpu_guard.py keeps this whole-GPU pod off the nodes
-    whose nvidia.com/gpu are MIG devices: then they are not where it may run."""
-    if env.plan.offer is not None or GPU not in devices or env.view.queued:
-        return False
-    return gets_whole_gpus(env.inventory, env.placement)
 
 
 def _device_names(env: Env) -> tuple[str, ...]:

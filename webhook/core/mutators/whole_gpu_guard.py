@@ -27,19 +27,24 @@ PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
 GKE_PARTITION_LABEL: Final = "cloud.google.com/gke-gpu-partition-size"
 
 
+def keeps_off_slice_nodes(env: Env) -> bool:
+    """Whether a pod that keeps whole GPUs is kept off the nodes whose nvidia.com/gpu are MIG
+    devices (the resources mutator leaves those out of where it may run, too)."""
+    if env.plan.offer is not None:
+        return False  # rewritten: steered onto its slice's nodes
+    if env.view.queued:
+        return False  # its nodes are for the queue manager to choose
+    return gets_whole_gpus(env.inventory, env.placement)  # False: only MIG nodes are left to it
+
+
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     inventory = env.inventory
-    offer = env.plan.offer
-    if offer is not None and offer.resource == GPU:
-        return []  # steered onto MIG nodes on purpose
-    if env.view.queued:
-        return []  # its nodes are for the queue manager to choose
     if not (inventory.single_mig_products or inventory.has_gke_partitions) or not _asks_whole(
         pod, env.view.base
     ):
         return []
-    if not gets_whole_gpus(inventory, env.placement):
-        return []  # only MIG nodes are left to it (its own choice, or no whole-GPU node at all)
+    if not keeps_off_slice_nodes(env):
+        return []
     expressions: list[dict[str, Any]] = []
     if inventory.single_mig_products:
         products = list(inventory.single_mig_products)

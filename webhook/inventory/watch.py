@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import urllib3
 from kubernetes import client, config, watch
@@ -107,6 +107,17 @@ def quota_record(quota: Mapping[str, Any]) -> QuotaRecord:
     return QuotaRecord(f"{namespace}/{name}", namespace, room, quota_scopes(quota) if room else ())
 
 
+Record = TypeVar("Record")
+
+
+def _swap(table: dict[str, Record], key: str, record: Record, event: str) -> bool:
+    """Apply one watch event to a table of records; whether the table changed."""
+    before = table.pop(key, None)
+    if event != "DELETED":
+        table[key] = record
+    return before != table.get(key)
+
+
 class ClusterState:
     """Nodes and accelerator pods as last seen, kept compact.
 
@@ -148,10 +159,7 @@ class ClusterState:
         """Apply one event; whether it changed the extended resources DRA serves."""
         record = device_class_record(device_class)
         with self._lock:
-            before = self._classes.pop(record.name, None)
-            if event != "DELETED":
-                self._classes[record.name] = record
-            return before != self._classes.get(record.name)
+            return _swap(self._classes, record.name, record, event)
 
     def replace_quotas(self, records: Iterable[QuotaRecord]) -> None:
         fresh = {r.key: r for r in records}
@@ -163,10 +171,7 @@ class ClusterState:
         quota updates are its CPU and memory usage: those change nothing here)."""
         record = quota_record(quota)
         with self._lock:
-            before = self._quotas.pop(record.key, None)
-            if event != "DELETED":
-                self._quotas[record.key] = record
-            return before != self._quotas.get(record.key)
+            return _swap(self._quotas, record.key, record, event)
 
     def replace_pods(self, usages: Iterable[PodUsage]) -> None:
         with self._lock:

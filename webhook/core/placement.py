@@ -198,7 +198,7 @@ def admitted_offers(inventory: Inventory, placement: Placement) -> dict[SliceOff
     found: dict[SliceOffer, SliceOffer] | None = inventory.memo.get(key)
     if found is None:
         found = _narrowed_offers(inventory, placement)
-        _remember(inventory, key, found)
+        remember(inventory, key, found)
     return found
 
 
@@ -214,7 +214,8 @@ def _narrowed_offers(inventory: Inventory, placement: Placement) -> dict[SliceOf
     return narrowed
 
 
-def _remember(inventory: Inventory, key: tuple[Any, ...], value: object) -> None:
+def remember(inventory: Inventory, key: tuple[Any, ...], value: object) -> None:
+    """Keep what was worked out of this inventory for the next review (`Inventory.memo`)."""
     memo = inventory.memo
     if len(memo) >= _MEMO_LIMIT:
         memo.clear()  # a bound, not an eviction policy: node choices are few in a cluster
@@ -237,7 +238,7 @@ def gets_whole_gpus(inventory: Inventory, placement: Placement | None) -> bool:
     found: bool | None = inventory.memo.get(key)
     if found is None:
         found = _gets_whole_gpus(whole, slices, placement, any_whole)
-        _remember(inventory, key, found)
+        remember(inventory, key, found)
     return found
 
 
@@ -270,7 +271,7 @@ def node_rooms(
             and (placement is None or placement.admits(n))
         }
         found = tuple(sorted(pairs))
-        _remember(inventory, key, found)
+        remember(inventory, key, found)
     return found
 
 
@@ -285,5 +286,5 @@ def _gpu_nodes(inventory: Inventory) -> tuple[GpuNode, ...]:
             for node in members:
                 unique.setdefault(node.name, node)
         found = tuple(unique.values())
-        _remember(inventory, ("gpu-nodes",), found)
+        remember(inventory, ("gpu-nodes",), found)
     return found

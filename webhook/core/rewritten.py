@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Inventory, Pod
 from webhook.core.mutators.mig_affinity import expressions_for
-from webhook.core.placement import REQUIRED
+from webhook.core.placement import REQUIRED, remember
 from webhook.core.podview import CONTAINER_GROUPS
 from webhook.core.profiles import GPU, resource_for_profile
 
@@ -51,11 +51,16 @@ def as_first_asked(pod: Pod, inventory: Inventory) -> Pod:
 
 
 def _steering(inventory: Inventory, profile: str) -> list[dict[str, Any]]:
-    """The node requirements a rewrite to `profile` adds, for every offer of it in the inventory."""
-    found: list[dict[str, Any]] = []
-    for offer in inventory.offers:
-        if offer.profile == profile:
-            found.extend(e for e in expressions_for(offer) if e not in found)
+    """The node requirements a rewrite to `profile` adds, for every offer of it in the inventory;
+    worked out once per inventory (every pod of a rewritten template carries the profile)."""
+    key = ("steering", profile)
+    found: list[dict[str, Any]] | None = inventory.memo.get(key)
+    if found is None:
+        found = []
+        for offer in inventory.offers:
+            if offer.profile == profile:
+                found.extend(e for e in expressions_for(offer) if e not in found)
+        remember(inventory, key, found)
     return found
 
 

@@ -7,8 +7,8 @@ Objects are recognised by API group and kind, never by kind alone: a Volcano
 
 Each template is evaluated like a Pod, with paths that name it in full
 (`spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch]...`). On UPDATE, a
-problem the old object already had (same code, same path) warns instead of denying, so a
-change of replicas or image is never blocked by what was already there. Templates are mutated
+problem the old object already had (same code, path and message) warns instead of denying, so
+a change of replicas or image is never blocked by what was already there. Templates are mutated
 only when the namespace policy says `mutate: templates`, on an UPDATE only where the update
 changes the template (else a rollout would start that nobody asked for), and never on an UPDATE
 of a kind whose pod templates are immutable once created (IMMUTABLE_TEMPLATES).

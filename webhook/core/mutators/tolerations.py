@@ -55,8 +55,8 @@ def _device_resources(pod: Pod, base: str) -> list[str]:
 
 def _for_taint(taint: Taint) -> dict[str, Any]:
     """The toleration of exactly this taint: a key outside `nvidia.com/` may carry other values
-    on other pools (`dedicated=gpu-shared` here, `dedicated=ml-training` on a team's), which
-    `Exists` would tolerate too."""
+    on other pools (`dedicated=gpu` here, `dedicated=ml-training` on a team's), which `Exists`
+    would tolerate too."""
     toleration: dict[str, Any] = {"key": taint.key, "operator": "Exists"}
     if taint.value and not taint.key.startswith("nvidia.com/"):
         toleration = {"key": taint.key, "operator": "Equal", "value": taint.value}

@@ -20,7 +20,7 @@ takes a slice the quota limits, never one that a quota which does count it would
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from webhook.core.model import Inventory, ScopedQuota, ScopeRequirement, Template
@@ -44,9 +44,14 @@ def quota_for(
     counting = [q.room for q in scoped if _selects(q, spec, template, bare_pod)]
     if not counting:
         return room
-    merged = dict(room or {})
-    for each in counting:
-        for resource, left in each.items():
+    return least_room([room or {}, *counting])
+
+
+def least_room(rooms: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Of each resource any of these quotas limit, the least room one of them leaves."""
+    merged: dict[str, int] = {}
+    for room in rooms:
+        for resource, left in room.items():
             merged[resource] = min(left, merged.get(resource, left))
     return merged
 

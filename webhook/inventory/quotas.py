@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from webhook.core.model import ScopedQuota, ScopeRequirement
 from webhook.core.quantity import parse_quantity
+from webhook.core.quota_scope import least_room
 
 _PREFIX: Final = "requests."
 _COUNTED: Final = "nvidia.com/"
@@ -86,14 +87,11 @@ def _order(quota: ScopedQuota) -> tuple[Any, ...]:
 
 def namespace_room(rooms: Iterable[tuple[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
     """Per namespace, the least room any of its quotas leaves of each resource."""
-    found: dict[str, dict[str, int]] = {}
+    by_namespace: dict[str, list[Mapping[str, int]]] = {}
     for namespace, room in rooms:
-        if not room:
-            continue
-        merged = found.setdefault(namespace, {})
-        for resource, left in room.items():
-            merged[resource] = min(left, merged.get(resource, left))
-    return found
+        if room:
+            by_namespace.setdefault(namespace, []).append(room)
+    return {namespace: least_room(each) for namespace, each in by_namespace.items()}
 
 
 def is_resource_quota(obj: Mapping[str, Any]) -> bool:

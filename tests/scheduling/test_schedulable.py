@@ -70,7 +70,7 @@ INVENTORY_PATHS: Final = [
     if not path.stem.endswith("-pods")
 ]
 NAMESPACE: Final = "default"
-NO_ROOM: Final = frozenset({"ExceedsLargestNode", "MigProfileUnavailable"})
+NO_ROOM: Final = frozenset({"ExceedsLargestNode", "NoNodeHoldsAll", "MigProfileUnavailable"})
 KUEUE_QUEUE: Final = "kueue.x-k8s.io/queue-name"
 GPU_TAINT_VALUES: Final = frozenset({"gpu", "gpus", "nvidia", "accelerator", "accelerators"})
 NODE_CONDITIONS: Final = ("node.kubernetes.io/", "node.cloudprovider")

@@ -35,6 +35,7 @@ _TABLE: Final = (
     Reason("BelowTemplateMinGpus", "deny", "Fewer GPUs per pod than the template needs."),
     Reason("ExceedsPolicyMaxGpus", "deny", "More GPUs per pod than the namespace policy allows."),
     Reason("ExceedsLargestNode", "deny", "More GPUs or slices than the largest node in the inventory has."),
+    Reason("NoNodeHoldsAll", "deny", "GPUs or slices that each fit on some node, but that no one node has all of together."),
     # MIG.
     Reason("MigProfileUnavailable", "deny", "A MIG slice that no node in the inventory offers."),
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow."),

@@ -10,6 +10,7 @@ from webhook.core.checks import (
     largest_node,
     mig_slices,
     mixed_kinds,
+    one_node,
     quantities,
     request_limit,
     resource_names,
@@ -28,6 +29,7 @@ CHECKS: Final[tuple[Check, ...]] = (
     mig_slices.check,
     gpu_counts.check,
     largest_node.check,
+    one_node.check,
     template_fit.check,
 )
 

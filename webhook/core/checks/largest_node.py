@@ -3,6 +3,8 @@ serves the resource: then no node count tells)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from webhook.core.env import Env
 from webhook.core.model import Finding
 from webhook.core.placement import gets_whole_gpus
@@ -11,31 +13,49 @@ from webhook.core.resources import Kind
 
 
 def check(env: Env) -> list[Finding]:
+    findings = []
+    for held in held_against_nodes(env):
+        if held.wanted > held.most:
+            where = f"the largest node, {held.node}, has {held.most}" if held.node else "no node has any"
+            message = f"pod asks for {held.wanted} {held.resource}; {where}; split the work or ask for fewer"
+            findings.append(Finding("ExceedsLargestNode", _path(env, held.resource), message))
+    return findings
+
+
+class Held(NamedTuple):
+    """One accelerator resource of the pod that node counts judge: how much the pod asks for and
+    the most one node has (and which node)."""
+
+    resource: str
+    wanted: int
+    most: int
+    node: str
+
+
+def held_against_nodes(env: Env) -> list[Held]:
+    """The pod's accelerator requests that node counts judge, by resource name: not nvidia.com/gpu
+    when it will be rewritten to a slice (the slice chosen fits one node), not what DRA serves,
+    not a slice no node offers (MigProfileUnavailable says so)."""
     inventory = env.inventory
     if not inventory.known:
         return []
-    findings = []
+    held = []
     view = env.view
     for resource in sorted({a.resource for c in view.containers for a in c.gpu_requests}):
         if resource == GPU and env.plan.rewrite:
-            continue  # the slice chosen for it already fits on one node
+            continue
         if resource in inventory.dra_resources:
-            continue  # DRA serves it: its devices are in ResourceSlices, not in node counts
-        wanted = view.effective(resource)
+            continue  # its devices are in ResourceSlices, not in node counts
         kind = Kind.WHOLE if resource == GPU else Kind.MIG
         if kind is Kind.MIG and resource not in inventory.largest:
-            continue  # reported as MigProfileUnavailable
+            continue
         most, node = inventory.largest.get(resource, (0, ""))
         if resource == GPU and not gets_whole_gpus(inventory, env.placement):
             most, node = inventory.largest_gpu_slices  # its nvidia.com/gpu can only be MIG devices
         elif resource == GPU and view.queued and inventory.largest_gpu_slices[0] > most:
             most, node = inventory.largest_gpu_slices  # not kept off them: its queue may pin it there
-        if wanted > most:
-            where = f"the largest node, {node}, has {most}" if node else "no node has any"
-            message = f"pod asks for {wanted} {resource}; {where}; split the work or ask for fewer"
-            path = _path(env, resource)
-            findings.append(Finding("ExceedsLargestNode", path, message))
-    return findings
+        held.append(Held(resource, view.effective(resource), most, node))
+    return held
 
 
 def _path(env: Env, resource: str) -> str:

@@ -1,0 +1,86 @@
+"""one_node: accelerators that each fit on some node but not all on one keep a pod Pending for ever."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import A100, make_inventory, make_node, make_pod, mixed_node, single_node, whole_node
+from tests.unit.core.checks._helpers import run
+from webhook.core.checks import one_node
+from webhook.core.model import Catalog, Inventory
+from webhook.inventory.nodes import parse_gpu_nodes, with_node_templates
+
+CONTAINERS = ("NoNodeHoldsAll", "spec.containers")
+
+
+@pytest.fixture(scope="module")
+def split_pools() -> Inventory:
+    """One pool partitioned all-1g.10gb, one all-3g.40gb, one of whole GPUs: no node has two kinds."""
+    return make_inventory(
+        mixed_node("a100-1g", A100, {"1g.10gb": (28, 9856)}),
+        mixed_node("a100-3g", A100, {"3g.40gb": (8, 40192)}),
+        whole_node("a100-whole", A100, 8),
+    )
+
+
+def _two_slices(first: str, second: str, count: int = 1) -> dict[str, object]:
+    return (
+        make_pod()
+        .container("a", limits={f"nvidia.com/mig-{first}": 1})
+        .container("b", limits={f"nvidia.com/mig-{second}": count})
+        .build()
+    )
+
+
+def test_two_slices_no_node_offers_together(unit_catalog: Catalog, split_pools: Inventory) -> None:
+    pod = _two_slices("1g.10gb", "3g.40gb")
+    assert run(one_node.check, unit_catalog, pod, split_pools) == [CONTAINERS]
+
+
+def test_whole_gpus_beside_a_slice_where_whole_gpu_nodes_have_none(
+    unit_catalog: Catalog, split_pools: Inventory
+) -> None:
+    pod = make_pod().container("a", limits={"nvidia.com/mig-1g.10gb": 1}).container("b", gpu=1).build()
+    assert run(one_node.check, unit_catalog, pod, split_pools) == [CONTAINERS]
+
+
+def test_a_node_offering_both_is_enough(unit_catalog: Catalog, mixed: Inventory) -> None:
+    pod = _two_slices("1g.10gb", "3g.40gb", count=2)
+    assert run(one_node.check, unit_catalog, pod, mixed) == []
+
+
+def test_counts_are_held_together_on_one_node(unit_catalog: Catalog, mixed: Inventory) -> None:
+    """The balanced node has 2 of 3g.40gb and 4 of 1g.10gb: 1 + 3 fits one, 3 + 1 fits none."""
+    fits = _two_slices("3g.40gb", "1g.10gb", count=4)
+    assert run(one_node.check, unit_catalog, fits, mixed) == []
+    three = make_pod().container("a", limits={"nvidia.com/mig-3g.40gb": 3}).build()
+    assert run(one_node.check, unit_catalog, three, mixed) == []  # one resource: ExceedsLargestNode's
+
+
+def test_whole_gpus_and_slices_on_a_mixed_node_with_both(unit_catalog: Catalog) -> None:
+    half = make_inventory(mixed_node("a100-half", A100, {"1g.10gb": (28, 9856)}, whole=4))
+    pod = make_pod().container("a", limits={"nvidia.com/mig-1g.10gb": 2}).container("b", gpu=4).build()
+    assert run(one_node.check, unit_catalog, pod, half) == []
+
+
+def test_single_strategy_devices_do_not_count_as_whole_gpus(unit_catalog: Catalog) -> None:
+    """nvidia.com/gpu on a single-strategy node is a MIG device; the pod's whole GPU is kept off it."""
+    inventory = make_inventory(
+        single_node("h100-1g", "NVIDIA-H100-80GB-HBM3", "1g.10gb", 56),
+        mixed_node("a100-1g", A100, {"1g.10gb": (28, 9856)}),
+        whole_node("a100-whole", A100, 8),
+    )
+    pod = make_pod().container("a", limits={"nvidia.com/mig-1g.10gb": 1}).container("b", gpu=1).build()
+    assert run(one_node.check, unit_catalog, pod, inventory) == [CONTAINERS]
+
+
+def test_a_node_template_that_would_hold_all_counts(unit_catalog: Catalog, split_pools: Inventory) -> None:
+    labels = {"nvidia.com/gpu.product": A100, "nvidia.com/mig.strategy": "mixed"}
+    balanced = {"nvidia.com/gpu": 0, "nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-3g.40gb": 8}
+    pool = parse_gpu_nodes([make_node("balanced-pool-template", labels, balanced)])
+    pod = _two_slices("1g.10gb", "3g.40gb")
+    assert run(one_node.check, unit_catalog, pod, with_node_templates(split_pools, pool)) == []
+
+
+def test_without_an_inventory_nothing_is_judged(unit_catalog: Catalog) -> None:
+    assert run(one_node.check, unit_catalog, _two_slices("1g.10gb", "3g.40gb")) == []

@@ -1,0 +1,53 @@
+"""A pod whose accelerators each fit on some node may still fit on none: two slices no node
+offers together (one pool partitioned `all-1g.10gb`, another `all-3g.40gb`), or whole GPUs
+beside a slice where the nodes with whole GPUs have no slices. The scheduler puts a pod on one
+node, so such a pod would stay Pending for ever. Judged as `largest_node` judges one resource:
+against each node's capacity (node templates included), not what is free, and not narrowed by
+the pod's own node choice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from webhook.core.checks.largest_node import held_against_nodes
+from webhook.core.env import Env
+from webhook.core.model import Finding, GpuNode, Inventory
+from webhook.core.placement import gets_whole_gpus
+from webhook.core.profiles import GPU
+
+
+def check(env: Env) -> list[Finding]:
+    inventory = env.inventory
+    if not inventory.known:
+        return []
+    held = held_against_nodes(env)
+    if len(held) < 2 or any(h.wanted > h.most for h in held):
+        return []  # one resource alone: ExceedsLargestNode judges it
+    wanted = {h.resource: h.wanted for h in held}
+    whole = gets_whole_gpus(inventory, env.placement)
+    slices = not whole or env.view.queued  # the nvidia.com/gpu that single-strategy nodes advertise
+    for node in _gpu_nodes(inventory):
+        if all(_capacity(node, resource, whole, slices) >= amount for resource, amount in wanted.items()):
+            return []
+    asked = ", ".join(f"{amount} {resource}" for resource, amount in wanted.items())
+    message = f"pod asks for {asked}; each fits on some node, but no one node has them all"
+    return [Finding("NoNodeHoldsAll", f"{env.view.base}.containers", message)]
+
+
+def _capacity(node: GpuNode, resource: str, whole: bool, slices: bool) -> int:
+    if resource == GPU:
+        mig_devices = node.strategy in ("single", "gke")
+        if not (slices if mig_devices else whole):
+            return 0
+    return node.allocatable.get(resource, 0)
+
+
+def _gpu_nodes(inventory: Inventory) -> Iterable[GpuNode]:
+    """Every node with NVIDIA devices, node templates included (`nodes` lists only real ones)."""
+    seen: set[str] = set()
+    groups = (inventory.whole_gpu_nodes, inventory.gpu_slice_nodes, *inventory.members.values())
+    for group in groups:
+        for node in group:
+            if node.name not in seen:
+                seen.add(node.name)
+                yield node

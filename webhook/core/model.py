@@ -50,6 +50,10 @@ MEMORY_ANNOTATION: Final = "gpu.aethervirt.io/gpu-memory"
 COMPUTE_ANNOTATION: Final = "gpu.aethervirt.io/gpu-compute"
 ORIGINAL_REQUEST_ANNOTATION: Final = "gpu.aethervirt.io/original-request"
 PROFILE_ANNOTATION: Final = "gpu.aethervirt.io/mig-profile"
+STEERED_ANNOTATION: Final = "gpu.aethervirt.io/mig-node-affinity"
+"""Set (`added`) when a rewrite added node requirements for its slice: only then are they the
+webhook's to take back when the pod is read as first asked for (webhook/core/rewritten.py); a
+pod whose own affinity already held them keeps them."""
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 """Set by the kubelet on the API object that mirrors a static pod, which it runs from a file."""
 APPLIED_TEMPLATE_ANNOTATION: Final = "gpu.aethervirt.io/applied-template"

@@ -13,7 +13,9 @@ request came back beside the slice, the slice is dropped), and without those ann
 decision on that reading rewrites it again where it still applies, so an unchanged pod gets no
 patch. The node requirements the rewrite added (the GPU model, or the single strategy's or
 GKE's slice label, for the profile's offers in the inventory) go too: they encode the slice, and
-kept they would hold the new decision to it.
+kept they would hold the new decision to it. Only when the rewrite says it added them
+(`gpu.aethervirt.io/mig-node-affinity`): the same requirement in the pod's own affinity (a pod
+pinned to `<model>-MIG-1g.10gb` nodes) is the user's choice, and stays.
 """
 
 from __future__ import annotations
@@ -21,14 +23,20 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from webhook.core.model import ORIGINAL_REQUEST_ANNOTATION, PROFILE_ANNOTATION, Inventory, Pod
+from webhook.core.model import (
+    ORIGINAL_REQUEST_ANNOTATION,
+    PROFILE_ANNOTATION,
+    STEERED_ANNOTATION,
+    Inventory,
+    Pod,
+)
 from webhook.core.mutators.mig_affinity import expressions_for
 from webhook.core.placement import REQUIRED, remember
 from webhook.core.podview import CONTAINER_GROUPS
 from webhook.core.profiles import GPU, resource_for_profile
 
 _SECTIONS: Final = ("limits", "requests")
-_REWRITE_ANNOTATIONS: Final = (PROFILE_ANNOTATION, ORIGINAL_REQUEST_ANNOTATION)
+_REWRITE_ANNOTATIONS: Final = (PROFILE_ANNOTATION, ORIGINAL_REQUEST_ANNOTATION, STEERED_ANNOTATION)
 
 
 def as_first_asked(pod: Pod, inventory: Inventory) -> Pod:
@@ -46,7 +54,8 @@ def as_first_asked(pod: Pod, inventory: Inventory) -> Pod:
     if isinstance(profile, str) and isinstance(spec, dict):
         if recorded:
             spec = _renamed_back(spec, resource_for_profile(profile), recorded)
-        read["spec"] = _unsteered(spec, _steering(inventory, profile))
+        steered = annotations.get(STEERED_ANNOTATION) is not None
+        read["spec"] = _unsteered(spec, _steering(inventory, profile)) if steered else spec
     return read
 
 

@@ -13,6 +13,7 @@ from webhook.core.decide import decide
 from webhook.core.model import (
     ORIGINAL_REQUEST_ANNOTATION,
     PROFILE_ANNOTATION,
+    STEERED_ANNOTATION,
     UNKNOWN_INVENTORY,
     Catalog,
     Inventory,
@@ -115,3 +116,36 @@ def test_the_rewrites_node_requirements_do_not_hold_a_new_decision_to_the_old_sl
     assert again.mutated is not None and single.mutated is not None
     assert again.mutated["spec"]["affinity"] == single.mutated["spec"]["affinity"]
     assert again.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "1g.10gb"
+
+
+def test_a_pods_own_pin_to_the_slices_nodes_is_kept_when_read_again(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """Single strategy's own use: the pod requires `<model>-MIG-1g.10gb` nodes itself, so the
+    rewrite adds no requirement. Read again (reinvocation, pods of its template) the pin is the
+    user's: it stays, and the pod is not moved to another model's mixed-strategy slice."""
+    inventory = inventories["mixed-cluster"]
+    pin = {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"]}
+    pod = vllm_pod("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0")
+    affinity = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [pin]}]}
+    }
+    pod["spec"]["affinity"] = {"nodeAffinity": affinity}
+    first = decide(pod, context(catalog, inventory))
+    assert (
+        first.mutated is not None
+        and first.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "1g.10gb"
+    )
+    assert STEERED_ANNOTATION not in first.mutated["metadata"]["annotations"]
+    again = decide(first.mutated, context(catalog, inventory))
+    assert (again.allowed, again.patch) == (True, ())
+
+
+def test_requirements_the_rewrite_added_are_marked_and_taken_back(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    inventory = inventories["h100-single"]
+    mutated = rewritten(catalog, inventory)
+    assert mutated["metadata"]["annotations"][STEERED_ANNOTATION] == "added"
+    read = as_first_asked(mutated, inventory)
+    assert "affinity" not in read["spec"] and STEERED_ANNOTATION not in read["metadata"]["annotations"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Pod, SliceOffer
-from webhook.core.mutators._pod import require_node_expressions
+from webhook.core.model import STEERED_ANNOTATION, Finding, Pod, SliceOffer
+from webhook.core.mutators._pod import child, metadata, require_node_expressions
 
 PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
 GKE_PARTITION_LABEL: Final = "cloud.google.com/gke-gpu-partition-size"
@@ -33,6 +33,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     expressions = expressions_for(offer)
     if not expressions or not require_node_expressions(pod, env.view.base, expressions):
         return []
+    child(metadata(pod, env.view.meta), "annotations", env.view.meta)[STEERED_ANNOTATION] = "added"
     where = ", ".join(offer.gke_accelerators or offer.products)
     message = f"requires nodes with {offer.profile} slices ({where})"
     return [Finding("SteeredToMigNodes", f"{env.view.base}.affinity.nodeAffinity", message)]

@@ -45,7 +45,22 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         offered = sorted({o.resource for o in inventory.offers if o.strategy == "mixed"})
         message = (
             f"container {container}: no node offers {resource}; "
-            f"offered: {', '.join(offered) or 'no MIG slices'}"
+            f"offered: {', '.join(offered) or 'none (no node advertises nvidia.com/mig-*)'}"
+            f"{_as_gpu(env, profile)}"
         )
         findings.append(Finding("MigProfileUnavailable", path, message))
     return findings
+
+
+def _as_gpu(env: Env, spelled: str) -> str:
+    """Where single-strategy or GKE nodes offer the profile, how to ask for it there: as
+    nvidia.com/gpu on the nodes labelled for it (they advertise no nvidia.com/mig-* names)."""
+    for offer in env.inventory.offers:
+        if offer.strategy == "mixed" or offer.profile.replace("+", ".") != spelled:
+            continue
+        if offer.strategy == "gke":
+            label = f"cloud.google.com/gke-gpu-partition-size={offer.profile}"
+        else:
+            label = f"nvidia.com/gpu.product={offer.products[0]}"
+        return f"; {offer.profile} is nvidia.com/gpu on nodes labelled {label}: ask for that there"
+    return ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.builders import make_pod
+from tests.builders import make_env, make_pod
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import mig_slices
 from webhook.core.model import Catalog, Inventory
@@ -68,3 +68,14 @@ def test_every_problem_of_one_slice_is_reported(unit_catalog: Catalog, mixed: In
 def test_a_zero_slice_is_ignored(unit_catalog: Catalog, mixed: Inventory) -> None:
     pod = make_pod().container("c", image="pytorch/pytorch", limits={"nvidia.com/mig-1g.5gb": 0}).build()
     assert run(mig_slices.check, unit_catalog, pod, mixed) == []
+
+
+def test_a_slice_single_strategy_nodes_offer_says_how_to_ask_for_it(
+    unit_catalog: Catalog, single: Inventory
+) -> None:
+    """Single-strategy nodes advertise no nvidia.com/mig-* names: the denial says what to ask for
+    instead (nvidia.com/gpu on the nodes labelled with the MIG product)."""
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb": 1}).build()
+    findings = mig_slices.check(make_env(pod, unit_catalog, single, "default"))
+    assert [(f.code, f.path) for f in findings] == [("MigProfileUnavailable", path("nvidia.com/mig-1g.10gb"))]
+    assert "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-MIG-1g.10gb" in findings[0].message

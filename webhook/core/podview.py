@@ -193,7 +193,7 @@ def _container(
     for resource in names:
         kind = classify(str(resource), advertised, inventory_known)
         if kind is not Kind.NONE:
-            request, limit = requests.get(resource), limits.get(resource)
+            request, limit = _quantity(requests, resource), _quantity(limits, resource)
             count = _count(limit if resource in limits else request)
             consistent = (
                 resource not in requests
@@ -210,6 +210,15 @@ def _container(
         sidecar=group == "initContainers" and item.get("restartPolicy") == "Always",
         accel=tuple(accel),
     )
+
+
+def _quantity(values: dict[Any, Any], resource: object) -> object:
+    """A quantity of `requests` or `limits`; null is 0, as the API server decodes it (the
+    webhook then receives "0"), not absent: `nvidia.com/gpu: null` asks for no GPU."""
+    value = values.get(resource)
+    if value is None and resource in values:
+        return "0"
+    return value
 
 
 def _count(value: object) -> int | None:

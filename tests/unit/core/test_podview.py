@@ -63,6 +63,15 @@ def test_count_prefers_the_limit_and_consistency_compares_values() -> None:
     assert {a.kind for a in requests} == {Kind.WHOLE}
 
 
+def test_a_null_quantity_is_zero_as_the_api_server_decodes_it() -> None:
+    """`Quantity` decodes JSON null as 0, so the API server refuses a null GPU request beside a
+    limit of 1 (they differ) and a null limit asks for no GPU; absent is another thing."""
+    pod = make_pod().container("a", limits={GPU: None}).container("b", gpu=1, requests={GPU: None}).build()
+    first, second = (c.accel[0] for c in view(pod).containers)
+    assert (first.count, first.consistent) == (0, True)
+    assert (second.count, second.consistent) == (1, False)
+
+
 def test_only_sidecars_are_init_containers_with_restart_policy_always() -> None:
     pod = make_pod().init_container("i").sidecar("s").container("c", restartPolicy="Always").build()
     assert [c.sidecar for c in view(pod).containers] == [False, True, False]

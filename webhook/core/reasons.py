@@ -36,6 +36,7 @@ _TABLE: Final = (
     Reason("ExceedsPolicyMaxGpus", "deny", "More GPUs per pod than the namespace policy allows."),
     Reason("ExceedsLargestNode", "deny", "More GPUs or slices than the largest node in the inventory has."),
     Reason("NoNodeHoldsAll", "deny", "GPUs or slices that each fit on some node, but that no one node has all of together."),
+    Reason("ExceedsSharedGpuLimit", "deny", "More than one nvidia.com/gpu in a container whose only GPU nodes are GKE nodes sharing their GPUs, which allow one."),
     # MIG.
     Reason("MigProfileUnavailable", "deny", "A MIG slice that no node in the inventory offers."),
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow."),

@@ -14,6 +14,7 @@ from webhook.core.checks import (
     quantities,
     request_limit,
     resource_names,
+    shared_gpus,
     template_fit,
 )
 from webhook.core.env import Env
@@ -30,6 +31,7 @@ CHECKS: Final[tuple[Check, ...]] = (
     gpu_counts.check,
     largest_node.check,
     one_node.check,
+    shared_gpus.check,
     template_fit.check,
 )
 

@@ -1,0 +1,52 @@
+"""shared_gpus: GKE's GPU sharing gives a container at most one nvidia.com/gpu."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.builders import A100, context, make_inventory, make_node, make_pod, pairs, whole_node
+from tests.unit.core.checks._helpers import run
+from webhook.core.checks import shared_gpus
+from webhook.core.decide import decide
+from webhook.core.model import Catalog
+
+GKE_L4 = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+SHARING = {
+    "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+    "cloud.google.com/gke-max-shared-clients-per-gpu": "4",
+}
+
+
+def shared_l4(name: str = "gke-l4-shared") -> dict[str, Any]:
+    return make_node(name, {**GKE_L4, **SHARING}, {"nvidia.com/gpu": 8})
+
+
+def test_two_gpus_in_a_container_on_shared_nodes_only(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("a", gpu=2).container("b", gpu=1).build()
+    assert run(shared_gpus.check, unit_catalog, pod, make_inventory(shared_l4())) == [
+        ("ExceedsSharedGpuLimit", 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]')
+    ]
+
+
+def test_one_gpu_per_container_is_what_sharing_allows(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("a", gpu=1).container("b", gpu=1).build()
+    assert run(shared_gpus.check, unit_catalog, pod, make_inventory(shared_l4())) == []
+
+
+def test_a_node_without_sharing_the_pod_may_use_is_enough(unit_catalog: Catalog) -> None:
+    inventory = make_inventory(shared_l4(), whole_node("a100-whole", A100, 8))
+    pod = make_pod().container("a", gpu=2).build()
+    assert run(shared_gpus.check, unit_catalog, pod, inventory) == []
+
+
+def test_a_pod_that_selects_the_shared_pool_is_held_to_it(unit_catalog: Catalog) -> None:
+    """Its own nodeSelector leaves it only the shared nodes (decided in full: the node choice is
+    read from the pod)."""
+    inventory = make_inventory(shared_l4(), whole_node("a100-whole", A100, 8))
+    pod = make_pod().container("a", gpu=2).spec("nodeSelector", dict(SHARING)).build()
+    decision = decide(pod, context(unit_catalog, inventory))
+    assert ("ExceedsSharedGpuLimit", 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]') in pairs(
+        decision
+    )
+    unpinned = decide(make_pod().container("a", gpu=2).build(), context(unit_catalog, inventory))
+    assert "ExceedsSharedGpuLimit" not in [code for code, _ in pairs(unpinned)]

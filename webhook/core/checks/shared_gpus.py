@@ -1,0 +1,44 @@
+"""GKE's GPU sharing (a node pool with time-sharing or MPS) gives a container at most one
+`nvidia.com/gpu`: GKE's device plugin refuses more ("at most 1 nvidia.com/gpu can be requested
+on GPU nodes", MIG.md §3), and only once the pod is on the node. A container asking for more,
+in a pod whose only GPU nodes share their GPUs that way, would never start."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from webhook.core.env import Env
+from webhook.core.model import Finding
+from webhook.core.placement import gets_whole_gpus
+from webhook.core.profiles import GPU
+
+GKE_SHARING_LABEL: Final = "cloud.google.com/gke-gpu-sharing-strategy"
+
+
+def check(env: Env) -> list[Finding]:
+    inventory = env.inventory
+    if not inventory.known:
+        return []
+    over = [
+        (c, a.count)
+        for c in env.view.containers
+        for a in c.gpu_requests
+        if a.resource == GPU and (a.count or 0) > 1
+    ]
+    if not over:
+        return []
+    placement = env.placement
+    candidates = (
+        inventory.whole_gpu_nodes if gets_whole_gpus(inventory, placement) else inventory.gpu_slice_nodes
+    )
+    nodes = [n for n in candidates if placement is None or placement.admits(n)]
+    if not nodes or not all(n.labels.get(GKE_SHARING_LABEL) for n in nodes):
+        return []
+    findings = []
+    for container, count in over:
+        message = (
+            f"container {container.name} asks for {count} {GPU}; the GPU nodes it may run on share "
+            f"their GPUs ({GKE_SHARING_LABEL}), where GKE gives a container at most 1"
+        )
+        findings.append(Finding("ExceedsSharedGpuLimit", container.resource_path("limits", GPU), message))
+    return findings

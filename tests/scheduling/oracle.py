@@ -20,9 +20,11 @@ Modelled:
   pod's request is the effective one: a limit alone is the request; the larger of each regular
   init container (plus the sidecars started before it) and the sum of the containers and every
   sidecar; `spec.overhead` added; pod-level `spec.resources` replacing the containers' cpu and
-  memory. A name a DRA DeviceClass serves (`spec.extendedResourceName`) that the node does not
-  advertise is taken as satisfiable on a node labelled `nvidia.com/dra-kubelet-plugin=true`: the
-  scheduler would read ResourceSlices, which a node list does not carry.
+  memory where it sets a request, or a limit for one no container requests (API defaulting,
+  defaultPodRequests, makes that limit the pod's request). A name a DRA DeviceClass serves
+  (`spec.extendedResourceName`) that the node does not advertise is taken as satisfiable on a
+  node labelled `nvidia.com/dra-kubelet-plugin=true`: the scheduler would read ResourceSlices,
+  which a node list does not carry.
 
 Not modelled: pods already bound (the node is taken as empty), the pod count, host ports, volumes,
 ephemeral storage and hugepages, inter-pod affinity and topology spread, scheduling gates, and
@@ -181,8 +183,8 @@ def _counted(name: str) -> bool:
 
 
 def container_requests(resources: Obj) -> Requests:
-    """The requests of one `resources` block (a container's or the pod's): a limit alone is the
-    request, as API defaulting makes it."""
+    """The requests of a container's `resources`: a limit alone is the request, as API
+    defaulting makes it."""
     found = {k: quantity(v) for k, v in _map(resources.get("limits")).items() if _counted(k)}
     found.update({k: quantity(v) for k, v in _map(resources.get("requests")).items() if _counted(k)})
     return found
@@ -218,8 +220,13 @@ def pod_requests(spec: Obj) -> Requests:
     for container in _list(spec.get("containers")):
         regular = _add(regular, _resources(container))
     total = _max(init_peak, _add(regular, sidecars))
-    pod_level = container_requests(_map(spec.get("resources")))
-    total.update({k: v for k, v in pod_level.items() if k in ("cpu", "memory")})
+    pod_level = _map(spec.get("resources"))
+    requests, limits = _map(pod_level.get("requests")), _map(pod_level.get("limits"))
+    for name in ("cpu", "memory"):
+        if name in requests:
+            total[name] = quantity(requests[name])
+        elif name in limits and name not in total:
+            total[name] = quantity(limits[name])  # defaultPodRequests: no container requests it
     total = _add(total, {k: quantity(v) for k, v in _map(spec.get("overhead")).items() if _counted(k)})
     return {name: amount for name, amount in total.items() if amount > 0}
 

@@ -31,6 +31,11 @@ from webhook.core.quantity import parse_quantity, scale_quantity
 _NODE_RESOURCES: Final = ("cpu", "memory")
 _GI: Final = Decimal(1024**3)
 
+Fill = tuple[Mapping[str, str], Mapping[str, str]]
+"""Requests and limits to fill into a container, none of them set there yet."""
+_NO_FILL: Final[Fill] = ({}, {})
+_NOTHING: Final[Mapping[int, Fill]] = {}
+
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     template = env.template
@@ -41,20 +46,20 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     pod_level = _pod_level(pod, base)
     dra_gpus = env.inventory.dra_gpu_resources
     fills: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str]]] = []
-    requested: list[dict[str, Any]] = []
+    pending: dict[int, Fill] = {}
     for group, index, container in containers(pod, base, ("containers",)):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
-        requested.append(have_requests)
         devices = _devices(have_limits, dra_gpus)
         wanted_requests = _wanted(inject.requests, inject.per_gpu_requests, devices, pod_level)
         wanted_limits = _wanted(inject.limits, inject.per_gpu_limits, devices, pod_level)
         new_requests, new_limits = _missing(have_requests, have_limits, wanted_requests, wanted_limits)
         if new_requests or new_limits:
             fills.append((container_path(base, group, index, container), container, new_requests, new_limits))
+            pending[index] = (new_requests, new_limits)
     if not fills:
         return []
-    too_large = _beyond_largest_node(pod, env, requested, [fill[2] for fill in fills])
+    too_large = _beyond_largest_node(pod, env, pending)
     names = [name_of(fill[1]) for fill in fills if _fill(*fill, skip=too_large)]
     findings = [_too_large(template.name, base, too_large)] if too_large else []
     if names:
@@ -84,14 +89,12 @@ def _fill(
     return True
 
 
-def _beyond_largest_node(
-    pod: Pod, env: Env, requested: list[dict[str, Any]], new_requests: list[dict[str, str]]
-) -> dict[str, Decimal]:
+def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dict[str, Decimal]:
     """The resources filled in that would leave the pod fitting no GPU node it may run on, with
     what the pod would request of each: a template's CPU/memory per GPU written for 80GB cards
     would leave a pod bound for a smaller GPU node unschedulable. A node must hold the CPU and
     the memory together; what fits with fewer fills keeps those."""
-    asked = [r for r in _NODE_RESOURCES if any(r in fill for fill in new_requests)]
+    asked = {r for fill in pending.values() for part in fill for r in part if r in _NODE_RESOURCES}
     offer = env.plan.offer
     devices = (offer.resource,) if offer is not None else _device_names(env)
     if not asked or not devices:
@@ -99,15 +102,13 @@ def _beyond_largest_node(
     rooms = node_rooms(env.inventory, env.placement, devices, GPU in devices and keeps_off_slice_nodes(env))
     if not rooms:
         return {}
-    before = _pod_requests(pod, env.view.base, requested)
-    after = dict(before)
-    for fill in new_requests:
-        for resource in asked:
-            after[resource] += _amount(fill.get(resource))
+    base = env.view.base
+    after = pod_requests(pod, base, pending)
     cpu, memory = after["cpu"], after["memory"]
     for room_cpu, room_memory in rooms:
         if cpu <= room_cpu and memory <= room_memory:
             return {}  # the usual case: it fits with every fill
+    before = pod_requests(pod, base)
     for skipped in (("memory",), ("cpu",), ("cpu", "memory")):
         wanted = {r: before[r] if r in skipped else after[r] for r in _NODE_RESOURCES}
         if any(
@@ -121,18 +122,57 @@ def _device_names(env: Env) -> tuple[str, ...]:
     return tuple(sorted(r for r in env.view.requested_resources() if r.startswith("nvidia.com/")))
 
 
-def _pod_requests(pod: Pod, base: str, requested: list[dict[str, Any]]) -> dict[str, Decimal]:
-    """What the pod's containers (their `requests`, read already) and sidecars request now."""
-    sections = list(requested)
+def pod_requests(pod: Pod, base: str, pending: Mapping[int, Fill] = _NOTHING) -> dict[str, Decimal]:
+    """The pod's CPU and memory requests as kube-scheduler counts them (resource.PodRequests),
+    with `pending` filled into its containers (by index). A container requests what it sets as
+    a request, else its limit (API defaulting makes the limit the request); the pod, the larger
+    of its containers with every sidecar and of each init container with the sidecars started
+    before it; pod-level `spec.resources` replaces that where it sets a request, or a limit with
+    no container requesting the resource; `spec.overhead` (set from the RuntimeClass) is added."""
+    sidecars = dict.fromkeys(_NODE_RESOURCES, Decimal(0))
+    peak = dict(sidecars)  # of the init containers, each with the sidecars started before it
     for group, index, container in containers(pod, base, ("initContainers",)):
-        if container.get("restartPolicy") == "Always":
-            sections.append(section_of(container, "requests", base, group, index))
-    totals = dict.fromkeys(_NODE_RESOURCES, Decimal(0))
-    for section in sections:
-        for resource in _NODE_RESOURCES:
-            if resource in section:
-                totals[resource] += _amount(section[resource])
+        own = _container_requests(container, base, group, index, _NO_FILL)
+        sidecar = container.get("restartPolicy") == "Always"
+        for r in _NODE_RESOURCES:
+            if sidecar:
+                sidecars[r] += own[r]
+            peak[r] = max(peak[r], sidecars[r] if sidecar else sidecars[r] + own[r])
+    running = sidecars  # the containers with every sidecar
+    for group, index, container in containers(pod, base, ("containers",)):
+        own = _container_requests(container, base, group, index, pending.get(index, _NO_FILL))
+        for r in _NODE_RESOURCES:
+            running[r] += own[r]
+    spec = read_spec(pod, base)
+    where = f"{base}.resources"
+    pod_level = read(spec, "resources", base)
+    requests, limits = read(pod_level, "requests", where), read(pod_level, "limits", where)
+    overhead = read(spec, "overhead", base)
+    totals: dict[str, Decimal] = {}
+    for r in _NODE_RESOURCES:
+        total = max(peak[r], running[r])
+        if r in requests:
+            total = _amount(requests[r])
+        elif r in limits and not total:
+            total = _amount(limits[r])  # API defaulting: no container requests it
+        totals[r] = total + _amount(overhead.get(r))
     return totals
+
+
+def _container_requests(
+    container: dict[str, Any], base: str, group: str, index: int, fill: Fill
+) -> dict[str, Decimal]:
+    """What one container requests of CPU and memory: its request, else its limit."""
+    requests = section_of(container, "requests", base, group, index)
+    limits = section_of(container, "limits", base, group, index)
+    new_requests, new_limits = fill
+    found: dict[str, Decimal] = {}
+    for r in _NODE_RESOURCES:
+        value = requests.get(r, new_requests.get(r))
+        if value is None:
+            value = limits.get(r, new_limits.get(r))
+        found[r] = _amount(value)
+    return found
 
 
 def _amount(value: object) -> Decimal:

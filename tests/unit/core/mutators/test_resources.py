@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from tests.builders import make_pod
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from tests.builders import PodBuilder, make_env, make_inventory, make_node, make_pod
 from tests.unit.core.mutators._helpers import apply
-from webhook.core.model import Catalog
+from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import resources
+from webhook.core.mutators.resources import pod_requests
+from webhook.core.writable import writable_copy
+
+GI = 2**30
 
 
 def test_per_gpu_values_are_multiplied_by_the_container_devices(unit_catalog: Catalog) -> None:
@@ -104,3 +113,89 @@ def test_cpu_only_templates_fill_fixed_values_in_every_regular_container(unit_ca
         "limits": {"memory": "4Gi"},
     }
     assert "resources" not in mutated["spec"]["initContainers"][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The cap: what the scheduler will count must fit a GPU node the pod may run on
+
+
+@pytest.fixture
+def l4_pool() -> Inventory:
+    """One 2-GPU L4 node with 24 CPU and 96Gi: the serving template's 64Gi for 2 GPUs fit it alone."""
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-L4"}
+    return make_inventory(make_node("l4", labels, {"nvidia.com/gpu": 2, "cpu": 24, "memory": "96Gi"}))
+
+
+def _serving_l4() -> PodBuilder:
+    return make_pod().container("vllm", image="vllm/vllm-openai", gpu=2)
+
+
+def test_the_fill_fits_the_node_on_its_own(unit_catalog: Catalog, l4_pool: Inventory) -> None:
+    mutated, found = apply(resources.mutate, unit_catalog, _serving_l4().build(), l4_pool)
+    assert found == [("InjectedResources", "spec.containers")]
+    assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "8", "memory": "64Gi"}
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        _serving_l4().spec("overhead", {"cpu": "1", "memory": "40Gi"}).build(),
+        _serving_l4().container("cache", image="redis:7", limits={"memory": "40Gi"}).build(),
+        _serving_l4().sidecar("cache", image="redis:7", limits={"memory": "40Gi"}).build(),
+    ],
+    ids=["runtime-class-overhead", "a-limit-alone", "a-sidecar-limit-alone"],
+)
+def test_memory_the_scheduler_counts_beside_the_fill_leaves_it_out(
+    unit_catalog: Catalog, l4_pool: Inventory, pod: dict[str, Any]
+) -> None:
+    """64Gi filled beside 40Gi the scheduler counts too (spec.overhead from the RuntimeClass, a
+    limit that API defaulting makes the request) would ask 104Gi of a 96Gi node: memory is left
+    out, the CPU filled."""
+    mutated = writable_copy(pod)
+    found = resources.mutate(mutated, make_env(pod, unit_catalog, l4_pool))
+    codes = [f.code for f in found]
+    assert codes == ["InjectionExceedsNodes", "InjectedResources"]
+    assert "104Gi memory" in found[0].message
+    assert mutated["spec"]["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": 2},
+        "requests": {"cpu": "8"},
+    }
+
+
+def test_an_init_container_counts_only_while_it_runs(unit_catalog: Catalog, l4_pool: Inventory) -> None:
+    """A regular init container's 40Gi is over before the containers start: 64Gi still fits."""
+    pod = _serving_l4().init_container("warm", requests={"memory": "40Gi"}).build()
+    mutated, found = apply(resources.mutate, unit_catalog, pod, l4_pool)
+    assert found == [("InjectedResources", "spec.containers")]
+    assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "8", "memory": "64Gi"}
+
+
+def test_pod_requests_are_what_the_scheduler_counts() -> None:
+    """resource.PodRequests: a request, else the limit; the larger of the containers with every
+    sidecar and each init container with the sidecars before it; plus the overhead."""
+    pod = (
+        make_pod()
+        .sidecar("proxy", limits={"cpu": "1", "memory": "2Gi"})
+        .init_container("fetch", requests={"memory": "50Gi"})
+        .container("a", requests={"cpu": "2"}, limits={"cpu": "4", "memory": "8Gi"})
+        .container("b")
+        .spec("overhead", {"cpu": "250m", "memory": "1Gi"})
+        .build()
+    )
+    assert pod_requests(pod, "spec") == {"cpu": Decimal("3.25"), "memory": 53 * GI}
+    for fill in (({"memory": "50Gi"}, {"memory": "64Gi"}), ({}, {"memory": "50Gi"})):
+        assert pod_requests(pod, "spec", {1: fill}) == {"cpu": Decimal("3.25"), "memory": 61 * GI}
+
+
+def test_pod_level_requests_replace_the_containers() -> None:
+    """KEP-2837: a pod-level request is the pod's; a pod-level limit alone is too when no
+    container requests the resource (API defaulting), else the containers' requests are."""
+    pod = (
+        make_pod()
+        .container("a", requests={"cpu": "2"}, limits={"memory": "8Gi"})
+        .spec("resources", {"requests": {"memory": "16Gi"}, "limits": {"cpu": "4"}})
+        .build()
+    )
+    assert pod_requests(pod, "spec") == {"cpu": 2, "memory": 16 * GI}
+    pod = make_pod().container("a").spec("resources", {"limits": {"cpu": "4", "memory": "16Gi"}}).build()
+    assert pod_requests(pod, "spec") == {"cpu": 4, "memory": 16 * GI}

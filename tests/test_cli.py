@@ -177,6 +177,32 @@ BAD_MANIFESTS = {  # name: (text, where the message must point)
         "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: 7\n",
         "#1: Pod x: spec: must be an object, not a number",
     ),
+    "metadata-a-string": (
+        'apiVersion: v1\nkind: Pod\nmetadata: "meta"\nspec: {containers: [{name: a, image: b}]}\n',
+        "#1: Pod: metadata: must be an object, not a string",
+    ),
+    "metadata-a-list": (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: [1]\n"
+        "spec: {template: {spec: {containers: [{name: a, image: b}]}}}\n",
+        "#1: Deployment: metadata: must be an object, not a list",
+    ),
+    "name-a-number": (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: 5}\nspec: {containers: [{name: a, image: b}]}\n",
+        "#1: Pod: metadata.name: must be a string, not a number",
+    ),
+    "template-metadata-a-number": (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        "spec: {template: {metadata: 5, spec: {containers: [{name: a, image: b}]}}}\n",
+        "#1: Deployment d: spec.template.metadata: must be an object, not a number",
+    ),
+    "kind-a-list": (
+        "apiVersion: v1\nkind: [Pod]\nmetadata: {name: x}\n",
+        "#1: no kind x: kind: must be a string",
+    ),
+    "api-version-a-number": (
+        "apiVersion: 1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, image: b}]}\n",
+        "#1: Pod x: apiVersion: must be a string, not a number",
+    ),
     "deployment-without-template": (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
         "#1: Deployment d: spec.template: missing",

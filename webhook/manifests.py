@@ -21,12 +21,34 @@ class Manifest:
 
     @property
     def kind(self) -> str:
-        return str(self.obj.get("kind") or "")
+        kind = self.obj.get("kind")
+        return kind if isinstance(kind, str) else ""
 
     @property
     def name(self) -> str:
-        metadata = self.obj.get("metadata") or {}
-        return str(metadata.get("name") or metadata.get("generateName") or "<unnamed>")
+        """The name (or generateName) when it is a string; `<unnamed>` else, as with no metadata."""
+        metadata = self.metadata
+        for key in ("name", "generateName"):
+            if isinstance(metadata.get(key), str) and metadata[key]:
+                return str(metadata[key])
+        return "<unnamed>"
+
+    @property
+    def title(self) -> str:
+        """`Pod train`, for messages: the kind (or `no kind`) and the name when it has one."""
+        name = self.name
+        return f"{self.kind or 'no kind'}" + ("" if name == "<unnamed>" else f" {name}")
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The metadata when it is an object, else empty (podshape reports one that is not)."""
+        metadata = self.obj.get("metadata")
+        return metadata if isinstance(metadata, Mapping) else {}
+
+    @property
+    def namespace(self) -> str | None:
+        namespace = self.metadata.get("namespace")
+        return namespace if isinstance(namespace, str) and namespace else None
 
 
 def read_manifests(inputs: list[str], recursive: bool = False) -> tuple[list[Manifest], list[str]]:

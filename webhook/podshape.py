@@ -8,7 +8,7 @@ wrong instead, with its field path: what strict decoding and the required fields
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from webhook.core.workloads import group_kind, list_members, pod_sites, template_pointer
@@ -17,12 +17,48 @@ Problem = tuple[str, str]
 """(field path, what is wrong)."""
 
 
+def identity_problems(obj: Mapping[str, Any]) -> list[Problem]:
+    """`apiVersion` or `kind` that is not a string: what the object is cannot be told, so it can
+    be neither decided nor skipped as another kind (the API server refuses to decode it)."""
+    return [
+        (key, f"must be a string, not {type_name(obj[key])}")
+        for key in ("apiVersion", "kind")
+        if obj.get(key) is not None and not isinstance(obj[key], str)
+    ]
+
+
+def metadata_problems(metadata: object, base: str) -> Iterator[Problem]:
+    """An object's (or a pod template's) metadata of the wrong type: read leniently, its name,
+    namespace, labels and annotations would be taken as absent and the object decided anyway."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, Mapping):
+        yield base, f"must be an object, not {type_name(metadata)}"
+        return
+    for key in ("name", "generateName", "namespace"):
+        value = metadata.get(key)
+        if value is not None and not isinstance(value, str):
+            yield f"{base}.{key}", f"must be a string, not {type_name(value)}"
+    for key in ("labels", "annotations"):
+        value = metadata.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            yield f"{base}.{key}", f"must be an object, not {type_name(value)}"
+            continue
+        for name, text in value.items():
+            if not isinstance(text, str):
+                yield f"{base}.{key}.{name}", f"must be a string, not {type_name(text)}"
+
+
 def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
-    """Every problem of the object's pod specs; none for a well-formed one."""
+    """Every problem of the object's identity, metadata and pod specs; none for a well-formed one."""
+    problems: list[Problem] = [*identity_problems(obj), *metadata_problems(obj.get("metadata"), "metadata")]
+    if problems:
+        return problems
     group, kind = group_kind(obj)
     if (group, kind) == ("", "Pod"):
         return list(spec_problems(obj.get("spec"), "spec"))
-    problems: list[Problem] = []
     pointer = template_pointer((group, kind))
     if pointer is not None:
         problems.extend(_template_problems(obj, pointer))
@@ -31,8 +67,24 @@ def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
         return problems
     for site in pod_sites(obj, (group, kind)):
         base = f"{site.path}.spec" if site.writable else site.path
+        if site.writable:
+            template = _at(obj, site.pointer)
+            problems.extend(metadata_problems(_mapping_member(template, "metadata"), f"{site.path}.metadata"))
         problems.extend(spec_problems(site.pod.get("spec"), base))
     return problems
+
+
+def _at(obj: Any, pointer: Sequence[str | int]) -> Any:
+    for step in pointer:
+        if isinstance(step, int):
+            obj = obj[step] if isinstance(obj, list) and step < len(obj) else None
+        else:
+            obj = obj.get(step) if isinstance(obj, Mapping) else None
+    return obj
+
+
+def _mapping_member(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
 
 
 def _list_problems(obj: Mapping[str, Any], members: tuple[tuple[str, ...], ...]) -> Iterator[Problem]:
@@ -116,5 +168,12 @@ def type_name(value: object) -> str:
     """What a JSON value is, in words (`a number`), for messages."""
     if value is None:
         return "null"
-    names = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list"}
+    names = {
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+        list: "a list",
+        dict: "an object",
+    }
     return names.get(type(value), type(value).__name__)

@@ -97,6 +97,25 @@ def test_a_malformed_pod_spec_is_an_error_at_its_field_and_passes_through() -> N
     assert outcome.failed and outcome.resource_list["items"][0] == broken
 
 
+@pytest.mark.parametrize("metadata", ["meta", [1], 5])
+def test_metadata_that_is_not_an_object_is_an_error_on_its_item_and_the_others_are_decided(
+    metadata: Any,
+) -> None:
+    broken = pod("broken") | {"metadata": metadata}
+    wrong_kind = {"apiVersion": "v1", "kind": 5, "metadata": {"name": "odd", "annotations": "x"}}
+    outcome = run_function(resource_list(broken, wrong_kind, pod("vllm")), CONFIG)
+    errors = [r for r in outcome.results if r["severity"] == "error"]
+    assert [(r["resourceRef"]["kind"], r["field"]["path"]) for r in errors] == [
+        ("Pod", "metadata"),
+        ("", "kind"),
+    ]
+    assert "must be an object" in errors[0]["message"] and "must be a string" in errors[1]["message"]
+    assert outcome.resource_list["items"][:2] == [broken, wrong_kind]
+    assert outcome.resource_list["items"][2]["spec"]["containers"][0]["resources"]["limits"] != {
+        "nvidia.com/gpu": 1
+    }
+
+
 def test_mutate_false_leaves_items_unchanged_but_reports() -> None:
     items = (pod("vllm"), deployment("web"))
     outcome = run_function(resource_list(*items, config={"mutate": "false"}), CONFIG)

@@ -145,6 +145,11 @@ def test_several_resources_need_one_expectation_each(tmp_path: Path) -> None:
         (case("allowed: true\nfields: {'spec.[': 1}\n"), "spec.cases[0].expect.fields.spec.[", "cannot read"),
         (case("allowed: true\n") + case("allowed: true\n"), "spec.cases[1].name", "used twice"),
         (case("allowed: true\nresource: Pod/other\n"), "spec.cases[0].expect.resource", "no Pod/other"),
+        (
+            case("allowed: true\n", VLLM.replace("metadata: {name: vllm}", 'metadata: "meta"')),
+            "spec.cases[0].input",
+            "Pod: metadata: must be an object, not a string",
+        ),
     ],
 )
 def test_bad_suites_name_file_line_and_field(tmp_path: Path, cases: str, path: str, words: str) -> None:

@@ -43,6 +43,19 @@ GOOD = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 
         (deployment({"template": {"spec": []}}), ["spec.template.spec"]),
         (deployment({"template": {"spec": {"containers": [{}]}}}), ["spec.template.spec.containers[0].name"]),
         ({"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"jobTemplate": 7}}, ["spec.jobTemplate"]),
+        (pod(GOOD) | {"metadata": "meta"}, ["metadata"]),
+        (
+            pod(GOOD) | {"metadata": {"name": 5, "namespace": [], "labels": {"a": 1}, "annotations": "x"}},
+            [
+                "metadata.name",
+                "metadata.namespace",
+                "metadata.labels.a",
+                "metadata.annotations",
+            ],
+        ),
+        (deployment({"template": {"metadata": [1], "spec": GOOD}}) | {"metadata": 5}, ["metadata"]),
+        (deployment({"template": {"metadata": [1], "spec": GOOD}}), ["spec.template.metadata"]),
+        (pod(GOOD) | {"kind": ["Pod"], "apiVersion": 1}, ["apiVersion", "kind"]),
     ],
 )
 def test_problems_are_named_at_their_field(obj: dict[str, Any], paths: list[str]) -> None:
@@ -51,6 +64,8 @@ def test_problems_are_named_at_their_field(obj: dict[str, Any], paths: list[str]
 
 def test_the_problem_says_what_is_wrong() -> None:
     assert shape_problems(pod(7)) == [("spec", "must be an object, not a number")]
+    labelled = pod(GOOD) | {"metadata": {"name": "p", "labels": {"a": {"b": "c"}}}}
+    assert shape_problems(labelled) == [("metadata.labels.a", "must be a string, not an object")]
     assert shape_problems(deployment({})) == [("spec.template", "missing: it is required")]
 
 

@@ -27,7 +27,7 @@ from webhook.core.model import (
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
-from webhook.podshape import shape_problems
+from webhook.podshape import identity_problems, shape_problems
 
 SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
 PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -145,7 +145,8 @@ def _process(
     item: Any, config: FunctionConfig, catalog: Catalog, inventory: Inventory
 ) -> tuple[Any, list[dict[str, Any]]]:
     if not _checkable(item):
-        return item, []
+        wrong = identity_problems(item) if isinstance(item, dict) else []
+        return item, [_malformed(item, path, problem) for path, problem in wrong]
     metadata = lenient_object(item.get("metadata"))
     namespace = str(metadata.get("namespace") or config.namespace or "default")
     context = Context(catalog, inventory, namespace=namespace, mutate_templates=config.mutate)
@@ -170,7 +171,7 @@ def _malformed(item: dict[str, Any], path: str, problem: str) -> dict[str, Any]:
 def _checkable(item: Any) -> bool:
     if not isinstance(item, dict):
         return False
-    annotations = (item.get("metadata") or {}).get("annotations") or {}
+    annotations = lenient_object(lenient_object(item.get("metadata")).get("annotations"))
     if str(annotations.get(LOCAL_CONFIG, "")).lower() == "true":
         return False
     return is_supported_object(item)
@@ -197,20 +198,25 @@ def _result(
     decision: Decision | None = None,
 ) -> dict[str, Any]:
     metadata = lenient_object(item.get("metadata"))
-    ref = {key: item.get(key, "") for key in ("apiVersion", "kind")}
-    ref["name"] = str(metadata.get("name") or metadata.get("generateName") or "")
-    if metadata.get("namespace"):
-        ref["namespace"] = str(metadata["namespace"])
+    ref = {key: _text(item.get(key)) for key in ("apiVersion", "kind")}
+    ref["name"] = _text(metadata.get("name")) or _text(metadata.get("generateName"))
+    if _text(metadata.get("namespace")):
+        ref["namespace"] = _text(metadata["namespace"])
     result: dict[str, Any] = {"message": message, "severity": severity, "resourceRef": ref}
     if violation is not None:
         result["field"] = {"path": violation.path}
         result["tags"] = {"code": violation.code, "outcome": violation.outcome}
         if decision is not None:
             result["tags"].update(policy=decision.policy, template=decision.template or "")
-    file = _file(metadata.get("annotations") or {})
+    file = _file(lenient_object(metadata.get("annotations")))
     if file:
         result["file"] = file
     return result
+
+
+def _text(value: Any) -> str:
+    """A reference's member when it is a string; "" else (a malformed one is its own result)."""
+    return value if isinstance(value, str) else ""
 
 
 def _file(annotations: Mapping[str, Any]) -> dict[str, Any]:

@@ -86,8 +86,7 @@ def run_resource(suite: Suite, case: Case, manifest: Manifest, expectation: Expe
 
 
 def decide(case: Case, manifest: Manifest) -> Decision:
-    own = (manifest.obj.get("metadata") or {}).get("namespace")
-    namespace = own or case.namespace or "default"
+    namespace = manifest.namespace or case.namespace or "default"
     context = Context(
         catalog=case.catalog,
         inventory=case.inventory,

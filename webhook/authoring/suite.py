@@ -24,6 +24,7 @@ from webhook.core.reasons import REASONS
 from webhook.core.workloads import is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
 from webhook.manifests import Manifest, read_manifests
+from webhook.podshape import identity_problems, shape_problems
 from webhook.yamlio import Document, YamlError, load_documents, read_text
 
 SUITE_KIND = "TemplateTestSuite"
@@ -245,10 +246,24 @@ class _SuiteReader:
             self.problem(at, "give exactly one of input and inputFile")
             return None
         if "inputFile" in case:
-            return self._read_file(case["inputFile"], [*at, "inputFile"])
+            found = self._read_file(case["inputFile"], [*at, "inputFile"])
+            return None if found is None else self._well_formed(found, [*at, "inputFile"])
         where = f"{self.document.source}#{case['name']}"
         raw = case["input"] if isinstance(case["input"], list) else [case["input"]]
-        return [Manifest(f"{where}[{i}]", obj) for i, obj in enumerate(_expand_lists(raw))]
+        manifests = [Manifest(f"{where}[{i}]", obj) for i, obj in enumerate(_expand_lists(raw))]
+        return self._well_formed(manifests, [*at, "input"])
+
+    def _well_formed(self, manifests: list[Manifest], at: JsonPath) -> list[Manifest] | None:
+        """The inputs, or None when one is malformed (`metadata: 5`, `spec: 7`): `check` calls that
+        bad input, and deciding it leniently would make the case test what the API server refuses."""
+        before = len(self.problems)
+        for manifest in manifests:
+            wrong = (
+                shape_problems(manifest.obj) if is_checkable(manifest) else identity_problems(manifest.obj)
+            )
+            for path, problem in wrong:
+                self.problem(at, f"{manifest.title}: {path}: {problem}")
+        return manifests if len(self.problems) == before else None
 
     def _read_file(self, relative: str, at: JsonPath) -> list[Manifest] | None:
         path = self.base / relative

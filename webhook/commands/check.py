@@ -23,7 +23,7 @@ from webhook.commands.common import (
 from webhook.core.model import Context, Decision
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.manifests import Manifest, read_manifests
-from webhook.podshape import shape_problems
+from webhook.podshape import identity_problems, shape_problems
 from webhook.yamlio import dump_yaml, dump_yaml_all
 
 FORMATS = ("text", "yaml", "json", "patch")
@@ -64,17 +64,19 @@ def run(args: argparse.Namespace) -> int:
     if not manifests and not input_errors:  # a mistyped CI path must not pass unchecked
         input_errors.append(_nothing_found(args.inputs, args.recursive))
     results = []
-    checked = [m for m in manifests if _checkable(m)]
-    for manifest in checked:
-        malformed = shape_problems(manifest.obj)
+    skipped = []
+    for manifest in manifests:
+        malformed = shape_problems(manifest.obj) if _checkable(manifest) else identity_problems(manifest.obj)
         if malformed:
-            what = f"{manifest.source}: {manifest.kind} {manifest.name}"
+            what = f"{manifest.source}: {manifest.title}"
             input_errors.extend(f"{what}: {path}: {problem}" for path, problem in malformed)
             continue
-        namespace = (manifest.obj.get("metadata") or {}).get("namespace") or args.namespace or "default"
-        context = Context(catalog=catalog, inventory=inventory, namespace=str(namespace))
+        if not _checkable(manifest):
+            skipped.append(manifest)
+            continue
+        namespace = manifest.namespace or args.namespace or "default"
+        context = Context(catalog=catalog, inventory=inventory, namespace=namespace)
         results.append((manifest, decide_object(manifest.obj, context)))
-    skipped = [m for m in manifests if not _checkable(m)]
     _print(args.output, results, skipped, inventory.known)
     for message in input_errors:
         error(message)

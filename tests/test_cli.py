@@ -203,6 +203,12 @@ BAD_MANIFESTS = {  # name: (text, where the message must point)
         "apiVersion: 1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, image: b}]}\n",
         "#1: Pod x: apiVersion: must be a string, not a number",
     ),
+    "alias-bomb": (
+        "apiVersion: v1\nkind: Pod\nx0: &l0 [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n"
+        + "".join(f"x{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]\n" for n in range(1, 9))
+        + "metadata: {name: *l8}\n",
+        ":7: invalid YAML: its aliases expand to",
+    ),
     "deployment-without-template": (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
         "#1: Deployment d: spec.template: missing",

@@ -106,6 +106,7 @@ def load_documents(
             index = 0
             while loader.check_node():
                 node = loader.get_node()
+                _refuse_excessive_aliases(node, source, documents)
                 before = len(loader.duplicates)
                 data = loader.construct_document(node)
                 found = tuple(loader.duplicates[before:])
@@ -125,6 +126,116 @@ def load_documents(
         line = mark.line + 1 if mark is not None else None
         raise YamlError(_describe(source, exc), source, line, _problem(exc), documents) from exc
     return documents
+
+
+ALIAS_BUDGET = 100_000
+"""Values a document may hold beyond ten times those written in it, once its aliases are expanded."""
+
+
+def _refuse_excessive_aliases(root: yaml.Node | None, source: str, documents: Sequence[Document]) -> None:
+    """YamlError for a document whose aliases expand it far beyond what is written ("billion
+    laughs": nine levels of `&a [*a, *a, ...]` in 400 bytes are 400 million values, which every
+    reader, message and log line would write out in full), or that holds itself (an alias inside
+    the value it names: no JSON object is that)."""
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise _Cycle(node)
+        open_nodes.add(key)
+        total = 1 + sum(size(child) for child in _children(node))
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        expanded = size(root)
+    except _Cycle as cycle:
+        line = cycle.node.start_mark.line + 1
+        problem = "invalid YAML: an alias refers to the value that holds it (a value that contains itself)"
+        raise YamlError(f"{source}:{line}: {problem}", source, line, problem, documents) from None
+    except RecursionError:
+        line = root.start_mark.line + 1
+        problem = "invalid YAML: values nested too deeply to read"
+        raise YamlError(f"{source}:{line}: {problem}", source, line, problem, documents) from None
+    written = len(sizes)
+    if expanded <= ALIAS_BUDGET + 10 * written:
+        return
+    node = root
+    while True:  # down the largest values to the alias that is repeated
+        children = _children(node)
+        largest = max(children, key=lambda child: sizes[id(child)], default=None)
+        if largest is None or sizes[id(largest)] < ALIAS_BUDGET // 10:
+            break
+        node = largest
+    line = node.start_mark.line + 1
+    problem = (
+        f"invalid YAML: its aliases expand to {expanded:,} values from the {written:,} written (at most"
+        f" {ALIAS_BUDGET:,} more than ten per written value); the value at line {line} is repeated"
+        " through nested aliases: write the values out instead"
+    )
+    raise YamlError(f"{source}:{line}: {problem}", source, line, problem, documents)
+
+
+class _Cycle(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        super().__init__()
+        self.node = node
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+EXCERPT = 80
+"""Characters of a value shown in a message (a value may be a whole expanded document)."""
+CUT = "... (cut)"
+
+
+def excerpt(value: Any, limit: int = EXCERPT) -> str:
+    """repr(value), cut to about `limit` characters and said so; reads only as much as it shows."""
+    pieces: list[str] = []
+    length = 0
+    for piece in _repr_pieces(value):
+        pieces.append(piece)
+        length += len(piece)
+        if length > limit:
+            return "".join(pieces)[:limit] + CUT
+    return "".join(pieces)
+
+
+def _repr_pieces(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        yield "{"
+        for position, (key, item) in enumerate(value.items()):
+            yield (", " if position else "") + _short_repr(key) + ": "
+            yield from _repr_pieces(item)
+        yield "}"
+    elif isinstance(value, list | tuple):
+        yield "["
+        for position, item in enumerate(value):
+            if position:
+                yield ", "
+            yield from _repr_pieces(item)
+        yield "]"
+    else:
+        yield _short_repr(value)
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, str) and len(value) > 4 * EXCERPT:
+        return repr(value[: 4 * EXCERPT])[:-1]
+    return repr(value)
 
 
 def load_file(path: Path, strict: bool = True, report_duplicates: bool = False) -> list[Document]:

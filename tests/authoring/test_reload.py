@@ -281,3 +281,26 @@ def test_lint_and_the_static_loader_read_a_configmap_mount_once(
     """The `..<n>/` copy behind `..data` is not a second set of templates (no duplicate names)."""
     assert lint_paths([m.root for m in mounts]) == []
     assert set(load_catalog([m.root for m in mounts]).templates) == {"a", "b"}
+
+
+def test_a_template_whose_aliases_explode_is_a_load_failure_with_a_short_message(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Seven levels of nine aliases made /readyz answer 25 MB and log a 25 MB line."""
+    registry = CollectorRegistry()
+    source = source_for(mounts, registry)
+    source.check_now()
+    bomb = (
+        "apiVersion: gpu.aethervirt.io/v1\nkind: WorkloadTemplate\n"
+        "x0: &l0 [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n"
+    )
+    for level in range(1, 7):
+        bomb += f"x{level}: &l{level} [" + ",".join([f"*l{level - 1}"] * 9) + "]\n"
+    mounts[0].publish({**templates("v2"), "bomb.yaml": bomb + "metadata: {name: *l6}\nspec: {kind: batch}\n"})
+    with caplog.at_level(logging.ERROR, logger="webhook.catalog.reload"):
+        assert source.check_now() is False
+    error = source.status()["lastError"]
+    assert len(json.dumps(error)) < 1000
+    (problem,) = error["problems"]
+    assert problem["source"].endswith("bomb.yaml") and "aliases expand" in problem["message"]
+    assert all(len(r.getMessage()) < 1000 for r in caplog.records)

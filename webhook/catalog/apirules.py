@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from webhook.yamlio import excerpt
+
 Found = list[tuple[list[str | int], str]]
 
 NAME_MAX: Final = 63
@@ -28,26 +30,29 @@ def qualified_name(value: str) -> str | None:
     """Why `value` is not a qualified name (a label or annotation key), else None."""
     parts = value.split("/")
     if len(parts) > 2:
-        return f"{value!r} is not a qualified name: at most one '/' ([prefix/]name)"
+        return f"{excerpt(value)} is not a qualified name: at most one '/' ([prefix/]name)"
     if len(parts) == 2:
         prefix_problem = dns_subdomain(parts[0])
         if prefix_problem is not None:
-            return f"the prefix of {value!r} is not valid: {prefix_problem}"
+            return f"the prefix of {excerpt(value)} is not valid: {prefix_problem}"
     name = parts[-1]
     if not name or len(name) > NAME_MAX or not _NAME.fullmatch(name):
-        return f"{value!r} is not a qualified name: the name part needs 1-{NAME_MAX} characters, {_NAME_RULE}"
+        rule = f"the name part needs 1-{NAME_MAX} characters, {_NAME_RULE}"
+        return f"{excerpt(value)} is not a qualified name: {rule}"
     return None
 
 
 def label_value(value: str) -> str | None:
     if len(value) > NAME_MAX or (value and not _NAME.fullmatch(value)):
-        return f"{value!r} is not a label value: at most {NAME_MAX} characters, {_NAME_RULE}"
+        return f"{excerpt(value)} is not a label value: at most {NAME_MAX} characters, {_NAME_RULE}"
     return None
 
 
 def dns_subdomain(value: str) -> str | None:
     if not value or len(value) > SUBDOMAIN_MAX or not _SUBDOMAIN.fullmatch(value):
-        return f"{value!r} is not a DNS-1123 subdomain: 1-{SUBDOMAIN_MAX} characters, {_SUBDOMAIN_RULE}"
+        return (
+            f"{excerpt(value)} is not a DNS-1123 subdomain: 1-{SUBDOMAIN_MAX} characters, {_SUBDOMAIN_RULE}"
+        )
     return None
 
 

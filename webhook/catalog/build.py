@@ -12,6 +12,7 @@ from webhook.catalog import apirules
 from webhook.core.catalog_index import has_wildcard
 from webhook.core.model import Accelerator, Bounds, Injection, Policy, Template, TemplateMatch
 from webhook.core.quantity import parse_quantity, scale_quantity
+from webhook.yamlio import excerpt
 
 
 class BuildError(ValueError):
@@ -188,17 +189,17 @@ def _bytes(value: object, path: list[str | int], checks: Checks) -> int | None:
     try:
         parsed = parse_quantity(value)
     except ValueError:
-        checks.add(path, f"{value!r} is not a memory size such as 18Gi")
+        checks.add(path, f"{excerpt(value)} is not a memory size such as 18Gi")
         return None
     if parsed <= 0:
-        checks.add(path, f"{value!r} must be positive")
+        checks.add(path, f"{excerpt(value)} must be positive")
         return None
     return int(parsed)
 
 
 def _share(value: object, path: list[str | int], checks: Checks) -> float | None:
     if not isinstance(value, int | float) or not 0 < value <= 1:
-        checks.add(path, f"{value!r} must be a number in (0, 1]")
+        checks.add(path, f"{excerpt(value)} must be a number in (0, 1]")
         return None
     return float(value)
 
@@ -227,7 +228,7 @@ def _scalable(values: Mapping[str, Any], path: list[str | int], checks: Checks) 
         try:
             scale_quantity(str(value), 2)
         except ValueError:
-            checks.add([*path, key], f"{value!r} cannot be multiplied per GPU")
+            checks.add([*path, key], f"{excerpt(value)} cannot be multiplied per GPU")
             continue
         out[key] = str(value)
     return out

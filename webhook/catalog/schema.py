@@ -11,6 +11,8 @@ from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator
 
+from webhook.yamlio import CUT, excerpt
+
 SCHEMAS = {"WorkloadTemplate": "template.v1.json", "GpuPolicy": "policy.v1.json"}
 
 JsonPath = list[str | int]
@@ -91,5 +93,15 @@ def _missing_keys(error: Any) -> list[str]:
 
 def _message(error: Any) -> str:
     if error.validator == "pattern" and isinstance(error.schema, dict) and error.schema.get("description"):
-        return f"{error.instance!r} is not valid here: {error.schema['description']}"
-    return str(error.message)
+        return f"{excerpt(error.instance)} is not valid here: {error.schema['description']}"
+    return clipped(str(error.message), error.instance)
+
+
+def clipped(message: str, instance: Any) -> str:
+    """A jsonschema message with the value it quotes in full (`[[...]] is not of type 'string'`)
+    cut to an excerpt: a value can be a whole document, which would go to every line of output."""
+    shown = excerpt(instance)
+    if not shown.endswith(CUT):
+        return message
+    full = repr(instance)
+    return message.replace(full, shown) if full in message else message

@@ -244,3 +244,50 @@ def test_a_template_that_is_not_utf8_is_one_problem_at_its_line(tmp_path: Path) 
 def test_a_kind_that_is_not_a_string_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     write(tmp_path, {"t.yaml": "apiVersion: gpu.aethervirt.io/v1\nkind: {}\nmetadata: {name: t}\n"})
     assert {(p.line, p.path) for p in lint_paths([tmp_path])} == {(2, "kind")}
+
+
+def laughs(levels: int) -> str:
+    """A template whose name is `levels` nested aliases of nine: 9**levels strings from ~400 bytes."""
+    text = (
+        "apiVersion: gpu.aethervirt.io/v1\nkind: WorkloadTemplate\n"
+        "x0: &l0 [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n"
+    )
+    for level in range(1, levels):
+        text += f"x{level}: &l{level} [" + ",".join([f"*l{level - 1}"] * 9) + "]\n"
+    return text + f"metadata: {{name: *l{levels - 1}}}\nspec: {{kind: batch}}\n"
+
+
+def test_a_document_whose_aliases_expand_it_past_the_budget_is_one_problem_at_a_line(tmp_path: Path) -> None:
+    """Nine levels made lint print 2 GB in 44 s; the document is refused before it is expanded."""
+    write(tmp_path, {"t.yaml": laughs(9)})
+    (problem,) = lint_paths([tmp_path])
+    assert problem.line is not None and problem.path == ""
+    assert "aliases expand to" in problem.message and len(str(problem)) < 400
+
+
+def test_a_value_that_holds_itself_is_one_problem(tmp_path: Path) -> None:
+    write(tmp_path, {"t.yaml": template("t", VALID) + "  x: &self {a: [*self]}\n"})
+    (problem,) = lint_paths([tmp_path])
+    assert "holds it" in problem.message and problem.line == 9
+
+
+def test_a_value_quoted_in_a_message_is_cut_to_an_excerpt(tmp_path: Path) -> None:
+    """Four levels (6,561 strings) pass the alias budget; the message still quotes ~80 characters."""
+    write(tmp_path, {"t.yaml": laughs(4)})
+    (named,) = [p for p in lint_paths([tmp_path]) if p.path == "metadata.name"]
+    assert named.message.startswith("[[[['lol', ") and named.message.endswith(
+        "... (cut) is not of type 'string'"
+    )
+    assert len(named.message) < 150
+
+
+def test_excerpts_read_only_what_they_show() -> None:
+    from webhook.yamlio import excerpt
+
+    assert excerpt({"a": [1, "x"]}) == repr({"a": [1, "x"]})
+    nested: list[object] = ["lol"] * 9
+    for _ in range(12):  # 9**12 strings: read in full this would never end
+        nested = [nested] * 9
+    shown = excerpt(nested)
+    assert shown.endswith("... (cut)") and len(shown) == 80 + len("... (cut)")
+    assert excerpt("x" * 10_000_000).startswith("'xxx") and len(excerpt("x" * 10_000_000)) < 100

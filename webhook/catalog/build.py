@@ -72,6 +72,7 @@ def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Templ
     accelerator = _accelerator(_object(spec.get("accelerator")), checks)
     inject = _inject(_object(spec.get("inject")), checks)
     _check_consistency(accelerator, inject, checks)
+    _check_limits_cover_requests(accelerator, inject, checks)
     _check_api_rules(_object(spec.get("inject")), checks)
     return Template(
         name=str(metadata.get("name", "")),
@@ -256,6 +257,64 @@ def _check_consistency(accelerator: Accelerator, inject: Injection, checks: Chec
         and checks.clean(mig, memory, share)
     ):
         checks.add(mig, "mig: preferred needs gpuMemory or computeShare to choose a slice")
+
+
+RESOURCES: Final[list[str | int]] = ["spec", "inject", "resources"]
+
+
+def _check_limits_cover_requests(accelerator: Accelerator, inject: Injection, checks: Checks) -> None:
+    """An injected limit below the injected request of the same resource: the resources mutator
+    never fills a limit that undercuts a request (the API server would refuse the pod), so the
+    limit would be left out of every pod, or of every pod from some number of GPUs on."""
+    per_gpu = [*RESOURCES, "perGpu"]
+    for key, limit in inject.limits.items():
+        fixed = inject.requests.get(key)
+        if fixed is not None and _below(limit, fixed):
+            checks.add([*RESOURCES, "limits", key], _undercut(limit, f"requests.{key} {fixed}"))
+    for key, limit in inject.per_gpu_limits.items():
+        request = inject.per_gpu_requests.get(key) or inject.requests.get(key)
+        if request is not None and _below(limit, request):
+            if key in inject.per_gpu_requests:
+                message = _undercut(limit, f"perGpu.requests.{key} {request}")
+            else:
+                message = _undercut(limit, f"requests.{key} {request}", "into pods with few devices")
+            checks.add([*per_gpu, "limits", key], message)
+    for key, each in inject.per_gpu_requests.items():
+        cap = inject.limits.get(key)
+        if cap is None or key in inject.per_gpu_limits:
+            continue
+        devices = _first_undercut(each, cap)
+        most = accelerator.max_devices
+        if devices is not None and (most is None or devices <= most):
+            checks.add(
+                [*RESOURCES, "limits", key],
+                f"{cap} is below perGpu.requests.{key} {each} times the devices from {devices} on:"
+                f" the webhook never fills a limit below its request, so pods with {devices} or more"
+                f" would get no {key} limit; give perGpu.limits.{key} instead",
+            )
+
+
+def _undercut(limit: str, request: str, when: str = "into any pod") -> str:
+    return (
+        f"{limit} is below {request}: the webhook never fills a limit below its request (the API"
+        f" server would refuse the pod), so this limit would not be injected {when}"
+    )
+
+
+def _below(limit: str, request: str) -> bool:
+    try:
+        return parse_quantity(limit) < parse_quantity(request)
+    except ValueError:  # reported as a quantity problem of its own
+        return False
+
+
+def _first_undercut(per_device: str, limit: str) -> int | None:
+    """The fewest devices whose per-device request adds up to more than `limit`."""
+    try:
+        each, most = parse_quantity(per_device), parse_quantity(limit)
+    except ValueError:
+        return None
+    return None if each <= 0 else int(most // each) + 1
 
 
 INJECT: Final[list[str | int]] = ["spec", "inject"]

@@ -94,6 +94,8 @@ def _missing_keys(error: Any) -> list[str]:
 def _message(error: Any) -> str:
     if error.validator == "pattern" and isinstance(error.schema, dict) and error.schema.get("description"):
         return f"{excerpt(error.instance)} is not valid here: {error.schema['description']}"
+    if error.validator == "minimum" and isinstance(error.schema, dict) and error.schema.get("description"):
+        return f"{excerpt(error.instance)} is not valid here: it is negative; {error.schema['description']}"
     return clipped(str(error.message), error.instance)
 
 

@@ -9,6 +9,8 @@ import pytest
 from tests.builders import make_catalog, policy_doc, template_doc
 from webhook.catalog import CatalogError
 
+PER_GPU = "spec.inject.resources.perGpu"
+
 
 def problems(*documents: dict[str, Any]) -> set[str]:
     with pytest.raises(CatalogError) as caught:
@@ -45,6 +47,42 @@ def problems(*documents: dict[str, Any]) -> set[str]:
         ({"gpu": "required", "gpuMemory": "0"}, None, "spec.accelerator.gpuMemory"),
         ({"gpu": "required", "computeShare": 1.5}, None, "spec.accelerator.computeShare"),
         ({"gpu": "sometimes"}, None, "spec.accelerator.gpu"),
+        ({"gpu": "required"}, {"shmSize": -5}, "spec.inject.shmSize"),
+        (
+            {"gpu": "required"},
+            {"resources": {"perGpu": {"requests": {"cpu": -1}}}},
+            PER_GPU + ".requests.cpu",
+        ),
+        (
+            {"gpu": "required"},
+            {"resources": {"perGpu": {"limits": {"memory": -1}}}},
+            PER_GPU + ".limits.memory",
+        ),
+        (
+            {"gpu": "forbidden"},
+            {"resources": {"requests": {"memory": -1}}},
+            "spec.inject.resources.requests.memory",
+        ),
+        (
+            {"gpu": "required"},
+            {"resources": {"perGpu": {"requests": {"memory": "32Gi"}, "limits": {"memory": "1Gi"}}}},
+            PER_GPU + ".limits.memory",
+        ),
+        (
+            {"gpu": "forbidden"},
+            {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "500m"}}},
+            "spec.inject.resources.limits.cpu",
+        ),
+        (
+            {"gpu": "required"},
+            {"resources": {"requests": {"cpu": "2"}, "perGpu": {"limits": {"cpu": "1"}}}},
+            PER_GPU + ".limits.cpu",
+        ),
+        (  # 3 GPUs ask for 48Gi, above the fixed 40Gi limit
+            {"gpu": "required", "devices": {"max": 4}},
+            {"resources": {"perGpu": {"requests": {"memory": "16Gi"}}, "limits": {"memory": "40Gi"}}},
+            "spec.inject.resources.limits.memory",
+        ),
     ],
 )
 def test_contradictions_are_reported_at_their_field(
@@ -123,3 +161,25 @@ def test_policies_whose_namespaces_could_tie_are_refused(
         assert problems(a, b) == {"spec.namespaces"}
     else:
         assert len(make_catalog(a, b).policies) == 2
+
+
+@pytest.mark.parametrize(
+    "inject",
+    [
+        {"resources": {"perGpu": {"requests": {"cpu": "4", "memory": "32Gi"}, "limits": {"memory": "32Gi"}}}},
+        {"resources": {"perGpu": {"requests": {"memory": "16Gi"}}, "limits": {"memory": "40Gi"}}},
+        {"resources": {"requests": {"cpu": "1"}, "perGpu": {"limits": {"cpu": "1"}}}},
+    ],
+)
+def test_limits_at_or_above_their_requests_are_fine(inject: dict[str, Any]) -> None:
+    """The last but one: 16Gi per GPU stays under 40Gi for the 2 GPUs devices.max allows."""
+    make_catalog(template_doc("t", accelerator={"gpu": "required", "devices": {"max": 2}}, inject=inject))
+
+
+def test_negative_and_undercut_messages_say_why() -> None:
+    inject = {"shmSize": -5, "resources": {"perGpu": {"requests": {"cpu": "4"}, "limits": {"cpu": "1"}}}}
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(template_doc("t", accelerator={"gpu": "required"}, inject=inject))
+    messages = {p.path: p.message for p in caught.value.problems}
+    assert messages["spec.inject.shmSize"].startswith("-5 is not valid here: it is negative")
+    assert messages[PER_GPU + ".limits.cpu"].startswith("1 is below perGpu.requests.cpu 4: ")

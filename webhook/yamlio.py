@@ -6,6 +6,7 @@ because a template author (or a manifest) that writes `resources:` twice loses h
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,18 +284,22 @@ def dump_yaml_all(items: Sequence[Any]) -> str:
     return str(yaml.dump_all(items, Dumper=_PlainDumper, sort_keys=False))
 
 
-def iter_yaml_files(directory: Path) -> Iterator[Path]:
+def iter_yaml_files(directory: Path, unreadable: list[OSError] | None = None) -> Iterator[Path]:
     """YAML files under a folder, skipping tests/ and hidden entries: a mounted ConfigMap keeps a
-    second copy of every file in its `..<timestamp>` folder behind the `..data` symlink."""
-    for path in sorted(directory.rglob("*")):
-        parts = path.relative_to(directory).parts
-        if (
-            path.suffix in (".yaml", ".yml")
-            and path.is_file()
-            and "tests" not in parts
-            and not any(part.startswith(".") for part in parts)
-        ):
-            yield path
+    second copy of every file in its `..<timestamp>` folder behind the `..data` symlink. A symlink
+    whose target is missing is listed (reading it says so); a folder that cannot be listed goes to
+    `unreadable`, or raises when that is None, instead of reading as empty."""
+
+    def refused(exc: OSError) -> None:
+        if unreadable is None:
+            raise exc
+        unreadable.append(exc)
+
+    for folder, subfolders, names in os.walk(directory, onerror=refused):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d != "tests")
+        for name in sorted(names):
+            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
+                yield Path(folder) / name
 
 
 def key_path(node: yaml.Node | None, key: str, line: int) -> list[str | int] | None:

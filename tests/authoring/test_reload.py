@@ -9,6 +9,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -304,3 +305,41 @@ def test_a_template_whose_aliases_explode_is_a_load_failure_with_a_short_message
     (problem,) = error["problems"]
     assert problem["source"].endswith("bomb.yaml") and "aliases expand" in problem["message"]
     assert all(len(r.getMessage()) < 1000 for r in caplog.records)
+
+
+def unlistable(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """`folder` cannot be listed, as a chmod 000 folder for a non-root server (root reads it)."""
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if Path(path) == folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_an_unreadable_templates_folder_is_a_problem_for_lint_and_a_failure_for_the_server(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It linted ok and emptied the catalog: every pod then matched no template."""
+    source = source_for(mounts, CollectorRegistry())
+    assert source.check_now() is True
+    unlistable(monkeypatch, mounts[0].root)
+    (problem,) = lint_paths([mounts[0].root, mounts[1].root])
+    assert (problem.source, problem.message) == (str(mounts[0].root), "cannot read: Permission denied")
+    assert source.check_now() is False and len(source.current().templates) == 2
+    assert source.status()["lastError"]["problems"][0]["message"] == "cannot read: Permission denied"
+
+
+def test_a_dangling_symlink_is_a_problem_for_lint_as_for_the_server(
+    mounts: tuple[ConfigMapMount, ConfigMapMount],
+) -> None:
+    source = source_for(mounts, CollectorRegistry())
+    assert source.check_now() is True
+    (mounts[0].root / "zz.yaml").symlink_to("/nonexistent")
+    (problem,) = lint_paths([mounts[0].root, mounts[1].root])
+    assert problem.source.endswith("zz.yaml") and "no such file or directory" in problem.message
+    assert source.check_now() is False
+    (served,) = source.status()["lastError"]["problems"]
+    assert (served["source"], served["message"]) == (problem.source, problem.message)

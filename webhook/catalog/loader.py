@@ -7,6 +7,7 @@ not built, so a typo never reaches the admission path.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -79,10 +80,19 @@ def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Doc
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            problems.append(Problem(str(path), None, "", "no such file or directory"))
+            target = f" (a symlink to {os.readlink(path)})" if path.is_symlink() else ""
+            problems.append(Problem(str(path), None, "", f"no such file or directory{target}"))
             continue
-        files = list(iter_yaml_files(path)) if path.is_dir() else [path]
+        unreadable: list[OSError] = []
+        files = list(iter_yaml_files(path, unreadable)) if path.is_dir() else [path]
+        for exc in unreadable:
+            where = exc.filename if exc.filename is not None else path
+            problems.append(Problem(str(where), None, "", f"cannot read: {exc.strerror or exc}"))
         for file in files:
+            if not file.exists():  # a symlink whose target is gone
+                target = f" (a symlink to {os.readlink(file)})" if file.is_symlink() else ""
+                problems.append(Problem(str(file), None, "", f"no such file or directory{target}"))
+                continue
             try:
                 documents.extend(load_file(file, report_duplicates=True))
             except YamlError as exc:

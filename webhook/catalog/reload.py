@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from webhook.catalog.loader import CatalogError, Problem, load_catalog
 from webhook.core.model import Catalog
+from webhook.yamlio import iter_yaml_files
 
 LOG = logging.getLogger("webhook.catalog.reload")
 DEFAULT_INTERVAL = 10.0
@@ -225,11 +225,10 @@ def catalog_files(paths: Sequence[Path]) -> list[Path]:
         if not path.is_dir():
             found.append(path)
             continue
-        for folder, subfolders, names in os.walk(path):
-            subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d != "tests")
-            found.extend(
-                Path(folder) / n for n in sorted(names) if n.endswith(SUFFIXES) and not n.startswith(".")
-            )
+        unreadable: list[OSError] = []
+        found.extend(iter_yaml_files(path, unreadable))
+        if unreadable:  # the loader reads the folder again and reports what it cannot list
+            found.append(path)
     return found
 
 

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import A100, H100, make_catalog, make_node, make_pod, policy_doc, template_doc
 from webhook.core.model import Catalog
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
+from webhook.report.metrics import inventory_registry
 from webhook.report.model import Report
 from webhook.report.render import render
+from webhook.report.service import ReportService
 
 PRICE = 4.0
 
@@ -159,3 +165,54 @@ def test_gke_time_shared_partitions_count_as_the_partitions() -> None:
     assert device["allocated"] == pytest.approx(1 / 3, abs=0.01)
     assert device["sharing"]["strategy"] == "time-slicing"
     assert device["sharing"]["replicas"] == 3
+
+
+class _Fixed:
+    """A ReportService stand-in that always has this report."""
+
+    def __init__(self, report: Report) -> None:
+        self._report = report
+
+    def ready(self) -> bool:
+        return True
+
+    def current(self) -> Report:
+        return self._report
+
+
+def _plain_and_renamed() -> Report:
+    labels = {"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+    node = make_node(
+        "ts-renamed",
+        {"nvidia.com/gpu.product": A100, **labels},
+        {"nvidia.com/gpu": 0, "nvidia.com/gpu.shared": 16},
+    )
+    pods = [
+        _pod("a", "ts-renamed", {"nvidia.com/gpu": 1}),
+        _pod("b", "ts-renamed", {"nvidia.com/gpu.shared": 2}),
+    ]
+    return _report([node], pods)
+
+
+def test_a_profile_under_two_resources_gives_distinct_series() -> None:
+    registry = inventory_registry(cast(ReportService, _Fixed(_plain_and_renamed())))
+    families = text_string_to_metric_families(generate_latest(registry).decode())
+    samples = [s for f in families if f.name.startswith("gpu_webhook_devices_") for s in f.samples]
+    keys = [(s.name, tuple(sorted(s.labels.items()))) for s in samples]
+    assert len(keys) == 6 and len(set(keys)) == len(keys)
+    allocatable = {
+        s.labels["resource"]: s.value for s in samples if s.name == "gpu_webhook_devices_allocatable"
+    }
+    assert allocatable == {"nvidia.com/gpu": 0, "nvidia.com/gpu.shared": 4}
+
+
+def test_every_format_tells_the_two_resources_apart() -> None:
+    report = _plain_and_renamed()
+    assert [d["resource"] for d in _devices(report)["ts-renamed"]] == [
+        "nvidia.com/gpu",
+        "nvidia.com/gpu.shared",
+    ]
+    rows = [line for line in render(report, "text").splitlines() if line.startswith("ts-renamed")]
+    assert len(rows) == 2 and "as nvidia.com/gpu.shared" in rows[1] and "as nvidia" not in rows[0]
+    devices = [r for r in csv.DictReader(io.StringIO(render(report, "csv"))) if r["section"] == "device"]
+    assert [r["resource"] for r in devices] == ["nvidia.com/gpu", "nvidia.com/gpu.shared"]

@@ -16,11 +16,13 @@ from webhook.report.model import Report
 from webhook.report.prices import base_product
 from webhook.report.service import ReportService
 
-LABELS = ["node", "model", "profile"]
+LABELS = ["node", "model", "profile", "resource"]
+"""`resource` is the device plugin's resource name: a node may advertise one profile under two
+(`nvidia.com/gpu` and its time-sliced `nvidia.com/gpu.shared`), and each is its own series."""
 
 
 class InventoryCollector(Collector):
-    """allocatable/allocated/free devices by node, model and profile; estimated idle cost per hour."""
+    """allocatable/allocated/free devices by node, model, profile and resource; idle cost per hour."""
 
     def __init__(self, service: ReportService) -> None:
         self._service = service
@@ -49,7 +51,7 @@ def _families(report: Report) -> Iterator[GaugeMetricFamily]:
     free = GaugeMetricFamily("gpu_webhook_devices_free", "GPUs or MIG slices not requested.", labels=LABELS)
     for node in report.nodes:
         for line in node.lines:
-            labels = [node.name, base_product(node.product), line.profile]
+            labels = [node.name, base_product(node.product), line.profile, line.resource]
             allocatable.add_metric(labels, float(line.allocatable))
             if report.usage_known:
                 allocated.add_metric(labels, float(line.allocated))

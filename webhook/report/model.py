@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from webhook.core.profiles import SHARED_SUFFIX
 from webhook.report.prices import base_product
 from webhook.report.sharing import WHOLE_GPU
 
@@ -33,6 +34,12 @@ class DeviceLine:
     sharing: str = "none"
     """`none`, `time-slicing`, `mps`, or `shared` when the node does not say how."""
     replicas: int = 1
+
+    @property
+    def renamed(self) -> bool:
+        """Advertised under a renamed shared resource (`nvidia.com/gpu.shared`): the node may offer
+        the same profile under its plain name too, so the resource tells the two lines apart."""
+        return self.resource.endswith(SHARED_SUFFIX)
 
     @property
     def allocatable(self) -> float:

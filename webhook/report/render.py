@@ -28,6 +28,7 @@ CSV_FIELDS = (
     "shares",
     "allocated_shares",
     "over_allocated",
+    "resource",
 )
 
 
@@ -72,6 +73,8 @@ def _count(value: float) -> str:
 
 def _notes(line: DeviceLine) -> str:
     notes = []
+    if line.renamed:
+        notes.append(f"as {line.resource}")
     if line.sharing != "none":
         notes.append(f"{line.sharing} x{line.replicas}: {line.held_shares}/{line.shares} shares allocated")
     if line.over_allocated > 0:
@@ -134,7 +137,7 @@ def render_csv(report: Report) -> str:
                 | _costs(line.unallocated_cost_per_hour)
                 | {"sharing": line.sharing, "replicas": line.replicas}
                 | {"shares": line.shares, "allocated_shares": line.held_shares}
-                | {"over_allocated": number(line.over_allocated)}
+                | {"over_allocated": number(line.over_allocated), "resource": line.resource}
             )
     for pod in report.wasteful:
         writer.writerow(

@@ -79,3 +79,96 @@ def test_the_dashboard_keeps_bars_within_100_percent(tmp_path: Path) -> None:
     assert widths and max(widths) <= 100
     assert 'id="over-allocated"' in page
     assert "2 over allocatable" in page
+
+
+def _unhealthy(name: str, capacity: int, allocatable: dict[str, object]) -> dict[str, Any]:
+    """A node whose devices all went unhealthy: capacity counts them, allocatable does not."""
+    node = whole_node(name, H100, 0)
+    node["status"] = {"capacity": {"nvidia.com/gpu": str(capacity)}, "allocatable": allocatable}
+    return node
+
+
+DEAD = [_unhealthy("dead", 8, {"nvidia.com/gpu": "0"}), whole_node("live", H100, 4)]
+DEAD_PODS = [_pod("a", "dead", 3)]
+
+
+def _dead_report(pods: list[dict[str, Any]]) -> Report:
+    catalog = make_catalog(
+        template_doc("t", {"gpu": "optional"}, match={"images": ["yy*"]}),
+        policy_doc("all", prices={H100: PRICE}),
+    )
+    usages = [u for u in map(pod_usage, pods) if u is not None]
+    return build_report(build_inventory(DEAD, pods), catalog, usages)
+
+
+def test_a_node_with_nothing_allocatable_still_shows_what_its_pods_hold() -> None:
+    data = _dead_report(DEAD_PODS).to_dict()
+    dead = next(n for n in data["nodes"] if n["name"] == "dead")
+    (device,) = dead["devices"]
+    assert (device["allocatable"], device["allocated"], device["free"], device["overAllocated"]) == (
+        0,
+        3,
+        0,
+        3,
+    )
+    assert dead["notes"] and "no device allocatable" in dead["notes"][0]
+    assert data["totals"]["gpuEquivalents"]["overAllocated"] == 3
+    text = render(_dead_report(DEAD_PODS), "text")
+    (row,) = [line for line in text.splitlines() if line.startswith("dead ")]
+    assert "OVER-ALLOCATED by 3" in row and "no device allocatable" in row
+
+
+def test_a_node_with_nothing_allocatable_nor_held_is_listed_with_why() -> None:
+    nodes = [_unhealthy("gone", 8, {"cpu": "8"})]
+    report = build_report(build_inventory(nodes, []), make_catalog(policy_doc("all")), [])
+    (node,) = report.to_dict()["nodes"]
+    assert node["devices"] == [] and "no device allocatable" in node["notes"][0]
+    assert any(
+        line.startswith("gone ") and "no device allocatable" in line
+        for line in render(report, "text").splitlines()
+    )
+
+
+def test_a_node_with_nothing_allocatable_is_in_the_dashboard(tmp_path: Path) -> None:
+    page = dashboard_page(tmp_path, DEAD, [*DEAD_PODS, _pod("ghost", "not-a-node", 1)])
+    assert 'data-node="dead"' in page and "3 over allocatable" in page and "no device allocatable" in page
+    assert 'id="unaccounted"' in page and "ghost" in page
+
+
+def test_decisions_ignore_a_node_with_nothing_allocatable() -> None:
+    alone, both = build_inventory(DEAD[1:], []), build_inventory(DEAD, [])
+    assert [n.name for n in both.nodes] == ["dead", "live"]
+    assert (both.largest, both.whole_gpu_nodes, both.offers) == (
+        alone.largest,
+        alone.whole_gpu_nodes,
+        alone.offers,
+    )
+
+
+def test_pods_no_node_counts_are_listed() -> None:
+    elsewhere = _pod("ghost", "not-a-node", 1)
+    unlisted = (
+        make_pod("odd")
+        .namespace("ns")
+        .container("c", image="zz:1", limits={"nvidia.com/mig-1g.10gb": 1})
+        .build()
+    )
+    unlisted["spec"]["nodeName"] = "live"
+    unlisted["status"] = {"phase": "Running"}
+    report = _dead_report([*DEAD_PODS, elsewhere, unlisted])
+    assert report.to_dict()["unaccounted"] == [
+        {"namespace": "ns", "name": "ghost", "node": "not-a-node", "resources": {"nvidia.com/gpu": 1}}
+        | {"reason": "node-not-in-inventory"},
+        {"namespace": "ns", "name": "odd", "node": "live", "resources": {"nvidia.com/mig-1g.10gb": 1}}
+        | {"reason": "resource-not-on-node"},
+    ]
+    text = render(report, "text")
+    assert (
+        "ns/ghost on not-a-node: 1 nvidia.com/gpu" in text
+        and "ns/odd on live: 1 nvidia.com/mig-1g.10gb" in text
+    )
+    rows = [r for r in csv.DictReader(io.StringIO(render(report, "csv"))) if r["section"] == "unaccounted"]
+    assert [(r["pod"], r["resource"]) for r in rows] == [
+        ("ghost", "nvidia.com/gpu"),
+        ("odd", "nvidia.com/mig-1g.10gb"),
+    ]

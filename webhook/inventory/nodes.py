@@ -136,8 +136,11 @@ def advertised_names(allocatable: Mapping[str, int]) -> Iterator[str]:
 
 
 def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNode | None:
+    """The GPU node, or None for a node without NVIDIA devices. A node whose capacity has them but
+    whose allocatable has none (every device unhealthy) is a GPU node with nothing allocatable:
+    the report shows it, and the pods still bound to it as over-allocated; no decision counts it."""
     labels = _mapping(_mapping(node.get("metadata")).get("labels"))
-    if not any(name.startswith("nvidia.com/") and count > 0 for name, count in allocatable.items()):
+    if not (_has_devices(allocatable) or _has_devices(_capacity(node))):
         return None
     strategy = _strategy(labels, allocatable)
     product = labels.get(PRODUCT_LABEL) or labels.get(GKE_ACCELERATOR_LABEL) or _other_product(labels)
@@ -166,7 +169,10 @@ def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
 
 def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     status = _mapping(node.get("status"))
-    source = _mapping(status.get("allocatable")) or _mapping(status.get("capacity"))
+    return _counts(_mapping(status.get("allocatable")) or _mapping(status.get("capacity")))
+
+
+def _counts(source: Mapping[str, Any]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for name, value in source.items():
         try:
@@ -175,6 +181,14 @@ def _allocatable(node: Mapping[str, Any]) -> dict[str, int]:
             continue
         counts[str(name)] = int(quantity) if quantity >= 0 else 0
     return counts
+
+
+def _capacity(node: Mapping[str, Any]) -> dict[str, int]:
+    return _counts(_mapping(_mapping(node.get("status")).get("capacity")))
+
+
+def _has_devices(counts: Mapping[str, int]) -> bool:
+    return any(name.startswith("nvidia.com/") and count > 0 for name, count in counts.items())
 
 
 def _strategy(labels: Mapping[str, str], allocatable: Mapping[str, int]) -> Strategy:
@@ -264,8 +278,11 @@ def _model(labels: Mapping[str, str], product: str) -> ModelInfo | None:
 
 
 def _aggregate(
-    nodes: tuple[GpuNode, ...], advertised: frozenset[str], dra: frozenset[str], usage_known: bool = False
+    every: tuple[GpuNode, ...], advertised: frozenset[str], dra: frozenset[str], usage_known: bool = False
 ) -> Inventory:
+    """`nodes` keeps every GPU node (the report lists them); what decisions read comes only from
+    the nodes with a device allocatable."""
+    nodes = tuple(node for node in every if _has_devices(node.allocatable))
     largest: dict[str, tuple[int, str]] = {}
     for node in nodes:
         for resource, count in _schedulable_counts(node).items():
@@ -279,7 +296,7 @@ def _aggregate(
     slice_counts = [(n.allocatable.get(GPU, 0), n.name) for n in slice_nodes]
     offers, members = _offers(nodes, usage_known)
     return Inventory(
-        nodes=nodes,
+        nodes=every,
         known=True,
         offers=offers,
         largest=largest,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from webhook.core.model import Catalog, GpuNode, Inventory
 from webhook.core.profiles import GPU
+from webhook.core.resources import KNOWN_OTHER_PREFIXES
 from webhook.inventory.usage import PodUsage
 from webhook.report.model import (
     Costs,
@@ -13,6 +14,7 @@ from webhook.report.model import (
     IdleGpu,
     NodeReport,
     Report,
+    UnaccountedPod,
     WastefulPod,
 )
 from webhook.report.prices import base_product, gpu_price, merged_prices, slice_share
@@ -21,6 +23,10 @@ from webhook.report.utilisation import GpuUtilisation
 from webhook.report.waste import WasteFinder
 
 IDLE_THRESHOLD_PERCENT = 5.0
+NOTHING_ALLOCATABLE = "no device allocatable (unhealthy, or not yet advertised by the device plugin)"
+_NVIDIA = "nvidia.com/"
+_NOT_DEVICES = tuple(p for p in KNOWN_OTHER_PREFIXES if p.startswith(_NVIDIA))
+"""HAMi's and vGPU's nvidia.com/ names: not devices a node lists."""
 
 
 def build_report(
@@ -54,6 +60,7 @@ def build_report(
         wasteful_per_hour=sum(w.cost_per_hour or 0.0 for w in wasteful) if inventory.usage_known else None,
         idle_per_hour=None if idle is None else sum(i.cost_per_hour or 0.0 for i in idle),
     )
+    unaccounted = tuple(_unaccounted(usages, by_name)) if inventory.usage_known else ()
     unpriced = sorted({base_product(n.product) for n in inventory.nodes if gpu_price(n, prices) is None})
     return Report(
         nodes=nodes,
@@ -64,7 +71,25 @@ def build_report(
         unpriced_products=tuple(unpriced),
         window=window,
         idle_threshold_percent=idle_threshold,
+        unaccounted=unaccounted,
     )
+
+
+def _unaccounted(usages: Iterable[PodUsage], nodes: Mapping[str, GpuNode]) -> Iterator[UnaccountedPod]:
+    """Pods holding NVIDIA devices that no line counts: bound to a node the inventory does not
+    have as a GPU node, or holding a resource their node does not list (not even at 0)."""
+    for usage in usages:
+        held = tuple(
+            (r, n) for r, n in usage.counts if r.startswith(_NVIDIA) and not r.startswith(_NOT_DEVICES)
+        )
+        node = nodes.get(usage.node)
+        if node is None:
+            reason = "node-not-in-inventory"
+        else:
+            held = tuple((r, n) for r, n in held if r not in node.allocatable)
+            reason = "resource-not-on-node"
+        if held:
+            yield UnaccountedPod(usage.namespace, usage.name, usage.node, held, reason)
 
 
 def _priced_sum(costs: Iterable[float | None]) -> float | None:
@@ -78,7 +103,8 @@ def _node_report(node: GpuNode, prices: Mapping[str, float]) -> NodeReport:
     price = gpu_price(node, prices)
     lines = tuple(_line(node, kind, price) for kind in device_kinds(node))
     taints = tuple(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in node.taints)
-    return NodeReport(node.name, node.product, node.strategy, lines, node.accelerator_pods, taints)
+    notes = () if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,)
+    return NodeReport(node.name, node.product, node.strategy, lines, node.accelerator_pods, taints, notes)
 
 
 def _line(node: GpuNode, kind: DeviceKind, price: float | None) -> DeviceLine:

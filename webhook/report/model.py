@@ -72,6 +72,8 @@ class NodeReport:
     lines: tuple[DeviceLine, ...]
     accelerator_pods: int
     taints: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    """What an admin should know of the node beyond its figures (nothing allocatable, ...)."""
 
     @property
     def gpu_equivalents(self) -> tuple[float, float, float]:
@@ -125,6 +127,26 @@ class IdleGpu:
 
 
 @dataclass(frozen=True, slots=True)
+class UnaccountedPod:
+    """A bound pod holding NVIDIA devices that no device line counts: its node is not a GPU node
+    of the inventory, or does not list the resource it holds."""
+
+    namespace: str
+    name: str
+    node: str
+    resources: tuple[tuple[str, int], ...]
+    """(resource, count) the lines do not count."""
+    reason: str
+    """`node-not-in-inventory` or `resource-not-on-node`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        held = {resource: count for resource, count in self.resources}
+        return {"namespace": self.namespace, "name": self.name, "node": self.node, "resources": held} | {
+            "reason": self.reason
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Costs:
     unallocated_per_hour: float | None
     """None when pod usage is unknown (a node list without pods)."""
@@ -143,6 +165,8 @@ class Report:
     unpriced_products: tuple[str, ...]
     window: str | None = None
     idle_threshold_percent: float = 5.0
+    unaccounted: tuple[UnaccountedPod, ...] = ()
+    """Bound pods holding NVIDIA devices that no node's lines count (see UnaccountedPod)."""
 
     def totals_by_profile(self) -> list[dict[str, Any]]:
         """Cluster-wide allocatable, allocated and free per (product, profile)."""
@@ -189,6 +213,7 @@ class Report:
             "nodes": [_node_dict(n) for n in self.nodes],
             "wasteful": [_camel(asdict(w)) for w in self.wasteful],
             "idle": None if self.idle is None else [_camel(asdict(i)) for i in self.idle],
+            "unaccounted": [pod.to_dict() for pod in self.unaccounted],
             "window": self.window,
             "idleThresholdPercent": self.idle_threshold_percent,
         }
@@ -202,6 +227,7 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
         "strategy": node.strategy,
         "acceleratorPods": node.accelerator_pods,
         "taints": list(node.taints),
+        "notes": list(node.notes),
         "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)}
         | {"overAllocated": _r(node.over_allocated)},
         "unallocatedCostPerHour": _maybe(node.unallocated_cost_per_hour),

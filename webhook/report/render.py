@@ -46,11 +46,17 @@ def render_text(report: Report) -> str:
         "  NOTES"
     ]
     for node in report.nodes:
-        for line in node.lines:
+        for index, line in enumerate(node.lines):
             cost = _money(line.unallocated_cost_per_hour)
+            notes = "; ".join(filter(None, (*(node.notes if index == 0 else ()), _notes(line))))
             lines.append(
                 f"{node.name:<16} {node.product:<34} {line.profile:<9} {_count(line.allocatable):>6} "
-                f"{_count(line.allocated):>6} {_count(line.free):>6} {cost:>9}  {_notes(line)}".rstrip()
+                f"{_count(line.allocated):>6} {_count(line.free):>6} {cost:>9}  {notes}".rstrip()
+            )
+        if not node.lines:
+            lines.append(
+                f"{node.name:<16} {node.product:<34} {'-':<9} {'-':>6} {'-':>6} {'-':>6} {'-':>9}  "
+                + "; ".join(node.notes)
             )
     total, used, free = report.gpu_equivalents()
     lines += ["", f"GPU-equivalents: {total:.2f} allocatable, {used:.2f} allocated, {free:.2f} free"]
@@ -61,6 +67,7 @@ def render_text(report: Report) -> str:
         )
     if not report.usage_known:
         lines.append("note: no pods given (--pods or --kubeconfig): allocated counts are unknown, shown as 0")
+    lines += _unaccounted_lines(report)
     lines += _cost_lines(report)
     lines += _waste_lines(report)
     lines += _idle_lines(report)
@@ -80,6 +87,21 @@ def _notes(line: DeviceLine) -> str:
     if line.over_allocated > 0:
         notes.append(f"OVER-ALLOCATED by {_count(line.over_allocated)}")
     return "; ".join(notes)
+
+
+def _unaccounted_lines(report: Report) -> list[str]:
+    if not report.unaccounted:
+        return []
+    lines = ["", "PODS HOLDING DEVICES NO NODE ABOVE COUNTS"]
+    for pod in report.unaccounted:
+        held = ", ".join(f"{count} {resource}" for resource, count in pod.resources)
+        why = (
+            "not a GPU node of the inventory"
+            if pod.reason == "node-not-in-inventory"
+            else "the node does not list it"
+        )
+        lines.append(f"  {pod.namespace}/{pod.name} on {pod.node}: {held} ({why})")
+    return lines
 
 
 def _cost_lines(report: Report) -> list[str]:
@@ -145,6 +167,12 @@ def render_csv(report: Report) -> str:
             | {"allocated": pod.gpus, "free": f"{pod.gpus_freed:.4f}"}
             | _costs(pod.cost_per_hour)
         )
+    for held in report.unaccounted:
+        for resource, count in held.resources:
+            writer.writerow(
+                _row("unaccounted", held.node, "", namespace=held.namespace, pod=held.name)
+                | {"allocated": count, "resource": resource}
+            )
     for gpu in report.idle or ():
         writer.writerow(
             _row("idle", gpu.node, gpu.model, profile=gpu.profile, namespace=gpu.namespace, pod=gpu.pod)

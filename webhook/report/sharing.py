@@ -38,8 +38,13 @@ class DeviceKind:
 
 
 def device_kinds(node: GpuNode) -> list[DeviceKind]:
-    """Whole GPUs, then slices from the smallest, each under the resource the node advertises it as."""
-    kinds = [DeviceKind(p, r, s, sharing_of(node, r)) for p, r, s in _kinds(node) if _present(node, r)]
+    """Whole GPUs, then slices from the smallest, each under the resource the node advertises it as.
+    A node with nothing allocatable nor held (every device unhealthy) shows the kinds it lists at 0."""
+    every = list(_kinds(node))
+    present = [kind for kind in every if _present(node, kind[1])] or [
+        k for k in every if k[1] in node.allocatable
+    ]
+    kinds = [DeviceKind(p, r, s, sharing_of(node, r)) for p, r, s in present]
     whole = [k for k in kinds if k.profile == WHOLE_GPU]
     slices = sorted((k for k in kinds if k.profile != WHOLE_GPU), key=lambda k: (k.gpu_share, k.profile))
     return whole + slices

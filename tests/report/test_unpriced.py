@@ -6,17 +6,23 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
-from tests.builders import H100, make_catalog, make_pod, policy_doc, template_doc, whole_node
+from tests.builders import H100, make_catalog, make_pod, mixed_node, policy_doc, template_doc, whole_node
 from tests.report.dashboard_support import dashboard_page
 from webhook.cli import main
 from webhook.inventory.nodes import build_inventory
+from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
+from webhook.report.metrics import inventory_registry
 from webhook.report.model import Report
 from webhook.report.render import render
+from webhook.report.service import ReportService
+from webhook.report.utilisation import GPU_UTIL, reading_from_series
 
 PRICE = 4.0
 NODES = [whole_node("t4", "Tesla-T4", 4), whole_node("h100", H100, 2)]
@@ -74,3 +80,59 @@ def test_the_dashboard_and_the_cli_show_an_unpriced_node(
     assert main(["report", "--inventory", str(nodes), "--pods", str(pods), "-o", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {n["name"]: n["unallocatedCostPerHour"] for n in data["nodes"]}["t4"] is None
+
+
+def _waste_and_idle(prices: dict[str, float]) -> Report:
+    """A whole-GPU notebook a 1g.10gb slice would serve, idle, on a cluster priced by `prices`."""
+    nodes = [mixed_node("mig", H100, {"1g.10gb": (7, None)}, whole=2)]
+    pod = make_pod("nb").namespace("ml").container("c", image="nb:1", limits={"nvidia.com/gpu": 1}).build()
+    pod["spec"]["nodeName"] = "mig"
+    pod["status"] = {"phase": "Running"}
+    small = template_doc(
+        "nb", {"gpu": "optional", "gpuMemory": "8Gi", "mig": "preferred"}, match={"images": ["nb*"]}
+    )
+    catalog = make_catalog(small, policy_doc("all", prices=prices))
+    usages = [u for u in map(pod_usage, [pod]) if u is not None]
+    metric = {
+        "Hostname": "mig",
+        "gpu": "0",
+        "UUID": "GPU-0",
+        "modelName": "H100",
+        "namespace": "ml",
+        "pod": "nb",
+    }
+    reading = reading_from_series({"metric": metric, "value": [0, "0.5"]}, GPU_UTIL, 1.0)
+    assert reading is not None
+    return build_report(build_inventory(nodes, [pod]), catalog, usages, [reading], window="1h")
+
+
+def test_waste_and_idle_of_nothing_priced_cost_unknown_not_zero() -> None:
+    report = _waste_and_idle({})
+    assert [w.name for w in report.wasteful] == ["nb"] and [i.pod for i in report.idle or ()] == ["nb"]
+    assert (report.costs.wasteful_per_hour, report.costs.idle_per_hour) == (None, None)
+    costs = report.to_dict()["costs"]
+    assert costs["wasteful"] == costs["idle"] == {"perHour": None, "perMonth": None}
+    totals = [line for line in render(report, "text").splitlines() if line.startswith(("wasteful ", "idle "))]
+    assert len(totals) == 2 and all("$" not in line for line in totals)
+    registry = inventory_registry(cast(ReportService, _Fixed(report)))
+    kinds = {
+        s.labels["kind"]
+        for f in text_string_to_metric_families(generate_latest(registry).decode())
+        for s in f.samples
+        if f.name == "gpu_webhook_idle_cost_per_hour"
+    }
+    assert "wasteful" not in kinds
+    priced = _waste_and_idle({H100: PRICE}).costs
+    assert priced.wasteful_per_hour == pytest.approx(PRICE * 6 / 7)
+    assert priced.idle_per_hour == pytest.approx(PRICE)
+
+
+class _Fixed:
+    def __init__(self, report: Report) -> None:
+        self._report = report
+
+    def ready(self) -> bool:
+        return True
+
+    def current(self) -> Report:
+        return self._report

@@ -57,8 +57,8 @@ def build_report(
         unallocated_per_hour=_priced_sum(n.unallocated_cost_per_hour for n in nodes)
         if inventory.usage_known
         else None,
-        wasteful_per_hour=sum(w.cost_per_hour or 0.0 for w in wasteful) if inventory.usage_known else None,
-        idle_per_hour=None if idle is None else sum(i.cost_per_hour or 0.0 for i in idle),
+        wasteful_per_hour=_priced_sum(w.cost_per_hour for w in wasteful) if inventory.usage_known else None,
+        idle_per_hour=None if idle is None else _priced_sum(i.cost_per_hour for i in idle),
     )
     unaccounted = tuple(_unaccounted(usages, by_name)) if inventory.usage_known else ()
     unpriced = sorted({base_product(n.product) for n in inventory.nodes if gpu_price(n, prices) is None})
@@ -93,7 +93,8 @@ def _unaccounted(usages: Iterable[PodUsage], nodes: Mapping[str, GpuNode]) -> It
 
 
 def _priced_sum(costs: Iterable[float | None]) -> float | None:
-    """The sum of the known costs; None (unknown) when there are costs and none is known."""
+    """The sum of the known costs; None (unknown) when there are costs and none is known (0 when
+    there is nothing to cost: no pod wastes, no device sits idle)."""
     found = list(costs)
     known = [c for c in found if c is not None]
     return sum(known) if known or not found else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
@@ -51,7 +52,24 @@ def schema_errors(kind: str, data: Any) -> list[SchemaError]:
             found.extend(SchemaError(path, _message(error), [*path, key]) for key in _missing_keys(error))
         else:
             found.append(SchemaError(path, _message(error), path))
+    reported = [error.path for error in found]
+    for path, value in _non_finite(data, []):
+        if not any(path[: len(other)] == other for other in reported):
+            found.append(SchemaError(path, f"{value!r} is not a finite number", path))
     return sorted(found, key=lambda item: [str(p) for p in item.path])
+
+
+def _non_finite(data: Any, path: JsonPath) -> Iterable[tuple[JsonPath, float]]:
+    """NaN and infinities (YAML's `.nan`, `.inf`): JSON Schema's minimum and maximum let NaN
+    through, and no figure, a price above all, may be one."""
+    if isinstance(data, float) and not math.isfinite(data):
+        yield path, data
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            yield from _non_finite(value, [*path, key])
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _non_finite(value, [*path, index])
 
 
 def without(data: Any, paths: Iterable[Sequence[str | int]]) -> Any:

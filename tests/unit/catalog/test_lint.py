@@ -291,3 +291,15 @@ def test_excerpts_read_only_what_they_show() -> None:
     shown = excerpt(nested)
     assert shown.endswith("... (cut)") and len(shown) == 80 + len("... (cut)")
     assert excerpt("x" * 10_000_000).startswith("'xxx") and len(excerpt("x" * 10_000_000)) < 100
+
+
+@pytest.mark.parametrize("price", [".nan", ".inf", "-.inf"])
+def test_a_price_that_is_not_a_finite_number_is_refused(tmp_path: Path, price: str) -> None:
+    body = f'  namespaces: ["x"]\n  prices:\n    NVIDIA-H100-80GB-HBM3: {price}\n'
+    write(tmp_path, {"policies/p.yaml": policy("p", body)})
+    problems = lint_paths([tmp_path])
+    assert located(tmp_path, problems) == {("policies/p.yaml", 8, "spec.prices.NVIDIA-H100-80GB-HBM3")}
+    assert len(problems) == 1
+    assert "finite" in problems[0].message or "minimum" in problems[0].message
+    with pytest.raises(CatalogError):
+        load_catalog([tmp_path])

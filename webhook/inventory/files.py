@@ -61,7 +61,12 @@ def read_inventory_objects(path: Path) -> InventoryObjects:
     ResourceQuotas."""
     seen: dict[str, str] = {}
     nodes, classes, quotas = [], [], []
-    for index, document in enumerate(_documents(path)):
+    documents = _documents(path)
+    if all(document is None for document in documents):
+        raise InventoryError(
+            f"{path}: empty, expected a Node or a List (`kind: List` with `items: []` for none)"
+        )
+    for index, document in enumerate(documents):
         if document is None:
             continue
         if not isinstance(document, Mapping):
@@ -101,8 +106,6 @@ def _objects_in(
     where = f"document {index + 1}"
     if kind in ("List", "NodeList", "DeviceClassList", "ResourceQuotaList"):
         items = document.get("items")
-        if items is None:
-            return
         if not isinstance(items, list):
             raise InventoryError(f"{path}: {where}: items is not a list (a {type(items).__name__})")
         for position, item in enumerate(items):
@@ -132,14 +135,19 @@ def _readable(item: Mapping[str, Any]) -> bool:
 
 def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str, str]) -> None:
     metadata = node.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    if not isinstance(name, str) or not name:
+    if not isinstance(metadata, Mapping):
+        raise InventoryError(f"{path}: {where}: metadata: {_wrong(metadata, 'a mapping with a name')}")
+    name = metadata.get("name")
+    if name is None or name == "":
         raise InventoryError(f"{path}: {where}: metadata.name: missing, a Node needs a name")
+    if not isinstance(name, str):
+        raise InventoryError(f"{path}: {where}: metadata.name: {_wrong(name, 'a string')}")
     if name in seen:
         raise InventoryError(
             f"{path}: {where}: metadata.name: duplicate node {name!r} (first at {seen[name]})"
         )
     seen[name] = where
+    _check_shapes(f"{path}: {where} ({name})", node)
     status = node.get("status")
     for section in ("capacity", "allocatable"):
         counts = status.get(section) if isinstance(status, Mapping) else None
@@ -149,6 +157,34 @@ def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str,
                     f'{path}: {where} ({name}): status.{section}["{resource}"]: {value!r} is not a whole '
                     "number of devices"
                 )
+
+
+def _check_shapes(where: str, node: Mapping[str, Any]) -> None:
+    """The fields a Node is read from have the API's types: the API server never sends others,
+    but a file may, and they would be misread or fail far from their cause."""
+    metadata = node["metadata"]
+    for field in ("labels", "annotations"):
+        values = _typed(where, f"metadata.{field}", metadata.get(field), Mapping, "a mapping of strings")
+        for key, value in (values or {}).items():
+            _typed(where, f'metadata.{field}["{key}"]', value, str, "a string")
+    spec = _typed(where, "spec", node.get("spec"), Mapping, "a mapping") or {}
+    taints = _typed(where, "spec.taints", spec.get("taints"), list, "a list of taints") or []
+    for index, taint in enumerate(taints):
+        _typed(where, f"spec.taints[{index}]", taint, Mapping, "a mapping")
+    status = _typed(where, "status", node.get("status"), Mapping, "a mapping") or {}
+    for member in ("capacity", "allocatable"):
+        _typed(where, f"status.{member}", status.get(member), Mapping, "a mapping of counts")
+
+
+def _typed(where: str, field: str, value: Any, kind: type, expected: str) -> Any:
+    """`value` when it is None or of `kind`; else InventoryError naming the field."""
+    if value is not None and not isinstance(value, kind):
+        raise InventoryError(f"{where}: {field}: {_wrong(value, expected)}")
+    return value
+
+
+def _wrong(value: object, expected: str) -> str:
+    return f"{value!r} ({type(value).__name__}), expected {expected}"
 
 
 def _whole(value: object) -> bool:

@@ -139,7 +139,8 @@ def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNo
     """The GPU node, or None for a node without NVIDIA devices. A node whose capacity has them but
     whose allocatable has none (every device unhealthy) is a GPU node with nothing allocatable:
     the report shows it, and the pods still bound to it as over-allocated; no decision counts it."""
-    labels = _mapping(_mapping(node.get("metadata")).get("labels"))
+    raw_labels = _mapping(_mapping(node.get("metadata")).get("labels"))
+    labels = {k: v for k, v in raw_labels.items() if isinstance(v, str)}  # files are checked; be safe
     if not (_has_devices(allocatable) or _has_devices(_capacity(node))):
         return None
     strategy = _strategy(labels, allocatable)

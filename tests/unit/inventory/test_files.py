@@ -11,6 +11,7 @@ from tests.builders import example_inventory_paths, make_node, whole_node
 from tests.conftest import ROOT
 from webhook.cli import main
 from webhook.inventory.files import InventoryError, load_inventory
+from webhook.inventory.watch import node_record
 
 NODE_A = whole_node("a", "NVIDIA-L4", 1)
 NODE_B = whole_node("b", "NVIDIA-L4", 2)
@@ -134,6 +135,42 @@ BAD_NODE_LISTS = {
     "items-a-mapping": ("kind: List\nitems: {a: 1}\n", ["document 1", "items"]),
     "items-a-string": ("kind: NodeList\nitems: abc\n", ["document 1", "items"]),
     "document-a-scalar": ("kind: Node\nmetadata: {name: a}\n---\n42\n", ["document 2"]),
+    "items-null": ("kind: List\nitems:\n", ["document 1", "items"]),
+    "empty-file": ("", ["empty"]),
+    "label-a-list": (
+        "kind: List\nitems:\n- metadata: {name: a, labels: {nvidia.com/gpu.product: [x]}}\n",
+        ["items[0] (a)", 'metadata.labels["nvidia.com/gpu.product"]', "expected a string"],
+    ),
+    "label-a-number": (
+        "kind: Node\nmetadata: {name: a, labels: {nvidia.com/gpu.product: 100}}\n",
+        ["document 1 (a)", 'metadata.labels["nvidia.com/gpu.product"]', "100 (int)"],
+    ),
+    "label-a-mapping": (
+        "kind: Node\nmetadata: {name: a, labels: {nvidia.com/gpu.product: {b: c}}}\n",
+        ['metadata.labels["nvidia.com/gpu.product"]'],
+    ),
+    "labels-a-list": (
+        "kind: Node\nmetadata: {name: a, labels: [1, 2]}\n",
+        ["metadata.labels", "expected a mapping"],
+    ),
+    "name-a-number": (
+        "kind: Node\nmetadata: {name: 123}\n",
+        ["metadata.name", "123 (int), expected a string"],
+    ),
+    "metadata-a-string": ("kind: Node\nmetadata: a\n", ["metadata", "expected a mapping"]),
+    "allocatable-a-string": (
+        'kind: Node\nmetadata: {name: a}\nstatus: {allocatable: "8"}\n',
+        ["(a)", "status.allocatable", "expected a mapping"],
+    ),
+    "status-a-list": (
+        "kind: Node\nmetadata: {name: a}\nstatus: [1]\n",
+        ["(a)", "status:", "expected a mapping"],
+    ),
+    "taints-a-string": (
+        'kind: Node\nmetadata: {name: a}\nspec: {taints: "x"}\n',
+        ["(a)", "spec.taints", "expected a list"],
+    ),
+    "taint-a-number": ("kind: Node\nmetadata: {name: a}\nspec: {taints: [1]}\n", ["spec.taints[0]"]),
 }
 
 
@@ -181,3 +218,10 @@ def test_every_command_refuses_a_bad_node_list(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "Traceback" not in err
+
+
+def test_the_live_watch_reads_a_label_of_the_wrong_type_as_absent() -> None:
+    node = whole_node("a", "NVIDIA-L4", 1)
+    node["metadata"]["labels"]["nvidia.com/gpu.product"] = ["x"]
+    record = node_record(node)
+    assert record.gpu is not None and record.gpu.product == "unknown"

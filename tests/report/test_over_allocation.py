@@ -172,3 +172,11 @@ def test_pods_no_node_counts_are_listed() -> None:
         ("ghost", "nvidia.com/gpu"),
         ("odd", "nvidia.com/mig-1g.10gb"),
     ]
+
+
+def test_a_bar_over_nothing_allocatable_is_full_and_the_card_stops_at_100(tmp_path: Path) -> None:
+    page = dashboard_page(tmp_path, DEAD[:1], DEAD_PODS)
+    row = page[page.index('data-node="dead"') :]
+    assert re.search(r"width: 100(\.0)?%", row[: row.index("</tr>")])
+    card = page[page.index('id="card-allocation"') :]
+    assert re.search(r'class="big">100(\.0)?%', card) and 'id="over-allocated"' in card

@@ -79,7 +79,10 @@ def _money(value: float | None, digits: int = 2) -> str:
 
 
 def _pct(part: float, whole: float) -> float:
-    return 0.0 if whole <= 0 else round(100.0 * part / whole, 1)
+    """`part` as a percentage of `whole`; anything held of nothing allocatable is all over (100%)."""
+    if whole <= 0:
+        return 100.0 if part > 0 else 0.0
+    return round(100.0 * part / whole, 1)
 
 
 def _error(status: int, message: str) -> Response:

@@ -2,8 +2,10 @@
 
 Source: shared/reference/mig-profiles.yaml (each value there carries its source).
 memory_mib is the GFD `.memory` label where NVIDIA published it, else the smallest
-usable memory `nvidia-smi mig -lgip` reported, else the nominal GB of the name in
-decimal units (a conservative estimate).
+usable memory `nvidia-smi mig -lgip` reported, else the least such measured memory of a
+plain profile of the same model with the same GB in its name (3g.47gb and 4g.47gb use the
+same memory slices), else the nominal GB of the name in decimal units, which can be more
+than the slice has (1g.18gb on H200: 17166 MiB nominal, 16384 usable).
 """
 
 from typing import Any, Final
@@ -78,7 +80,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "1g.24gb": (1, 22138),
             "2g.24gb": (2, 22138),
             "3g.47gb": (3, 47493),
-            "4g.47gb": (4, 44822),
+            "4g.47gb": (4, 47493),
             "7g.94gb": (7, 89645),
         },
     },
@@ -197,10 +199,10 @@ MODELS: Final[list[dict[str, Any]]] = [
         "compute_slices": 4,
         "profiles": {
             "1g.24gb": (1, 23674),
-            "1g.24gb+me": (1, 22888),
-            "1g.24gb+gfx": (1, 22888),
-            "1g.24gb+me.all": (1, 22888),
-            "1g.24gb-me": (1, 22888),
+            "1g.24gb+me": (1, 23674),
+            "1g.24gb+gfx": (1, 23674),
+            "1g.24gb+me.all": (1, 23674),
+            "1g.24gb-me": (1, 23674),
             "2g.48gb": (2, 45776),
             "2g.48gb+gfx": (2, 45776),
             "2g.48gb+me.all": (2, 45776),

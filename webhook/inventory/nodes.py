@@ -364,7 +364,7 @@ def _offers(
 def _plain_before_variants(keyed: list[tuple[tuple[str, str, str], SliceOffer]]) -> tuple[SliceOffer, ...]:
     """A variant (`+me`, `+gfx`, `+me.all`, `-me`) moved right after the plain profile of the same
     size and GPU model when both are offered: a media or graphics extension is for pods that need
-    it, and the reference table gives variants a little less memory, which would put them first."""
+    it, and a variant can have a little less memory (its GFD `.memory` label), which would put it first."""
     position = {key: index for index, (key, _) in enumerate(keyed)}
 
     def rank(index: int) -> tuple[int, int, int]:

@@ -1,0 +1,42 @@
+"""webhook/core/mig_reference.py is what tools/gen_mig_reference.py makes of the reference catalog."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, SHARED
+from webhook.core import mig_reference
+
+CATALOG = SHARED / "reference" / "mig-profiles.yaml"
+pytestmark = pytest.mark.skipif(not CATALOG.is_file(), reason=f"no reference catalog at {CATALOG}")
+
+
+def _tool() -> ModuleType:
+    path = ROOT / "tools" / "gen_mig_reference.py"
+    spec = importlib.util.spec_from_file_location("gen_mig_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_table_is_generated_from_the_reference_catalog() -> None:
+    tool = _tool()
+    data = yaml.safe_load(Path(CATALOG).read_text(encoding="utf-8"))
+    assert tool.models(data) == mig_reference.MODELS, "run python tools/gen_mig_reference.py <catalog>"
+    source = (ROOT / "webhook" / "core" / "mig_reference.py").read_text(encoding="utf-8")
+    assert source.startswith(tool.HEADER), "the module's docstring is the tool's"
+
+
+def test_an_unmeasured_profile_takes_the_measured_memory_of_its_plain_namesake() -> None:
+    """H100 NVL: the reference measures 3g.47gb (46.38 GiB) but not 4g.47gb, which uses the same
+    four memory slices; the nominal 47 GB would make a pod that fits 3g.47gb not fit 4g.47gb."""
+    (nvl,) = [m for m in mig_reference.MODELS if m["key"] == "H100-94GB"]
+    assert nvl["profiles"]["4g.47gb"] == (4, nvl["profiles"]["3g.47gb"][1]) == (4, 47493)
+    (rtx,) = [m for m in mig_reference.MODELS if m["key"] == "RTX-PRO-6000-Blackwell"]
+    assert rtx["profiles"]["1g.24gb+me"][1] == rtx["profiles"]["1g.24gb"][1]

@@ -92,6 +92,36 @@ def _info(model: dict[str, object]) -> ModelInfo:
 
 
 def nominal_memory_mib(profile: str) -> int:
-    """A conservative memory estimate from the name alone: nominal GB in decimal units."""
+    """The nominal GB of the name in decimal units: often more than the slice has (MIG.md §0.2)."""
     gb = profile_nominal_gb(profile) or 0
     return int(gb * 1e9 / 2**20)
+
+
+@lru_cache(maxsize=256)
+def name_only_memory_mib(profile: str) -> int:
+    """The memory of a slice whose GPU model is not known (or does not have it), from its name or
+    resource spelling alone, never more than the slice has as far as the reference knows: the
+    least any reference model gives that profile (1g.18gb: H200's 16384 MiB, not the nominal
+    17166), else the nominal GB scaled by the lowest usable/nominal ratio in the reference."""
+    spelled = profile.replace("+", ".")
+    known = [
+        memory
+        for model in MODELS
+        for name, (_, memory) in model["profiles"].items()
+        if name.replace("+", ".") == spelled
+    ]
+    if known:
+        return int(min(known))
+    return int(nominal_memory_mib(profile) * _lowest_usable_ratio())
+
+
+@lru_cache(maxsize=1)
+def _lowest_usable_ratio() -> float:
+    """The least usable/nominal memory of any profile in the reference (H200 1g.18gb: 0.954)."""
+    lowest = 1.0
+    for model in MODELS:
+        for name, (_, memory) in model["profiles"].items():
+            nominal = nominal_memory_mib(name)
+            if nominal > 0:
+                lowest = min(lowest, memory / nominal)
+    return lowest

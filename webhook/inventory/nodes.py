@@ -24,7 +24,7 @@ from webhook.core.profiles import (
     ModelInfo,
     model_for_gke_accelerator,
     model_for_product,
-    nominal_memory_mib,
+    name_only_memory_mib,
     profile_compute_slices,
     resource_for_profile,
 )
@@ -268,7 +268,7 @@ def _canonical(spelled: str, model: ModelInfo | None) -> str:
 def _reference_memory(profile: str, model: ModelInfo | None) -> int:
     if model is not None and profile in model.profiles:
         return model.profiles[profile][1]
-    return nominal_memory_mib(profile)
+    return name_only_memory_mib(profile)
 
 
 def _model(labels: Mapping[str, str], product: str) -> ModelInfo | None:

@@ -46,6 +46,16 @@ def resource_for_profile(profile: str) -> str:
     return MIG_PREFIX + profile.replace("+", ".")
 
 
+def canonical_profile(spelled: str, model: ModelInfo | None) -> str:
+    """The profile's own name (`1g.10gb+me`) for its resource spelling (`1g.10gb.me`) on a model;
+    the spelling itself where the model has no such profile or is not known."""
+    if model is not None:
+        for name in model.profiles:
+            if name.replace("+", ".") == spelled:
+                return name
+    return spelled
+
+
 def profile_from_resource(resource: str) -> str | None:
     """The profile a mixed-strategy resource name stands for, in its resource spelling."""
     if not resource.startswith(MIG_PREFIX):
@@ -83,6 +93,39 @@ def model_for_gke_accelerator(accelerator: str) -> ModelInfo | None:
         if accelerator in model["gke_accelerators"]:
             return _info(model)
     return None
+
+
+def model_for_node(product: str, gke_accelerator: str | None, offered: frozenset[str]) -> ModelInfo | None:
+    """The reference model of a node: by its product label, else its GKE accelerator, else the MIG
+    profiles it offers (`offered`: their resource spellings, see model_for_profiles)."""
+    model = model_for_product(product)
+    if model is None and gke_accelerator:
+        model = model_for_gke_accelerator(gke_accelerator)
+    if model is None and offered:
+        model = model_for_profiles(offered)
+    return model
+
+
+@lru_cache(maxsize=256)
+def model_for_profiles(offered: frozenset[str]) -> ModelInfo | None:
+    """The reference model whose profiles include all those offered (resource spellings, `1g.10gb.me`
+    for `1g.10gb+me`): for a GPU whose product label the reference does not list
+    (`NVIDIA-H200-NVL`, `NVIDIA-RTX-PRO-6000-Blackwell-Workstation-Edition`). Where several models
+    have them all (`1g.24gb`: H100 NVL and RTX PRO 6000), cautious figures for any of them: the
+    most compute slices (the smallest share per slice) and, per profile, the least memory. None
+    when no model has them all."""
+    candidates = [m for m in MODELS if offered <= {name.replace("+", ".") for name in m["profiles"]}]
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return _info(candidates[0])
+    profiles: dict[str, tuple[int, int]] = {}
+    for model in candidates:
+        for name, (g, memory) in model["profiles"].items():
+            least = min(memory, profiles[name][1]) if name in profiles else memory
+            profiles[name] = (int(g), int(least))
+    key = " or ".join(str(m["key"]) for m in candidates)
+    return ModelInfo(key, max(int(m["compute_slices"]) for m in candidates), profiles)
 
 
 def _info(model: dict[str, object]) -> ModelInfo:

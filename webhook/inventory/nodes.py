@@ -22,16 +22,17 @@ from webhook.core.profiles import (
     GPU,
     MIG_PREFIX,
     ModelInfo,
-    model_for_gke_accelerator,
-    model_for_product,
+    canonical_profile,
+    model_for_node,
     name_only_memory_mib,
     profile_compute_slices,
+    profile_from_resource,
     resource_for_profile,
 )
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import dra_gpu_resources, dra_resources
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
-from webhook.inventory.sharing import is_shared
+from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -216,7 +217,7 @@ def _other_product(labels: Mapping[str, str]) -> str:
 def _slices(
     strategy: Strategy, labels: Mapping[str, str], allocatable: Mapping[str, int], product: str
 ) -> tuple[dict[str, int], dict[str, int]]:
-    model = _model(labels, product)
+    model = _model(strategy, labels, allocatable, product)
     if strategy == "mixed":
         return _mixed_slices(labels, allocatable, model, product)
     if is_shared(labels, product, GPU):
@@ -240,7 +241,7 @@ def _mixed_slices(
         if not name.startswith(MIG_PREFIX) or count <= 0 or is_shared(labels, product, name):
             continue
         spelled = name[len(MIG_PREFIX) :]
-        profile = _canonical(spelled, model)
+        profile = canonical_profile(spelled, model)
         slices[profile] = count
         label_memory = _int_label(labels, f"{MIG_PREFIX}{spelled}.memory")
         memory[profile] = label_memory or _reference_memory(profile, model)
@@ -256,26 +257,41 @@ def _single_slice(
     return {profile: count}, {profile: label_memory or _reference_memory(profile, model)}
 
 
-def _canonical(spelled: str, model: ModelInfo | None) -> str:
-    """The profile's own name (`1g.10gb+me`) for its resource spelling (`1g.10gb.me`)."""
-    if model is not None:
-        for name in model.profiles:
-            if name.replace("+", ".") == spelled:
-                return name
-    return spelled
-
-
 def _reference_memory(profile: str, model: ModelInfo | None) -> int:
     if model is not None and profile in model.profiles:
         return model.profiles[profile][1]
     return name_only_memory_mib(profile)
 
 
-def _model(labels: Mapping[str, str], product: str) -> ModelInfo | None:
-    model = model_for_product(product)
-    if model is None and labels.get(GKE_ACCELERATOR_LABEL):
-        model = model_for_gke_accelerator(labels[GKE_ACCELERATOR_LABEL])
-    return model
+def node_model(node: GpuNode) -> ModelInfo | None:
+    """The reference model of a parsed node's GPU: by its product label, else its GKE accelerator,
+    else the MIG profiles it offers (webhook.core.profiles.model_for_node)."""
+    return _model(node.strategy, node.labels, node.allocatable, node.product)
+
+
+def _model(
+    strategy: Strategy, labels: Mapping[str, str], allocatable: Mapping[str, int], product: str
+) -> ModelInfo | None:
+    offered = offered_spellings(strategy, labels, allocatable, product)
+    return model_for_node(product, labels.get(GKE_ACCELERATOR_LABEL), offered)
+
+
+def offered_spellings(
+    strategy: Strategy, labels: Mapping[str, str], allocatable: Mapping[str, int], product: str
+) -> frozenset[str]:
+    """The MIG profiles a node offers, shared or not, in their resource spellings (`1g.10gb.me`):
+    mixed, the `nvidia.com/mig-*` it advertises; single, its product's `-MIG-<profile>`; GKE, its
+    partition size."""
+    if strategy == "mixed":
+        spelled = (profile_from_resource(name) for name, count in allocatable.items() if count > 0)
+        return frozenset(profile for profile in spelled if profile)
+    if strategy == "single" and "-MIG-" in product:
+        profile = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX)
+    elif strategy == "gke":
+        profile = labels.get(GKE_PARTITION_LABEL, "")
+    else:
+        return frozenset()
+    return frozenset({profile.replace("+", ".")}) if profile else frozenset()
 
 
 def _aggregate(
@@ -344,7 +360,7 @@ def _offers(
     them), a profile's variants right after it; and each offer's nodes."""
     groups: dict[tuple[str, str, str], list[GpuNode]] = defaultdict(list)
     for node in nodes:
-        model = _model(node.labels, node.product)
+        model = node_model(node)
         model_key = model.key if model else node.product.split("-MIG-", 1)[0]
         for profile in node.slices:
             groups[(node.strategy, profile, model_key)].append(node)
@@ -383,8 +399,7 @@ def _plain_profile(profile: str) -> str:
 
 
 def _offer(strategy: str, profile: str, members: list[GpuNode], usage_known: bool) -> SliceOffer:
-    first = members[0]
-    model = _model(first.labels, first.product)
+    model = node_model(members[0])
     compute_slices = model.compute_slices if model else 7
     g = profile_compute_slices(profile) or compute_slices
     return SliceOffer(

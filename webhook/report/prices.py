@@ -6,7 +6,8 @@ from collections.abc import Mapping
 
 from webhook.core.matching import policy_for
 from webhook.core.model import Catalog, GpuNode
-from webhook.core.profiles import model_for_gke_accelerator, model_for_product, profile_compute_slices
+from webhook.core.profiles import profile_compute_slices
+from webhook.inventory.nodes import node_model
 
 
 def merged_prices(catalog: Catalog) -> dict[str, float]:
@@ -34,8 +35,6 @@ def gpu_price(node: GpuNode, prices: Mapping[str, float]) -> float | None:
 
 def slice_share(node: GpuNode, profile: str) -> float:
     """The share of its GPU one slice is: its compute slices over the GPU's (1g on A100 = 1/7)."""
-    model = model_for_product(node.product)
-    if model is None and node.gke_accelerator:
-        model = model_for_gke_accelerator(node.gke_accelerator)
+    model = node_model(node)
     total = model.compute_slices if model else 7
     return min(1.0, (profile_compute_slices(profile) or total) / total)

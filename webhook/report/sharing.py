@@ -13,11 +13,11 @@ from webhook.core.model import GpuNode
 from webhook.core.profiles import (
     GPU,
     SHARED_SUFFIX,
-    model_for_product,
+    canonical_profile,
     profile_compute_slices,
     profile_from_resource,
 )
-from webhook.inventory.nodes import GKE_PARTITION_LABEL
+from webhook.inventory.nodes import GKE_PARTITION_LABEL, node_model
 from webhook.inventory.sharing import NOT_SHARED, SHARED_PRODUCT_SUFFIX, Sharing
 from webhook.inventory.sharing import sharing_of as sharing_of_labels
 from webhook.report.prices import slice_share
@@ -61,7 +61,7 @@ def _kinds(node: GpuNode) -> Iterator[tuple[str, str, float]]:
         for resource in node.allocatable:
             spelled = profile_from_resource(resource)
             if spelled is not None:
-                profile = _canonical(node, spelled)
+                profile = canonical_profile(spelled, node_model(node))
                 yield profile, resource, slice_share(node, profile)
     elif node.strategy == "single":
         profile = _single_profile(node.product)
@@ -81,12 +81,3 @@ def _single_profile(product: str) -> str:
     """`1g.10gb` of `<model>-MIG-1g.10gb` or `<model>-MIG-1g.10gb-SHARED`; empty when not a profile."""
     profile = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX) if "-MIG-" in product else ""
     return profile if profile_compute_slices(profile) is not None else ""
-
-
-def _canonical(node: GpuNode, spelled: str) -> str:
-    """The profile's own name (`1g.10gb+me`) for its resource spelling (`1g.10gb.me`)."""
-    model = model_for_product(node.product)
-    for name in model.profiles if model is not None else ():
-        if name.replace("+", ".") == spelled:
-            return name
-    return spelled

@@ -303,8 +303,15 @@ def test_gke_time_shared_partitions_are_not_offered() -> None:
 
 
 def test_an_offer_says_whether_its_nodes_carry_the_product_label() -> None:
-    gfd = make_node("gfd", {"nvidia.com/gpu.product": A100_40}, {"nvidia.com/mig-1g.5gb": 7})
+    """The EKS node's 1g.5gb is the A100-40GB's alone, so it shares the GFD node's offer, and node
+    affinity on the product label would miss it."""
+    gfd_slices = {"nvidia.com/mig-1g.5gb": 7, "nvidia.com/mig-3g.20gb": 2}
+    gfd = make_node("gfd", {"nvidia.com/gpu.product": A100_40}, gfd_slices)
     eks = make_node("eks", {"k8s.amazonaws.com/accelerator": "nvidia-a100"}, {"nvidia.com/mig-1g.5gb": 7})
     bare = make_node("bare", {}, {"nvidia.com/mig-2g.10gb": 3})
-    labelled = {o.products: o.products_labelled for o in make_inventory(gfd, eks, bare).offers}
-    assert labelled == {(A100_40,): True, ("nvidia-a100",): False, ("unknown",): False}
+    labelled = {(o.profile, o.products): o.products_labelled for o in make_inventory(gfd, eks, bare).offers}
+    assert labelled == {
+        ("1g.5gb", (A100_40, "nvidia-a100")): False,
+        ("2g.10gb", ("unknown",)): False,
+        ("3g.20gb", (A100_40,)): True,
+    }

@@ -26,6 +26,7 @@ usable memory `nvidia-smi mig -lgip` reported, else the least such measured memo
 plain profile of the same model with the same GB in its name (3g.47gb and 4g.47gb use the
 same memory slices), else the nominal GB of the name in decimal units, which can be more
 than the slice has (1g.18gb on H200: 17166 MiB nominal, 16384 usable).
+gke_partition_sizes are the partition sizes GKE accepts for the model (its mig.go).
 """
 
 '''
@@ -78,6 +79,7 @@ def models(data: dict[str, Any]) -> list[dict[str, Any]]:
                 "gke_accelerators": _labels(gpu.get("gke_accelerator")),
                 "compute_slices": layout["compute_slices"],
                 "profiles": {p["name"]: (int(p["slices"]), _memory_mib(p, profiles)) for p in profiles},
+                "gke_partition_sizes": sorted(gpu.get("gke_partition_sizes") or {}),
             }
         )
     return found

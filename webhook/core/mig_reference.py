@@ -6,6 +6,7 @@ usable memory `nvidia-smi mig -lgip` reported, else the least such measured memo
 plain profile of the same model with the same GB in its name (3g.47gb and 4g.47gb use the
 same memory slices), else the nominal GB of the name in decimal units, which can be more
 than the slice has (1g.18gb on H200: 17166 MiB nominal, 16384 usable).
+gke_partition_sizes are the partition sizes GKE accepts for the model (its mig.go).
 """
 
 from typing import Any, Final
@@ -23,6 +24,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "2g.12gb+me": (2, 11444),
             "4g.24gb": (4, 22888),
         },
+        "gke_partition_sizes": [],
     },
     {
         "key": "A100-40GB",
@@ -38,6 +40,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.20gb": (4, 19073),
             "7g.40gb": (7, 38146),
         },
+        "gke_partition_sizes": ["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"],
     },
     {
         "key": "A100-80GB",
@@ -53,6 +56,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.40gb": (4, 38146),
             "7g.80gb": (7, 76293),
         },
+        "gke_partition_sizes": ["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"],
     },
     {
         "key": "H100-80GB",
@@ -68,6 +72,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.40gb": (4, 40448),
             "7g.80gb": (7, 81152),
         },
+        "gke_partition_sizes": ["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"],
     },
     {
         "key": "H100-94GB",
@@ -83,6 +88,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.47gb": (4, 47493),
             "7g.94gb": (7, 89645),
         },
+        "gke_partition_sizes": [],
     },
     {
         "key": "H100-96GB",
@@ -98,6 +104,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.48gb": (4, 45776),
             "7g.96gb": (7, 91552),
         },
+        "gke_partition_sizes": [],
     },
     {
         "key": "GH200-144GB-HBM3e",
@@ -113,6 +120,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.72gb": (4, 68664),
             "7g.144gb": (7, 137329),
         },
+        "gke_partition_sizes": [],
     },
     {
         "key": "H200-141GB",
@@ -128,6 +136,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.71gb": (4, 71168),
             "7g.141gb": (7, 134468),
         },
+        "gke_partition_sizes": ["1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"],
     },
     {
         "key": "B200",
@@ -143,6 +152,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.90gb": (4, 85830),
             "7g.180gb": (7, 171661),
         },
+        "gke_partition_sizes": ["1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"],
     },
     {
         "key": "GB200",
@@ -158,6 +168,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.93gb": (4, 88691),
             "7g.186gb": (7, 177383),
         },
+        "gke_partition_sizes": ["1g.23gb", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb"],
     },
     {
         "key": "B300",
@@ -173,6 +184,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.135gb": (4, 128746),
             "7g.269gb": (7, 256538),
         },
+        "gke_partition_sizes": [],
     },
     {
         "key": "GB300",
@@ -188,6 +200,7 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.139gb": (4, 132560),
             "7g.278gb": (7, 265121),
         },
+        "gke_partition_sizes": [],
     },
     {
         "key": "RTX-PRO-6000-Blackwell",
@@ -210,5 +223,18 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.96gb": (4, 91552),
             "4g.96gb+gfx": (4, 91552),
         },
+        "gke_partition_sizes": [
+            "1g.24gb",
+            "1g.24gb+gfx",
+            "1g.24gb+me",
+            "1g.24gb+me.all",
+            "1g.24gb-me",
+            "2g.48gb",
+            "2g.48gb+gfx",
+            "2g.48gb+me.all",
+            "2g.48gb-me",
+            "4g.96gb",
+            "4g.96gb+gfx",
+        ],
     },
 ]

@@ -26,6 +26,8 @@ class ModelInfo:
     key: str
     compute_slices: int
     profiles: dict[str, tuple[int, int]]
+    gke_partition_sizes: frozenset[str] = frozenset()
+    """The profiles GKE can partition this model's GPUs into (empty: GKE offers none)."""
 
 
 def profile_compute_slices(profile: str) -> int | None:
@@ -131,7 +133,14 @@ def model_for_profiles(offered: frozenset[str]) -> ModelInfo | None:
 def _info(model: dict[str, object]) -> ModelInfo:
     profiles = model["profiles"]
     assert isinstance(profiles, dict)
-    return ModelInfo(str(model["key"]), int(model["compute_slices"]), dict(profiles))  # type: ignore[call-overload]
+    gke = model.get("gke_partition_sizes") or ()
+    assert isinstance(gke, list | tuple)
+    return ModelInfo(
+        str(model["key"]),
+        int(model["compute_slices"]),  # type: ignore[call-overload]
+        dict(profiles),
+        frozenset(str(size) for size in gke),
+    )
 
 
 def nominal_memory_mib(profile: str) -> int:

@@ -198,7 +198,8 @@ def _right_sized(offer: SliceOffer, need: Need, policy: Policy) -> bool:
     """True when no profile of the offer's GPU model that fits is smaller than the offer."""
     product = offer.products[0] if offer.products else None
     gke_accelerator = offer.gke_accelerators[0] if offer.gke_accelerators else None
-    for profile, memory_mib, share in smaller_profiles(product, gke_accelerator, offer.profile):
+    gke = offer.strategy == "gke"
+    for profile, memory_mib, share in smaller_profiles(product, gke_accelerator, offer.profile, gke):
         if policy.allowed_profiles is not None and profile not in policy.allowed_profiles:
             continue
         memory_fits = need.memory_bytes is None or memory_mib * MIB >= need.memory_bytes
@@ -210,10 +211,12 @@ def _right_sized(offer: SliceOffer, need: Need, policy: Policy) -> bool:
 
 @lru_cache(maxsize=1024)
 def smaller_profiles(
-    product: str | None, gke_accelerator: str | None, profile: str
+    product: str | None, gke_accelerator: str | None, profile: str, gke: bool = False
 ) -> tuple[tuple[str, int, float], ...]:
     """(profile, memory MiB, compute share) of the plain profiles of the model smaller than `profile`;
-    none when the model is unknown. Computed once per model and profile."""
+    none when the model is unknown. With `gke`, only the partition sizes GKE accepts for the model
+    (no 4g, no 1g.20gb on A100): a smaller profile GKE cannot make does not make an offer too big.
+    Computed once per model and profile."""
     model = model_for_product(product) if product is not None else None
     if model is None and gke_accelerator is not None:
         model = model_for_gke_accelerator(gke_accelerator)
@@ -227,6 +230,7 @@ def smaller_profiles(
         and "+" not in name
         and "-me" not in name
         and (profile_nominal_gb(name) or 0, g) < size
+        and (not gke or name in model.gke_partition_sizes)
     )
 
 

@@ -221,3 +221,21 @@ def test_a_variant_is_taken_when_no_plain_slice_of_its_size_is_free(unit_catalog
 def test_a_variant_alone_is_still_offered(unit_catalog: Catalog) -> None:
     inventory = make_inventory(mixed_node("rtx", RTX, {"1g.24gb+gfx": (4, None)}))
     assert plan(unit_catalog, tei(), inventory)[0] == "1g.24gb+gfx"
+
+
+def test_on_gke_a_slice_is_right_sized_among_the_partition_sizes_gke_makes(unit_catalog: Catalog) -> None:
+    """A 15Gi need on GKE A100 80GB pools of 1g.10gb and 2g.20gb: 2g.20gb is the smallest fit GKE
+    can partition (its list has no 1g.20gb for the A100), so `whenNoSliceFits: whole` keeps no
+    whole GPU; on mixed nodes the same need is too small for 2g.20gb, since 1g.20gb would do."""
+    gke = make_inventory(
+        gke_node("gke-1g", "nvidia-a100-80gb", "1g.10gb", 56),
+        gke_node("gke-2g", "nvidia-a100-80gb", "2g.20gb", 24),
+    )
+    assert plan(unit_catalog, vllm("15Gi"), gke, "whole-a") == ("2g.20gb", "gke", True, [])
+    mixed_2g = make_inventory(mixed_node("m-2g", A100, {"2g.20gb": (8, 19968)}), whole_node("w", A100, 8))
+    assert plan(unit_catalog, vllm("15Gi"), mixed_2g, "whole-a") == (
+        None,
+        None,
+        False,
+        [("KeptWholeGpu", GPU_LIMIT.format("vllm"))],
+    )

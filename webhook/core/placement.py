@@ -265,7 +265,7 @@ def node_rooms(
     if found is None:
         pairs = {
             (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
-            for n in _gpu_nodes(inventory)
+            for n in gpu_nodes(inventory)
             if any(n.allocatable.get(d, 0) > 0 for d in devices)
             and not (off_slice_nodes and n.strategy in _SLICE_STRATEGIES)
             and (placement is None or placement.admits(n))
@@ -275,7 +275,7 @@ def node_rooms(
     return found
 
 
-def _gpu_nodes(inventory: Inventory) -> tuple[GpuNode, ...]:
+def gpu_nodes(inventory: Inventory) -> tuple[GpuNode, ...]:
     """Every GPU node, node-pool templates included (they are not in `inventory.nodes`)."""
     found: tuple[GpuNode, ...] | None = inventory.memo.get(("gpu-nodes",))
     if found is None:

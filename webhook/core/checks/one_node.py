@@ -7,12 +7,10 @@ the pod's own node choice."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from webhook.core.checks.largest_node import held_against_nodes
 from webhook.core.env import Env
-from webhook.core.model import Finding, GpuNode, Inventory
-from webhook.core.placement import gets_whole_gpus
+from webhook.core.model import Finding, GpuNode
+from webhook.core.placement import gets_whole_gpus, gpu_nodes
 from webhook.core.profiles import GPU
 
 
@@ -26,7 +24,7 @@ def check(env: Env) -> list[Finding]:
     wanted = {h.resource: h.wanted for h in held}
     whole = gets_whole_gpus(inventory, env.placement)
     slices = not whole or env.view.queued  # the nvidia.com/gpu that single-strategy nodes advertise
-    for node in _gpu_nodes(inventory):
+    for node in gpu_nodes(inventory):
         if all(_capacity(node, resource, whole, slices) >= amount for resource, amount in wanted.items()):
             return []
     asked = ", ".join(f"{amount} {resource}" for resource, amount in wanted.items())
@@ -40,14 +38,3 @@ def _capacity(node: GpuNode, resource: str, whole: bool, slices: bool) -> int:
         if not (slices if mig_devices else whole):
             return 0
     return node.allocatable.get(resource, 0)
-
-
-def _gpu_nodes(inventory: Inventory) -> Iterable[GpuNode]:
-    """Every node with NVIDIA devices, node templates included (`nodes` lists only real ones)."""
-    seen: set[str] = set()
-    groups = (inventory.whole_gpu_nodes, inventory.gpu_slice_nodes, *inventory.members.values())
-    for group in groups:
-        for node in group:
-            if node.name not in seen:
-                seen.add(node.name)
-                yield node

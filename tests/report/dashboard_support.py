@@ -15,12 +15,14 @@ from webhook.server.report_routes import report_blueprint
 from webhook.sources import StaticCatalogSource
 
 
-def dashboard_page(folder: Path, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> str:
-    """GET /dashboard for these nodes and pods, with the shipped templates and policies."""
+def dashboard_page(folder: Path, nodes: list[dict[str, Any]], pods: list[dict[str, Any]] | None) -> str:
+    """GET /dashboard for these nodes and pods (None: no pod list, usage unknown), with the shipped
+    templates and policies."""
     nodes_file, pods_file = folder / "nodes.yaml", folder / "pods.yaml"
     nodes_file.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": nodes}))
-    pods_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
-    inventory = StaticUsageInventorySource(nodes_file, pods_file)
+    if pods is not None:
+        pods_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    inventory = StaticUsageInventorySource(nodes_file, None if pods is None else pods_file)
     catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
     inventory.start()
     catalog.start()

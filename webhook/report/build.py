@@ -41,7 +41,7 @@ def build_report(
 ) -> Report:
     prices = merged_prices(catalog)
     usages = tuple(usages)
-    nodes = tuple(_node_report(node, prices) for node in inventory.nodes)
+    nodes = tuple(_node_report(node, prices, inventory.usage_known) for node in inventory.nodes)
     by_name = {node.name: node for node in inventory.nodes}
     whole_gpu_pods = [u for u in usages if _holds_real_gpus(u, by_name)]
     finder = waste_finder or WasteFinder()
@@ -100,15 +100,17 @@ def _priced_sum(costs: Iterable[float | None]) -> float | None:
     return sum(known) if known or not found else None
 
 
-def _node_report(node: GpuNode, prices: Mapping[str, float]) -> NodeReport:
+def _node_report(node: GpuNode, prices: Mapping[str, float], usage_known: bool) -> NodeReport:
     price = gpu_price(node, prices)
-    lines = tuple(_line(node, kind, price) for kind in device_kinds(node))
+    lines = tuple(_line(node, kind, price, usage_known) for kind in device_kinds(node))
     taints = tuple(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in node.taints)
     notes = () if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,)
-    return NodeReport(node.name, node.product, node.strategy, lines, node.accelerator_pods, taints, notes)
+    return NodeReport(
+        node.name, node.product, node.strategy, lines, node.accelerator_pods, taints, notes, usage_known
+    )
 
 
-def _line(node: GpuNode, kind: DeviceKind, price: float | None) -> DeviceLine:
+def _line(node: GpuNode, kind: DeviceKind, price: float | None, usage_known: bool) -> DeviceLine:
     return DeviceLine(
         profile=kind.profile,
         resource=kind.resource,
@@ -118,6 +120,7 @@ def _line(node: GpuNode, kind: DeviceKind, price: float | None) -> DeviceLine:
         price_per_hour=None if price is None else price * kind.gpu_share,
         sharing=kind.sharing.strategy,
         replicas=kind.sharing.replicas,
+        usage_known=usage_known,
     )
 
 

@@ -34,6 +34,8 @@ class DeviceLine:
     sharing: str = "none"
     """`none`, `time-slicing`, `mps`, or `shared` when the node does not say how."""
     replicas: int = 1
+    usage_known: bool = True
+    """False when no bound pods were counted (a node list without pods): what is free is unknown."""
 
     @property
     def renamed(self) -> bool:
@@ -54,14 +56,21 @@ class DeviceLine:
         return max(0.0, self.allocatable - self.allocated)
 
     @property
+    def known_free(self) -> float | None:
+        """`free`, or None when usage is unknown (no pods counted: nothing is known to be free)."""
+        return self.free if self.usage_known else None
+
+    @property
     def over_allocated(self) -> float:
         """Devices bound pods hold beyond allocatable (pods bound before a device went unhealthy)."""
         return max(0.0, self.allocated - self.allocatable)
 
     @property
     def unallocated_cost_per_hour(self) -> float | None:
-        """None when the product has no price: unknown, not free."""
-        return None if self.price_per_hour is None else self.free * self.price_per_hour
+        """None when the product has no price or usage is unknown: unknown, not free."""
+        if self.price_per_hour is None or not self.usage_known:
+            return None
+        return self.free * self.price_per_hour
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +83,8 @@ class NodeReport:
     taints: tuple[str, ...]
     notes: tuple[str, ...] = ()
     """What an admin should know of the node beyond its figures (nothing allocatable, ...)."""
+    usage_known: bool = True
+    """False when no bound pods were counted: its free devices and their cost are unknown."""
 
     @property
     def gpu_equivalents(self) -> tuple[float, float, float]:
@@ -89,8 +100,13 @@ class NodeReport:
         return sum(line.over_allocated * line.gpu_share for line in self.lines)
 
     @property
+    def known_free(self) -> float | None:
+        """Free GPU-equivalents, or None when usage is unknown."""
+        return self.gpu_equivalents[2] if self.usage_known else None
+
+    @property
     def unallocated_cost_per_hour(self) -> float | None:
-        """None when the node's product has no price (or the node shows no device)."""
+        """None when the node's product has no price, usage is unknown (or the node shows no device)."""
         costs = [line.unallocated_cost_per_hour for line in self.lines]
         return None if not costs or None in costs else sum(c for c in costs if c is not None)
 
@@ -183,7 +199,8 @@ class Report:
                 costs[key] = _add(costs.get(key), line.unallocated_cost_per_hour)
         return [
             {"product": key[0], "profile": key[1], "allocatable": number(a), "allocated": number(b)}
-            | {"free": number(c), "overAllocated": number(d), "unallocatedCostPerHour": _maybe(costs[key])}
+            | {"free": number(c) if self.usage_known else None, "overAllocated": number(d)}
+            | {"unallocatedCostPerHour": _maybe(costs[key])}
             for key, (a, b, c, d) in sorted(rows.items())
         ]
 
@@ -191,16 +208,21 @@ class Report:
         sums = [sum(n.gpu_equivalents[i] for n in self.nodes) for i in range(3)]
         return sums[0], sums[1], sums[2]
 
+    def known_free(self) -> float | None:
+        """Free GPU-equivalents, or None when usage is unknown."""
+        return self.gpu_equivalents()[2] if self.usage_known else None
+
     def over_allocated(self) -> float:
         return sum(n.over_allocated for n in self.nodes)
 
     def to_dict(self) -> dict[str, Any]:
-        total, used, free = self.gpu_equivalents()
+        total, used, _ = self.gpu_equivalents()
         costs = self.costs
         return {
             "usageKnown": self.usage_known,
             "totals": {
-                "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)}
+                "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used)}
+                | {"free": _maybe(self.known_free())}
                 | {"overAllocated": _r(self.over_allocated())},
                 "byProfile": self.totals_by_profile(),
             },
@@ -220,7 +242,7 @@ class Report:
 
 
 def _node_dict(node: NodeReport) -> dict[str, Any]:
-    total, used, free = node.gpu_equivalents
+    total, used, _ = node.gpu_equivalents
     return {
         "name": node.name,
         "product": node.product,
@@ -228,7 +250,7 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
         "acceleratorPods": node.accelerator_pods,
         "taints": list(node.taints),
         "notes": list(node.notes),
-        "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _r(free)}
+        "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used), "free": _maybe(node.known_free)}
         | {"overAllocated": _r(node.over_allocated)},
         "unallocatedCostPerHour": _maybe(node.unallocated_cost_per_hour),
         "devices": [
@@ -237,7 +259,7 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
                 "resource": line.resource,
                 "allocatable": number(line.allocatable),
                 "allocated": number(line.allocated),
-                "free": number(line.free),
+                "free": None if line.known_free is None else number(line.known_free),
                 "overAllocated": number(line.over_allocated),
                 "gpuShare": _r(line.gpu_share),
                 "pricePerHour": None if line.price_per_hour is None else _r(line.price_per_hour),
@@ -256,7 +278,7 @@ def _sharing_dict(line: DeviceLine) -> dict[str, Any] | None:
         "replicas": line.replicas,
         "shares": line.shares,
         "allocatedShares": line.held_shares,
-        "freeShares": max(0, line.shares - line.held_shares),
+        "freeShares": max(0, line.shares - line.held_shares) if line.usage_known else None,
     }
 
 

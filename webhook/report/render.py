@@ -51,22 +51,27 @@ def render_text(report: Report) -> str:
             notes = "; ".join(filter(None, (*(node.notes if index == 0 else ()), _notes(line))))
             lines.append(
                 f"{node.name:<16} {node.product:<34} {line.profile:<9} {_count(line.allocatable):>6} "
-                f"{_count(line.allocated):>6} {_count(line.free):>6} {cost:>9}  {notes}".rstrip()
+                f"{_count(line.allocated):>6} {_maybe_count(line.known_free):>6} {cost:>9}  {notes}".rstrip()
             )
         if not node.lines:
             lines.append(
                 f"{node.name:<16} {node.product:<34} {'-':<9} {'-':>6} {'-':>6} {'-':>6} {'-':>9}  "
                 + "; ".join(node.notes)
             )
-    total, used, free = report.gpu_equivalents()
-    lines += ["", f"GPU-equivalents: {total:.2f} allocatable, {used:.2f} allocated, {free:.2f} free"]
+    total, used, _ = report.gpu_equivalents()
+    free = report.known_free()
+    free_text = "free unknown" if free is None else f"{free:.2f} free"
+    lines += ["", f"GPU-equivalents: {total:.2f} allocatable, {used:.2f} allocated, {free_text}"]
     if report.over_allocated() > 0:
         lines.append(
             f"over-allocated: bound pods hold {report.over_allocated():.2f} GPU-equivalents more than "
             "their nodes' allocatable (devices gone unhealthy or removed under running pods)"
         )
     if not report.usage_known:
-        lines.append("note: no pods given (--pods or --kubeconfig): allocated counts are unknown, shown as 0")
+        lines.append(
+            "note: no pods given (--pods or --kubeconfig): allocated counts are unknown, shown as 0; "
+            "what is free and its cost are unknown, shown as -"
+        )
     lines += _unaccounted_lines(report)
     lines += _cost_lines(report)
     lines += _waste_lines(report)
@@ -76,6 +81,10 @@ def render_text(report: Report) -> str:
 
 def _count(value: float) -> str:
     return str(number(value))
+
+
+def _maybe_count(value: float | None) -> str:
+    return "-" if value is None else _count(value)
 
 
 def _notes(line: DeviceLine) -> str:
@@ -155,7 +164,8 @@ def render_csv(report: Report) -> str:
             writer.writerow(
                 _row("device", node.name, node.product, strategy=node.strategy, profile=line.profile)
                 | {"allocatable": number(line.allocatable), "allocated": number(line.allocated)}
-                | {"free": number(line.free), "gpu_share": f"{line.gpu_share:.4f}"}
+                | {"free": "" if line.known_free is None else number(line.known_free)}
+                | {"gpu_share": f"{line.gpu_share:.4f}"}
                 | _costs(line.unallocated_cost_per_hour)
                 | {"sharing": line.sharing, "replicas": line.replicas}
                 | {"shares": line.shares, "allocated_shares": line.held_shares}

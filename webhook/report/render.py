@@ -40,24 +40,21 @@ def render(report: Report, output: str) -> str:
     return render_text(report)
 
 
+_NODE_COLUMNS: tuple[tuple[str, str], ...] = (("NODE", "<"), ("PRODUCT", "<"), ("DEVICE", "<"))
+_NODE_COLUMNS += (("ALLOC", ">"), ("USED", ">"), ("FREE", ">"), ("FREE $/h", ">"), ("NOTES", "<"))
+
+
 def render_text(report: Report) -> str:
-    lines = [
-        f"{'NODE':<16} {'PRODUCT':<34} {'DEVICE':<9} {'ALLOC':>6} {'USED':>6} {'FREE':>6} {'FREE $/h':>9}"
-        "  NOTES"
-    ]
+    rows: list[tuple[str, ...]] = []
     for node in report.nodes:
         for index, line in enumerate(node.lines):
             cost = _money(line.unallocated_cost_per_hour)
             notes = "; ".join(filter(None, (*(node.notes if index == 0 else ()), _notes(line))))
-            lines.append(
-                f"{node.name:<16} {node.product:<34} {line.profile:<9} {_count(line.allocatable):>6} "
-                f"{_count(line.allocated):>6} {_maybe_count(line.known_free):>6} {cost:>9}  {notes}".rstrip()
-            )
+            counts = (_count(line.allocatable), _count(line.allocated), _maybe_count(line.known_free))
+            rows.append((node.name, node.product, line.profile, *counts, cost, notes))
         if not node.lines:
-            lines.append(
-                f"{node.name:<16} {node.product:<34} {'-':<9} {'-':>6} {'-':>6} {'-':>6} {'-':>9}  "
-                + "; ".join(node.notes)
-            )
+            rows.append((node.name, node.product, "-", "-", "-", "-", "-", "; ".join(node.notes)))
+    lines = _table(_NODE_COLUMNS, rows)
     total, used, _ = report.gpu_equivalents()
     free = report.known_free()
     free_text = "free unknown" if free is None else f"{free:.2f} free"
@@ -77,6 +74,20 @@ def render_text(report: Report) -> str:
     lines += _waste_lines(report)
     lines += _idle_lines(report)
     return "\n".join(lines) + "\n"
+
+
+def _table(columns: tuple[tuple[str, str], ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Header and rows, each column as wide as its widest cell (the last one left unpadded), two
+    spaces before the last column and one between the others."""
+    cells = [tuple(name for name, _ in columns), *rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns) - 1)]
+    lines = []
+    for row in cells:
+        padded = " ".join(
+            f"{cell:{align}{width}}" for cell, (_, align), width in zip(row, columns, widths, strict=False)
+        )
+        lines.append(f"{padded}  {row[-1]}".rstrip())
+    return lines
 
 
 def _count(value: float) -> str:

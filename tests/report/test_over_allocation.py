@@ -58,6 +58,7 @@ def test_free_is_never_negative_and_over_allocation_is_shown() -> None:
         "allocatable": 8,
         "allocated": 6,
         "free": 4,
+        "unschedulable": 0,
         "overAllocated": 2,
     }
     (row,) = data["totals"]["byProfile"]

@@ -81,7 +81,9 @@ def test_time_sliced_gpus_count_as_the_physical_gpus() -> None:
             "allocated": 2.3,
             "free": 5.7,
             "overAllocated": 0,
+            "unschedulable": 0,
             "unallocatedCostPerHour": pytest.approx(5.7 * PRICE),
+            "unschedulableCostPerHour": 0,
         }
     ]
     assert report.unpriced_products == ()

@@ -39,9 +39,9 @@ def test_every_column_lines_up_with_its_header() -> None:
     table = _text().split("\n\n", 1)[0].splitlines()
     header, rows = table[0], table[1:]
     assert any(LONG in row for row in rows) and any("1g.10gb+me" in row for row in rows)
-    names = ["NODE", "PRODUCT", "DEVICE", "ALLOC", "USED", "FREE", "FREE $/h", "NOTES"]
-    starts = [header.index(name) for name in names[:3]] + [header.index("NOTES")]
-    ends = [header.index(f" {name} ") + len(name) + 1 for name in names[3:7]]
+    names = ["NODE", "PRODUCT", "STATE", "DEVICE", "ALLOC", "USED", "FREE", "FREE $/h", "NOTES"]
+    starts = [header.index(name) for name in names[:4]] + [header.index("NOTES")]
+    ends = [header.index(f" {name} ") + len(name) + 1 for name in names[4:8]]
     for row in rows:
         for start in starts[1:]:
             if start < len(row):  # left-aligned cells start under their header (notes may be absent)
@@ -49,4 +49,4 @@ def test_every_column_lines_up_with_its_header() -> None:
         for end in ends:  # right-aligned cells end under their header
             assert row[end - 1] != " " and (len(row) == end or row[end] == " "), (row, end)
     long_row = next(row for row in rows if LONG in row)
-    assert long_row.split()[2:7] == ["gpu", "4", "1", "3", "$3,703.50"]
+    assert long_row.split()[3:8] == ["gpu", "4", "1", "3", "$3,703.50"]

@@ -9,6 +9,7 @@ from webhook.core.profiles import GPU
 from webhook.core.resources import KNOWN_OTHER_PREFIXES
 from webhook.inventory.usage import PodUsage
 from webhook.report.model import (
+    READY,
     Costs,
     DeviceLine,
     IdleGpu,
@@ -16,6 +17,7 @@ from webhook.report.model import (
     Report,
     UnaccountedPod,
     WastefulPod,
+    priced_sum,
 )
 from webhook.report.prices import base_product, gpu_price, merged_prices, slice_share
 from webhook.report.sharing import NOT_SHARED, WHOLE_GPU, DeviceKind, device_kinds, sharing_of
@@ -23,6 +25,12 @@ from webhook.report.utilisation import GpuUtilisation
 from webhook.report.waste import WasteFinder
 
 IDLE_THRESHOLD_PERCENT = 5.0
+_STATE_TAINTS = (
+    ("node.kubernetes.io/unreachable", "unreachable"),
+    ("node.kubernetes.io/not-ready", "not-ready"),
+    ("node.kubernetes.io/unschedulable", "cordoned"),
+)
+"""The taints that keep new pods off a node, most serious first (any effect)."""
 NOTHING_ALLOCATABLE = "no device allocatable (unhealthy, or not yet advertised by the device plugin)"
 _NVIDIA = "nvidia.com/"
 _NOT_DEVICES = tuple(p for p in KNOWN_OTHER_PREFIXES if p.startswith(_NVIDIA))
@@ -53,12 +61,16 @@ def build_report(
     idle = None
     if utilisation is not None:
         idle = tuple(_idle(utilisation, idle_threshold, by_name, prices, holders))
+    known = inventory.usage_known
     costs = Costs(
-        unallocated_per_hour=_priced_sum(n.unallocated_cost_per_hour for n in nodes)
-        if inventory.usage_known
+        unallocated_per_hour=priced_sum(n.unallocated_cost_per_hour for n in nodes if n.schedulable)
+        if known
         else None,
-        wasteful_per_hour=_priced_sum(w.cost_per_hour for w in wasteful) if inventory.usage_known else None,
-        idle_per_hour=None if idle is None else _priced_sum(i.cost_per_hour for i in idle),
+        wasteful_per_hour=priced_sum(w.cost_per_hour for w in wasteful) if known else None,
+        idle_per_hour=None if idle is None else priced_sum(i.cost_per_hour for i in idle),
+        unschedulable_per_hour=priced_sum(n.unallocated_cost_per_hour for n in nodes if not n.schedulable)
+        if known
+        else None,
     )
     unaccounted = tuple(_unaccounted(usages, by_name)) if inventory.usage_known else ()
     unpriced = sorted({base_product(n.product) for n in inventory.nodes if gpu_price(n, prices) is None})
@@ -92,22 +104,33 @@ def _unaccounted(usages: Iterable[PodUsage], nodes: Mapping[str, GpuNode]) -> It
             yield UnaccountedPod(usage.namespace, usage.name, usage.node, held, reason)
 
 
-def _priced_sum(costs: Iterable[float | None]) -> float | None:
-    """The sum of the known costs; None (unknown) when there are costs and none is known (0 when
-    there is nothing to cost: no pod wastes, no device sits idle)."""
-    found = list(costs)
-    known = [c for c in found if c is not None]
-    return sum(known) if known or not found else None
-
-
 def _node_report(node: GpuNode, prices: Mapping[str, float], usage_known: bool) -> NodeReport:
     price = gpu_price(node, prices)
     lines = tuple(_line(node, kind, price, usage_known) for kind in device_kinds(node))
     taints = tuple(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in node.taints)
     notes = () if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,)
     return NodeReport(
-        node.name, node.product, node.strategy, lines, node.accelerator_pods, taints, notes, usage_known
+        node.name,
+        node.product,
+        node.strategy,
+        lines,
+        node.accelerator_pods,
+        taints,
+        notes,
+        usage_known,
+        node_state(node),
     )
+
+
+def node_state(node: GpuNode) -> str:
+    """Why the node takes no new pods, read from the taints Kubernetes puts on it: the node lifecycle
+    controller's `unreachable` (the kubelet stopped posting status) and `not-ready`, then the
+    `unschedulable` taint that mirrors `spec.unschedulable` (cordoned); else `ready`."""
+    keys = {str(taint.get("key") or "") for taint in node.taints}
+    for key, state in _STATE_TAINTS:
+        if key in keys:
+            return state
+    return READY
 
 
 def _line(node: GpuNode, kind: DeviceKind, price: float | None, usage_known: bool) -> DeviceLine:

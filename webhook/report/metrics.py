@@ -58,16 +58,26 @@ def _families(report: Report) -> Iterator[GaugeMetricFamily]:
                 free.add_metric(labels, float(line.free))
     cost = GaugeMetricFamily(
         "gpu_webhook_idle_cost_per_hour",
-        "Estimated cost per hour of idle capacity: unallocated, or held by pods a slice would serve.",
+        "Estimated cost per hour of idle capacity: unallocated (on nodes taking new pods), unschedulable "
+        "(free on cordoned, NotReady or unreachable nodes), or held by pods a slice would serve.",
         labels=["kind"],
     )
     for kind, hourly in (
         ("unallocated", report.costs.unallocated_per_hour),
+        ("unschedulable", report.costs.unschedulable_per_hour),
         ("wasteful", report.costs.wasteful_per_hour),
     ):
         if hourly is not None:
             cost.add_metric([kind], hourly)
-    yield from (allocatable, allocated, free, cost)
+    state = GaugeMetricFamily(
+        "gpu_webhook_node_state",
+        "1 per GPU node, labelled with its state: ready, or why it takes no new pods "
+        "(cordoned, not-ready, unreachable).",
+        labels=["node", "model", "state"],
+    )
+    for node in report.nodes:
+        state.add_metric([node.name, base_product(node.product), node.state], 1.0)
+    yield from (allocatable, allocated, free, cost, state)
 
 
 def inventory_registry(service: ReportService) -> CollectorRegistry:

@@ -3,6 +3,7 @@ what pods waste, what allocated GPUs sit idle, and what it all costs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -11,7 +12,8 @@ from webhook.report.prices import base_product
 from webhook.report.sharing import WHOLE_GPU
 
 HOURS_PER_MONTH = 730
-__all__ = ["HOURS_PER_MONTH", "WHOLE_GPU"]
+READY = "ready"
+__all__ = ["HOURS_PER_MONTH", "READY", "WHOLE_GPU"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,13 @@ class NodeReport:
     """What an admin should know of the node beyond its figures (nothing allocatable, ...)."""
     usage_known: bool = True
     """False when no bound pods were counted: its free devices and their cost are unknown."""
+    state: str = READY
+    """`ready`, or why the node takes no new pods: `cordoned`, `not-ready` or `unreachable`."""
+
+    @property
+    def schedulable(self) -> bool:
+        """Takes new pods: its free devices are unallocated capacity, not `unschedulable`."""
+        return self.state == READY
 
     @property
     def gpu_equivalents(self) -> tuple[float, float, float]:
@@ -169,6 +178,9 @@ class Costs:
     wasteful_per_hour: float | None
     idle_per_hour: float | None
     """None when no utilisation was read (no --prometheus)."""
+    unschedulable_per_hour: float | None = 0.0
+    """Free devices of nodes that take no new pods (cordoned, NotReady, unreachable): not in
+    `unallocated_per_hour`; None when usage is unknown or none of them is priced."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,23 +197,29 @@ class Report:
     """Bound pods holding NVIDIA devices that no node's lines count (see UnaccountedPod)."""
 
     def totals_by_profile(self) -> list[dict[str, Any]]:
-        """Cluster-wide allocatable, allocated and free per (product, profile)."""
+        """Cluster-wide allocatable, allocated and free per (product, profile); `unschedulable` is
+        the part of free on nodes that take no new pods, costed apart from the unallocated."""
         rows: dict[tuple[str, str], list[float]] = {}
-        costs: dict[tuple[str, str], float | None] = {}
+        costs: dict[tuple[str, str], tuple[list[float | None], list[float | None]]] = {}
         for node in self.nodes:
             for line in node.lines:
                 key = (base_product(node.product), line.profile)
-                row = rows.setdefault(key, [0, 0, 0, 0])
+                row = rows.setdefault(key, [0, 0, 0, 0, 0])
                 row[0] += line.allocatable
                 row[1] += line.allocated
                 row[2] += line.free
                 row[3] += line.over_allocated
-                costs[key] = _add(costs.get(key), line.unallocated_cost_per_hour)
+                row[4] += 0 if node.schedulable else line.free
+                usable, unusable = costs.setdefault(key, ([], []))
+                (usable if node.schedulable else unusable).append(line.unallocated_cost_per_hour)
+        known = self.usage_known
         return [
             {"product": key[0], "profile": key[1], "allocatable": number(a), "allocated": number(b)}
-            | {"free": number(c) if self.usage_known else None, "overAllocated": number(d)}
-            | {"unallocatedCostPerHour": _maybe(costs[key])}
-            for key, (a, b, c, d) in sorted(rows.items())
+            | {"free": number(c) if known else None, "overAllocated": number(d)}
+            | {"unschedulable": number(e) if known else None}
+            | {"unallocatedCostPerHour": _maybe(priced_sum(costs[key][0])) if known else None}
+            | {"unschedulableCostPerHour": _maybe(priced_sum(costs[key][1])) if known else None}
+            for key, (a, b, c, d, e) in sorted(rows.items())
         ]
 
     def gpu_equivalents(self) -> tuple[float, float, float]:
@@ -211,6 +229,12 @@ class Report:
     def known_free(self) -> float | None:
         """Free GPU-equivalents, or None when usage is unknown."""
         return self.gpu_equivalents()[2] if self.usage_known else None
+
+    def unschedulable(self) -> float | None:
+        """The free GPU-equivalents of nodes that take no new pods; None when usage is unknown."""
+        if not self.usage_known:
+            return None
+        return sum(n.gpu_equivalents[2] for n in self.nodes if not n.schedulable)
 
     def over_allocated(self) -> float:
         return sum(n.over_allocated for n in self.nodes)
@@ -222,7 +246,7 @@ class Report:
             "usageKnown": self.usage_known,
             "totals": {
                 "gpuEquivalents": {"allocatable": _r(total), "allocated": _r(used)}
-                | {"free": _maybe(self.known_free())}
+                | {"free": _maybe(self.known_free()), "unschedulable": _maybe(self.unschedulable())}
                 | {"overAllocated": _r(self.over_allocated())},
                 "byProfile": self.totals_by_profile(),
             },
@@ -230,6 +254,7 @@ class Report:
                 "unallocated": _cost(costs.unallocated_per_hour),
                 "wasteful": _cost(costs.wasteful_per_hour),
                 "idle": _cost(costs.idle_per_hour),
+                "unschedulable": _cost(costs.unschedulable_per_hour),
                 "unpricedProducts": list(self.unpriced_products),
             },
             "nodes": [_node_dict(n) for n in self.nodes],
@@ -247,6 +272,7 @@ def _node_dict(node: NodeReport) -> dict[str, Any]:
         "name": node.name,
         "product": node.product,
         "strategy": node.strategy,
+        "state": node.state,
         "acceleratorPods": node.accelerator_pods,
         "taints": list(node.taints),
         "notes": list(node.notes),
@@ -301,9 +327,12 @@ def _camel(data: dict[str, Any]) -> dict[str, Any]:
     return {camel(k): (_r(v) if isinstance(v, float) else v) for k, v in data.items()}
 
 
-def _add(total: float | None, cost: float | None) -> float | None:
-    """Costs of priced devices add up; unpriced ones leave the sum unknown only if nothing is priced."""
-    return total if cost is None else (total or 0.0) + cost
+def priced_sum(costs: Iterable[float | None]) -> float | None:
+    """The sum of the known costs; None (unknown) when there are costs and none is known (0 when
+    there is nothing to cost: no pod wastes, no device sits idle)."""
+    found = list(costs)
+    known = [c for c in found if c is not None]
+    return sum(known) if known or not found else None
 
 
 def _maybe(value: float | None) -> float | None:

@@ -29,6 +29,7 @@ CSV_FIELDS = (
     "allocated_shares",
     "over_allocated",
     "resource",
+    "state",
 )
 
 
@@ -40,8 +41,11 @@ def render(report: Report, output: str) -> str:
     return render_text(report)
 
 
-_NODE_COLUMNS: tuple[tuple[str, str], ...] = (("NODE", "<"), ("PRODUCT", "<"), ("DEVICE", "<"))
-_NODE_COLUMNS += (("ALLOC", ">"), ("USED", ">"), ("FREE", ">"), ("FREE $/h", ">"), ("NOTES", "<"))
+_LEFT, _RIGHT = "<", ">"
+_NODE_COLUMNS = tuple(
+    (name, _RIGHT if name in ("ALLOC", "USED", "FREE", "FREE $/h") else _LEFT)
+    for name in ("NODE", "PRODUCT", "STATE", "DEVICE", "ALLOC", "USED", "FREE", "FREE $/h", "NOTES")
+)
 
 
 def render_text(report: Report) -> str:
@@ -51,14 +55,20 @@ def render_text(report: Report) -> str:
             cost = _money(line.unallocated_cost_per_hour)
             notes = "; ".join(filter(None, (*(node.notes if index == 0 else ()), _notes(line))))
             counts = (_count(line.allocatable), _count(line.allocated), _maybe_count(line.known_free))
-            rows.append((node.name, node.product, line.profile, *counts, cost, notes))
+            rows.append((node.name, node.product, node.state, line.profile, *counts, cost, notes))
         if not node.lines:
-            rows.append((node.name, node.product, "-", "-", "-", "-", "-", "; ".join(node.notes)))
+            rows.append((node.name, node.product, node.state, "-", "-", "-", "-", "-", "; ".join(node.notes)))
     lines = _table(_NODE_COLUMNS, rows)
     total, used, _ = report.gpu_equivalents()
     free = report.known_free()
     free_text = "free unknown" if free is None else f"{free:.2f} free"
     lines += ["", f"GPU-equivalents: {total:.2f} allocatable, {used:.2f} allocated, {free_text}"]
+    unschedulable = report.unschedulable()
+    if unschedulable:
+        lines.append(
+            f"unschedulable: {unschedulable:.2f} of the free GPU-equivalents are on nodes that take no new "
+            "pods (cordoned, not-ready, unreachable), costed apart from the unallocated"
+        )
     if report.over_allocated() > 0:
         lines.append(
             f"over-allocated: bound pods hold {report.over_allocated():.2f} GPU-equivalents more than "
@@ -129,6 +139,7 @@ def _cost_lines(report: Report) -> list[str]:
     lines = ["", "COST            PER HOUR   PER MONTH (730 h)"]
     for name, hourly in (
         ("unallocated", costs.unallocated_per_hour),
+        ("unschedulable", costs.unschedulable_per_hour),
         ("wasteful", costs.wasteful_per_hour),
         ("idle", costs.idle_per_hour),
     ):
@@ -181,6 +192,7 @@ def render_csv(report: Report) -> str:
                 | {"sharing": line.sharing, "replicas": line.replicas}
                 | {"shares": line.shares, "allocated_shares": line.held_shares}
                 | {"over_allocated": number(line.over_allocated), "resource": line.resource}
+                | {"state": node.state}
             )
     for pod in report.wasteful:
         writer.writerow(
@@ -203,6 +215,7 @@ def render_csv(report: Report) -> str:
     costs = report.costs
     for name, hourly in (
         ("unallocated", costs.unallocated_per_hour),
+        ("unschedulable", costs.unschedulable_per_hour),
         ("wasteful", costs.wasteful_per_hour),
         ("idle", costs.idle_per_hour),
     ):

@@ -32,6 +32,11 @@ _STATE_TAINTS = (
 )
 """The taints that keep new pods off a node, most serious first (any effect)."""
 NOTHING_ALLOCATABLE = "no device allocatable (unhealthy, or not yet advertised by the device plugin)"
+MIG_INVALID_SUFFIX = "-MIG-INVALID"
+MIG_INVALID = (
+    "MIG configuration invalid (GPU Feature Discovery labels an invalid single-strategy MIG setup "
+    "<model>-MIG-INVALID, with gpu.count, gpu.replicas and gpu.memory 0): no device of it is counted"
+)
 _NVIDIA = "nvidia.com/"
 _NOT_DEVICES = tuple(p for p in KNOWN_OTHER_PREFIXES if p.startswith(_NVIDIA))
 """HAMi's and vGPU's nvidia.com/ names: not devices a node lists."""
@@ -62,13 +67,14 @@ def build_report(
     if utilisation is not None:
         idle = tuple(_idle(utilisation, idle_threshold, by_name, prices, holders))
     known = inventory.usage_known
+    costed = [n for n in nodes if n.lines]  # a node showing no device (MIG-INVALID) costs nothing
     costs = Costs(
-        unallocated_per_hour=priced_sum(n.unallocated_cost_per_hour for n in nodes if n.schedulable)
+        unallocated_per_hour=priced_sum(n.unallocated_cost_per_hour for n in costed if n.schedulable)
         if known
         else None,
         wasteful_per_hour=priced_sum(w.cost_per_hour for w in wasteful) if known else None,
         idle_per_hour=None if idle is None else priced_sum(i.cost_per_hour for i in idle),
-        unschedulable_per_hour=priced_sum(n.unallocated_cost_per_hour for n in nodes if not n.schedulable)
+        unschedulable_per_hour=priced_sum(n.unallocated_cost_per_hour for n in costed if not n.schedulable)
         if known
         else None,
     )
@@ -108,7 +114,10 @@ def _node_report(node: GpuNode, prices: Mapping[str, float], usage_known: bool) 
     price = gpu_price(node, prices)
     lines = tuple(_line(node, kind, price, usage_known) for kind in device_kinds(node))
     taints = tuple(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in node.taints)
-    notes = () if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,)
+    if node.product.endswith(MIG_INVALID_SUFFIX):
+        notes: tuple[str, ...] = (MIG_INVALID,)
+    else:
+        notes = () if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,)
     return NodeReport(
         node.name,
         node.product,

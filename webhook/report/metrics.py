@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from webhook.report.build import MIG_INVALID_SUFFIX
 from webhook.report.model import Report
 from webhook.report.prices import base_product
 from webhook.report.service import ReportService
@@ -75,9 +76,17 @@ def _families(report: Report) -> Iterator[GaugeMetricFamily]:
         "(cordoned, not-ready, unreachable).",
         labels=["node", "model", "state"],
     )
+    invalid = GaugeMetricFamily(
+        "gpu_webhook_node_mig_config_invalid",
+        "1 per GPU node whose MIG configuration is invalid (product label <model>-MIG-INVALID); "
+        "none of its devices is counted.",
+        labels=["node", "model"],
+    )
     for node in report.nodes:
         state.add_metric([node.name, base_product(node.product), node.state], 1.0)
-    yield from (allocatable, allocated, free, cost, state)
+        if node.product.endswith(MIG_INVALID_SUFFIX):
+            invalid.add_metric([node.name, base_product(node.product)], 1.0)
+    yield from (allocatable, allocated, free, cost, state, invalid)
 
 
 def inventory_registry(service: ReportService) -> CollectorRegistry:

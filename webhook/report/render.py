@@ -30,6 +30,7 @@ CSV_FIELDS = (
     "over_allocated",
     "resource",
     "state",
+    "notes",
 )
 
 
@@ -192,7 +193,12 @@ def render_csv(report: Report) -> str:
                 | {"sharing": line.sharing, "replicas": line.replicas}
                 | {"shares": line.shares, "allocated_shares": line.held_shares}
                 | {"over_allocated": number(line.over_allocated), "resource": line.resource}
-                | {"state": node.state}
+                | {"state": node.state, "notes": "; ".join(node.notes)}
+            )
+        if not node.lines:
+            writer.writerow(
+                _row("node", node.name, node.product, strategy=node.strategy)
+                | {"state": node.state, "notes": "; ".join(node.notes)}
             )
     for pod in report.wasteful:
         writer.writerow(

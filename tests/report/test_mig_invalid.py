@@ -1,0 +1,98 @@
+"""A node whose product label ends -MIG-INVALID (GPU Feature Discovery's label for an invalid
+single-strategy MIG setup, with gpu.count, gpu.replicas and gpu.memory 0) is shown with a note
+saying so in JSON, text, CSV, the dashboard and /metrics, not as an empty row or not at all."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.builders import H100, make_catalog, policy_doc, whole_node
+from tests.report.dashboard_support import dashboard_page
+from webhook.inventory.nodes import build_inventory
+from webhook.report.build import build_report
+from webhook.report.metrics import inventory_registry
+from webhook.report.model import Report
+from webhook.report.render import render
+from webhook.report.service import ReportService
+
+PRICE = 4.0
+INVALID = f"{H100}-MIG-INVALID"
+
+
+def _invalid(name: str, allocatable: int) -> dict[str, Any]:
+    node = whole_node(name, INVALID, 0)
+    node["metadata"]["labels"].update({"nvidia.com/gpu.replicas": "0", "nvidia.com/gpu.memory": "0"})
+    node["metadata"]["labels"]["nvidia.com/mig.strategy"] = "single"
+    node["status"]["capacity"]["nvidia.com/gpu"] = "8"
+    node["status"]["allocatable"]["nvidia.com/gpu"] = str(allocatable)
+    return node
+
+
+NODES = [_invalid("gone", 0), _invalid("stale", 8), whole_node("ok", H100, 2)]
+
+
+def _report() -> Report:
+    catalog = make_catalog(policy_doc("all", prices={H100: PRICE}))
+    return build_report(build_inventory(NODES, []), catalog, [])
+
+
+def test_json_notes_the_invalid_mig_configuration() -> None:
+    data = _report().to_dict()
+    nodes = {n["name"]: n for n in data["nodes"]}
+    for name in ("gone", "stale"):
+        (note,) = nodes[name]["notes"]
+        assert note.startswith("MIG configuration invalid") and "-MIG-INVALID" in note
+        assert nodes[name]["devices"] == []
+    assert nodes["ok"]["notes"] == []
+    # a node showing no device costs nothing: the total is the other node's, not unknown
+    assert data["costs"]["unallocated"]["perHour"] == pytest.approx(2 * PRICE)
+
+
+def test_text_and_csv_list_it_with_the_note() -> None:
+    report = _report()
+    rows = {row.split()[0]: row for row in render(report, "text").split("\n\n", 1)[0].splitlines()[1:]}
+    assert set(rows) == {"gone", "stale", "ok"}
+    assert "MIG configuration invalid" in rows["gone"] and "MIG configuration invalid" in rows["stale"]
+    csv_rows = list(csv.DictReader(io.StringIO(render(report, "csv"))))
+    nodes = {r["node"]: r for r in csv_rows if r["section"] == "node"}
+    assert set(nodes) == {"gone", "stale"}
+    assert all(r["notes"].startswith("MIG configuration invalid") for r in nodes.values())
+    assert nodes["gone"]["product"] == INVALID
+
+
+def test_the_dashboard_row_says_why_it_is_empty(tmp_path: Path) -> None:
+    page = dashboard_page(tmp_path, NODES, [])
+    rows = dict(re.findall(r'<tr class="node-row" data-node="([^"]+)">(.*?)</tr>', page, re.S))
+    for name in ("gone", "stale"):
+        assert "MIG configuration invalid" in rows[name]
+        assert "no device counted" in rows[name]
+    assert "MIG configuration invalid" not in rows["ok"]
+
+
+def test_gauges_name_the_node() -> None:
+    registry = inventory_registry(cast(ReportService, _Fixed(_report())))
+    families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
+    invalid = {
+        (s.labels["node"], s.labels["model"]) for s in families["gpu_webhook_node_mig_config_invalid"].samples
+    }
+    assert invalid == {("gone", H100), ("stale", H100)}
+    assert {s.labels["node"] for s in families["gpu_webhook_node_state"].samples} == {"gone", "stale", "ok"}
+
+
+class _Fixed:
+    def __init__(self, report: Report) -> None:
+        self._report = report
+
+    def ready(self) -> bool:
+        return True
+
+    def current(self) -> Report:
+        return self._report

@@ -28,9 +28,10 @@ def check(env: Env) -> list[Finding]:
     if not over:
         return []
     placement = env.placement
-    candidates = (
-        inventory.whole_gpu_nodes if gets_whole_gpus(inventory, placement) else inventory.gpu_slice_nodes
-    )
+    whole = gets_whole_gpus(inventory, placement)
+    candidates = inventory.whole_gpu_nodes if whole else ()
+    if not whole or env.view.queued:  # a queued pod is not kept off MIG partitions
+        candidates = (*candidates, *inventory.gpu_slice_nodes)
     nodes = [n for n in candidates if placement is None or placement.admits(n)]
     if not nodes or not all(n.labels.get(GKE_SHARING_LABEL) for n in nodes):
         return []

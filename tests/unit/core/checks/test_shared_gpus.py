@@ -50,3 +50,21 @@ def test_a_pod_that_selects_the_shared_pool_is_held_to_it(unit_catalog: Catalog)
     )
     unpinned = decide(make_pod().container("a", gpu=2).build(), context(unit_catalog, inventory))
     assert "ExceedsSharedGpuLimit" not in [code for code, _ in pairs(unpinned)]
+
+
+def test_a_queued_pod_may_get_unshared_partitions(unit_catalog: Catalog) -> None:
+    """A queued pod is not kept off GKE partition nodes (its queue may send it there), so an
+    unshared 3g.40gb pool with two partitions a node is room for its two (found by a sweep)."""
+    partitions = {
+        "cloud.google.com/gke-accelerator": "nvidia-a100-80gb",
+        "cloud.google.com/gke-gpu-partition-size": "3g.40gb",
+    }
+    inventory = make_inventory(shared_l4(), make_node("gke-a100-3g", partitions, {"nvidia.com/gpu": 2}))
+    queued = make_pod().label("kueue.x-k8s.io/queue-name", "team-a").container("a", gpu=2).build()
+    assert "ExceedsSharedGpuLimit" not in [
+        code for code, _ in pairs(decide(queued, context(unit_catalog, inventory)))
+    ]
+    plain = make_pod().container("a", gpu=2).build()
+    assert "ExceedsSharedGpuLimit" in [
+        code for code, _ in pairs(decide(plain, context(unit_catalog, inventory)))
+    ]

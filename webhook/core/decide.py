@@ -55,7 +55,7 @@ def decide(pod: Pod, context: Context) -> Decision:
         return untouched
     if MIRROR_ANNOTATION in _mapping(_mapping(pod.get("metadata")).get("annotations")):
         return finish(policy, None, [_MIRROR_POD], None, [])
-    read = as_first_asked(pod, context.inventory)
+    read = as_first_asked(pod)
     evaluation = evaluate(read, context, namespace, policy, "spec", "metadata")
     template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
     name = template.name if template else None

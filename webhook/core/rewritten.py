@@ -12,10 +12,11 @@ the slice renamed back to `nvidia.com/gpu` in the containers the rewrite recorde
 request came back beside the slice, the slice is dropped), and without those annotations. The
 decision on that reading rewrites it again where it still applies, so an unchanged pod gets no
 patch. The node requirements the rewrite added (the GPU model, or the single strategy's or
-GKE's slice label, for the profile's offers in the inventory) go too: they encode the slice, and
-kept they would hold the new decision to it. Only when the rewrite says it added them
-(`gpu.aethervirt.io/mig-node-affinity`): the same requirement in the pod's own affinity (a pod
-pinned to `<model>-MIG-1g.10gb` nodes) is the user's choice, and stays.
+GKE's slice label) go too: they encode the slice, and kept they would hold the new decision to
+it. Exactly those: the rewrite records where in each required term it added them
+(`gpu.aethervirt.io/mig-node-affinity`), so an equal requirement of the pod's own (a pod pinned
+to `<model>-MIG-1g.10gb` nodes, or to H100 nodes in one of its terms) is the user's choice, and
+stays.
 """
 
 from __future__ import annotations
@@ -27,11 +28,10 @@ from webhook.core.model import (
     ORIGINAL_REQUEST_ANNOTATION,
     PROFILE_ANNOTATION,
     STEERED_ANNOTATION,
-    Inventory,
     Pod,
 )
-from webhook.core.mutators.mig_affinity import expressions_for
-from webhook.core.placement import REQUIRED, remember
+from webhook.core.mutators.mig_affinity import STEERING_KEYS
+from webhook.core.placement import REQUIRED
 from webhook.core.podview import CONTAINER_GROUPS
 from webhook.core.profiles import GPU, resource_for_profile
 
@@ -39,7 +39,7 @@ _SECTIONS: Final = ("limits", "requests")
 _REWRITE_ANNOTATIONS: Final = (PROFILE_ANNOTATION, ORIGINAL_REQUEST_ANNOTATION, STEERED_ANNOTATION)
 
 
-def as_first_asked(pod: Pod, inventory: Inventory) -> Pod:
+def as_first_asked(pod: Pod) -> Pod:
     """The pod (`metadata` and `spec`) as it was before this webhook rewrote it: itself when it
     carries no rewrite, else a copy that shares all it does not change."""
     metadata = _object(pod.get("metadata"))
@@ -54,46 +54,57 @@ def as_first_asked(pod: Pod, inventory: Inventory) -> Pod:
     if isinstance(profile, str) and isinstance(spec, dict):
         if recorded:
             spec = _renamed_back(spec, resource_for_profile(profile), recorded)
-        steered = annotations.get(STEERED_ANNOTATION) is not None
-        read["spec"] = _unsteered(spec, _steering(inventory, profile)) if steered else spec
+        read["spec"] = _unsteered(spec, _steering_record(annotations.get(STEERED_ANNOTATION)))
     return read
 
 
-def _steering(inventory: Inventory, profile: str) -> list[dict[str, Any]]:
-    """The node requirements a rewrite to `profile` adds, for every offer of it in the inventory;
-    worked out once per inventory (every pod of a rewritten template carries the profile)."""
-    key = ("steering", profile)
-    found: list[dict[str, Any]] | None = inventory.memo.get(key)
-    if found is None:
-        found = []
-        for offer in inventory.offers:
-            if offer.profile == profile:
-                found.extend(e for e in expressions_for(offer) if e not in found)
-        remember(inventory, key, found)
-    return found
+def _steering_record(text: object) -> list[tuple[int, int] | None]:
+    """Per required term, where the rewrite's requirements start and how many (the annotation
+    mig_affinity.steering_record writes); empty when absent or unreadable."""
+    try:
+        found = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return []
+    if not isinstance(found, list):
+        return []
+    record: list[tuple[int, int] | None] = []
+    for item in found:
+        ok = isinstance(item, list) and len(item) == 2 and all(type(n) is int and n >= 0 for n in item)
+        record.append((item[0], item[1]) if ok else None)
+    return record
 
 
-def _unsteered(spec: dict[str, Any], steering: list[dict[str, Any]]) -> dict[str, Any]:
-    """The spec without the rewrite's node requirements; a term left empty goes (an empty term
-    matches no node), and so do the affinity sections left empty."""
+def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> dict[str, Any]:
+    """The spec without the requirements the rewrite added, where the record says it added them
+    (a pod's own equal requirement is its own choice and stays); a term left empty goes (it was
+    made by the rewrite: an empty term matches no node), and so do affinity sections left empty.
+    A recorded place that holds other requirements (moved by a later change) is left alone."""
     affinity = _object(spec.get("affinity"))
     node_affinity = _object(affinity.get("nodeAffinity"))
     required = _object(node_affinity.get(REQUIRED))
     terms = required.get("nodeSelectorTerms")
-    if not steering or not isinstance(terms, list):
+    if not any(record) or not isinstance(terms, list):
         return spec
     kept_terms = []
-    for term in terms:
+    for index, term in enumerate(terms):
+        place = record[index] if index < len(record) else None
         expressions = term.get("matchExpressions") if isinstance(term, dict) else None
-        if not isinstance(expressions, list) or not any(e in steering for e in expressions):
+        if place is None or not isinstance(expressions, list) or not _steering_at(expressions, *place):
             kept_terms.append(term)
             continue
-        rest = {**term, "matchExpressions": [e for e in expressions if e not in steering]}
+        start, count = place
+        rest = {**term, "matchExpressions": expressions[:start] + expressions[start + count :]}
         if not rest["matchExpressions"]:
             del rest["matchExpressions"]
         if rest.get("matchExpressions") or rest.get("matchFields"):
             kept_terms.append(rest)
     return _with_terms(spec, affinity, node_affinity, required, kept_terms)
+
+
+def _steering_at(expressions: list[Any], start: int, count: int) -> bool:
+    """Whether the `count` requirements from `start` are ones a rewrite writes (by their keys)."""
+    block = expressions[start : start + count]
+    return len(block) == count and all(isinstance(e, dict) and e.get("key") in STEERING_KEYS for e in block)
 
 
 def _with_terms(

@@ -252,7 +252,7 @@ def _evaluate_site(
 ) -> tuple[list[Finding], str | None, Pod | None]:
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
-    read = as_first_asked(site.pod, context.inventory) if site.writable else site.pod
+    read = as_first_asked(site.pod) if site.writable else site.pod
     evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
     if site.gpu_optional:

@@ -4,9 +4,11 @@ A rewritten pod is read as first asked for and decided afresh (webhook/core/rewr
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import jsonpatch
+import pytest
 
 from tests.builders import context
 from webhook.core.decide import decide
@@ -14,13 +16,14 @@ from webhook.core.model import (
     ORIGINAL_REQUEST_ANNOTATION,
     PROFILE_ANNOTATION,
     STEERED_ANNOTATION,
-    UNKNOWN_INVENTORY,
     Catalog,
     Inventory,
 )
 from webhook.core.rewritten import as_first_asked
+from webhook.inventory.files import load_inventory
 
 GPU = "nvidia.com/gpu"
+TEST_INVENTORIES = Path(__file__).resolve().parents[2] / "inventories"
 
 
 def vllm_pod(image: str = "vllm/vllm-openai:v0.6.3") -> dict[str, Any]:
@@ -82,14 +85,14 @@ def test_reading_as_first_asked_renames_the_slice_back_and_shares_the_rest() -> 
     }
     pod["spec"]["containers"][0]["resources"] = {"limits": {"memory": "1Gi", "nvidia.com/mig-1g.10gb": 1}}
     before = copy.deepcopy(pod)
-    read = as_first_asked(pod, UNKNOWN_INVENTORY)
+    read = as_first_asked(pod)
     assert pod == before, "the pod itself is not changed"
     assert read["metadata"]["annotations"] == {"team": "ml"}
     assert list(read["spec"]["containers"][0]["resources"]["limits"].items()) == [("memory", "1Gi"), (GPU, 1)]
-    assert as_first_asked(vllm_pod(), UNKNOWN_INVENTORY) == vllm_pod()
+    assert as_first_asked(vllm_pod()) == vllm_pod()
     reapplied = copy.deepcopy(pod)
     reapplied["spec"]["containers"][0]["resources"]["limits"][GPU] = 1
-    assert as_first_asked(reapplied, UNKNOWN_INVENTORY)["spec"]["containers"][0]["resources"]["limits"] == {
+    assert as_first_asked(reapplied)["spec"]["containers"][0]["resources"]["limits"] == {
         "memory": "1Gi",
         GPU: 1,
     }
@@ -146,6 +149,70 @@ def test_requirements_the_rewrite_added_are_marked_and_taken_back(
 ) -> None:
     inventory = inventories["h100-single"]
     mutated = rewritten(catalog, inventory)
-    assert mutated["metadata"]["annotations"][STEERED_ANNOTATION] == "added"
-    read = as_first_asked(mutated, inventory)
+    assert mutated["metadata"]["annotations"][STEERED_ANNOTATION] == "[[0,1]]"  # term 0, from 0, 1
+    read = as_first_asked(mutated)
     assert "affinity" not in read["spec"] and STEERED_ANNOTATION not in read["metadata"]["annotations"]
+
+
+def pinned(terms: list[list[dict[str, Any]]], image: str = "vllm/vllm-openai:v0.6.3") -> dict[str, Any]:
+    pod = vllm_pod(image)
+    selector = {"nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}}
+    return pod
+
+
+def product(*values: str) -> dict[str, Any]:
+    return {"key": "nvidia.com/gpu.product", "operator": "In", "values": list(values)}
+
+
+@pytest.mark.parametrize(
+    ("inventory_name", "pod"),
+    [
+        # The rewrite adds its H100-MIG-3g requirement to the second term; the first is the pod's own.
+        (
+            "mixed-cluster",
+            pinned(
+                [
+                    [product("NVIDIA-H100-80GB-HBM3-MIG-3g.40gb")],
+                    [product("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")],
+                ],
+                "unsloth/unsloth:latest",
+            ),
+        ),
+        # A term equal to the requirement the rewrite adds to the other (the H100 model).
+        (
+            "a100-spot-h100-on-demand",
+            pinned(
+                [[product("NVIDIA-L40S")], [product("NVIDIA-H100-80GB-HBM3")]],
+                "nvcr.io/nvidia/tritonserver:24.08-py3",
+            ),
+        ),
+        # GKE: the pod's own accelerator requirement, which the rewrite would write too.
+        (
+            "gke-a100",
+            pinned(
+                [
+                    [
+                        {
+                            "key": "cloud.google.com/gke-accelerator",
+                            "operator": "In",
+                            "values": ["nvidia-a100-80gb"],
+                        }
+                    ]
+                ]
+            ),
+        ),
+    ],
+)
+def test_only_the_requirements_the_rewrite_added_are_taken_back(
+    catalog: Catalog, inventories: dict[str, Inventory], inventory_name: str, pod: dict[str, Any]
+) -> None:
+    """Found by a randomized sweep: a second pass took back every requirement equal to one the
+    rewrite writes, in every term, so the pod's own terms went (a pod moved to other nodes, or
+    denied ExceedsLargestNode), and a single GKE term was rewritten in another order."""
+    inventory = inventories.get(inventory_name) or load_inventory(TEST_INVENTORIES / f"{inventory_name}.yaml")
+    first = decide(pod, context(catalog, inventory))
+    assert first.allowed and first.mutated is not None, first.violations
+    assert PROFILE_ANNOTATION in first.mutated["metadata"]["annotations"]
+    again = decide(first.mutated, context(catalog, inventory))
+    assert (again.allowed, again.patch) == (True, ()), again.violations

@@ -173,7 +173,15 @@ def node_affinity(pod: Pod, base: str) -> dict[str, Any]:
 
 
 def require_node_expressions(pod: Pod, base: str, expressions: list[dict[str, Any]]) -> bool:
-    """AND the expressions into every required node-selector term; True when anything changed.
+    """AND the expressions into every required node-selector term; True when anything changed."""
+    return any(append_node_expressions(pod, base, expressions))
+
+
+def append_node_expressions(
+    pod: Pod, base: str, expressions: list[dict[str, Any]]
+) -> list[tuple[int, int] | None]:
+    """AND the expressions into every required node-selector term, appending those a term lacks;
+    per term, where the appended ones start in its matchExpressions and how many (None: none).
 
     A term with no requirements matches no node (Kubernetes' NodeSelector): it stays empty, since
     the expressions would turn it into one that matches many, and the pod the scheduler places
@@ -184,16 +192,16 @@ def require_node_expressions(pod: Pod, base: str, expressions: list[dict[str, An
     fresh = not terms
     if fresh:
         terms.append({})
-    changed = False
+    added: list[tuple[int, int] | None] = []
     for index, term in enumerate(terms):
         if not isinstance(term, dict) or (not fresh and _matches_no_node(term)):
+            added.append(None)
             continue
         existing = child_list(term, "matchExpressions", f"{where}.{REQUIRED}.nodeSelectorTerms[{index}]")
-        for expression in expressions:
-            if expression not in existing:
-                existing.append(dict(expression))
-                changed = True
-    return changed
+        start = len(existing)
+        existing.extend(dict(e) for e in expressions if e not in existing)
+        added.append((start, len(existing) - start) if len(existing) > start else None)
+    return added
 
 
 def _matches_no_node(term: dict[str, Any]) -> bool:

@@ -133,6 +133,11 @@ def scenarios(tmp: Path) -> dict[str, Run]:
             )
         ),
         "foreign-job": Run(("check", write(tmp / "foreign-job.yaml", FOREIGN_JOB), VECTORADD, "-o", "json")),
+        "syntax-error-in-document-2": Run(("check", write(tmp / "broken-middle.yaml", BROKEN_MIDDLE))),
+        "syntax-error-in-document-2-stdin": Run(("check", "-", "-o", "json"), stdin=BROKEN_MIDDLE),
+        "duplicate-key-in-document-2": Run(
+            ("check", write(tmp / "duplicate-middle.yaml", DUPLICATE_MIDDLE), "-o", "json")
+        ),
     }
     for name, (text, _) in BAD_MANIFESTS.items():
         # each bad file comes with a good one: a bad file must not hide the others
@@ -169,6 +174,27 @@ kind: Job
 metadata: {name: not-batch}
 spec: {template: 3}
 """
+BROKEN_MIDDLE = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p1}
+spec:
+  containers:
+  - name: c
+    image: x
+    resources: {limits: {nvidia.com/gpu: 0.5}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p2
+spec: {}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p3}
+spec: {containers: [{name: c, image: x}]}
+"""
+DUPLICATE_MIDDLE = BROKEN_MIDDLE.replace("metadata: {name: p2\n", "metadata: {name: p2}\nkind: Pod\n")
 BAD_MANIFESTS = {  # name: (text, where the message must point)
     "invalid-yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", ":4:1:"),
     "duplicate-key": ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n", ":5"),
@@ -436,3 +462,23 @@ def test_a_kind_of_another_api_group_is_skipped_not_decided(ran: tuple[dict[str,
 
 def test_node_templates_need_a_node_list(ran: tuple[dict[str, Result], Path]) -> None:
     assert_bad_input(result(ran, "templates-without-inventory"), "--node-templates goes with --inventory")
+
+
+def test_documents_before_a_yaml_syntax_error_are_still_decided(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "syntax-error-in-document-2")
+    assert found.returncode == 2 and "Traceback" not in found.stderr
+    assert found.stdout.startswith("DENIED  Pod p1"), found.stdout
+    assert "FractionalGpu" in found.stdout and "p3" not in found.stdout
+    assert f"{ran[1] / 'broken-middle.yaml'}:13:5: invalid YAML" in found.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [("syntax-error-in-document-2-stdin", "<stdin>:13:5:"), ("duplicate-key-in-document-2", ":13:")],
+)
+def test_documents_before_a_yaml_error_are_decided_and_the_error_named(
+    ran: tuple[dict[str, Result], Path], name: str, where: str
+) -> None:
+    found = result(ran, name)
+    assert [(r["name"], r["allowed"]) for r in records(found)] == [("p1", False)]
+    assert_bad_input(found, where, "invalid YAML")

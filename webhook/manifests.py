@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.yamlio import YamlError, decode_text, load_documents, read_text
+from webhook.yamlio import Document, YamlError, decode_text, load_documents, read_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -54,48 +54,59 @@ class Manifest:
 def read_manifests(inputs: list[str], recursive: bool = False) -> tuple[list[Manifest], list[str]]:
     """Every object from every input, and one error per input that could not be read.
 
-    A bad file does not stop the others: a CI run over a folder reports every broken file.
+    A bad file does not stop the others: a CI run over a folder reports every broken file. Nor
+    does a bad document stop its file's others: the objects of the documents before a YAML syntax
+    error are returned with the error, and a document that is not a mapping is an error of its own.
     """
     manifests: list[Manifest] = []
     errors: list[str] = []
     for source in _sources(inputs, recursive, errors):
         try:
-            manifests.extend(source())
+            source_name, text = source()
         except YamlError as exc:
             errors.append(str(exc))
+            continue
+        syntax: str | None = None
+        try:
+            documents = load_documents(text, source_name)
+        except YamlError as exc:
+            documents, syntax = list(exc.documents), str(exc)
+        for document in documents:
+            _objects(document, source_name, manifests, errors)
+        if syntax is not None:
+            errors.append(syntax)
     return manifests, errors
 
 
-def _sources(inputs: list[str], recursive: bool, errors: list[str]) -> Iterator[Callable[[], list[Manifest]]]:
+def _sources(
+    inputs: list[str], recursive: bool, errors: list[str]
+) -> Iterator[Callable[[], tuple[str, str]]]:
+    """Per input file, a function reading (its name, its text)."""
     for raw in inputs:
         if raw == "-":
-            yield lambda: list(_objects(decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"))
+            yield lambda: ("<stdin>", decode_text(sys.stdin.buffer.read(), "<stdin>"))
             continue
         path = Path(raw)
         if path.is_dir():
             pattern = "**/*" if recursive else "*"
             for file in sorted(path.glob(pattern)):
                 if file.is_file() and file.suffix in MANIFEST_SUFFIXES:
-                    yield lambda file=file: list(_file(file))  # type: ignore[misc]
+                    yield lambda file=file: (str(file), read_text(file))  # type: ignore[misc]
         elif path.exists():
-            yield lambda path=path: list(_file(path))  # type: ignore[misc]
+            yield lambda path=path: (str(path), read_text(path))  # type: ignore[misc]
         else:
             errors.append(f"{raw}: no such file or directory")
 
 
-def _file(path: Path) -> Iterator[Manifest]:
-    yield from _objects(read_text(path), str(path))
-
-
-def _objects(text: str, source: str) -> Iterator[Manifest]:
-    for document in load_documents(text, source):
-        where = f"{source}#{document.index + 1}"
-        data = document.data
-        if not isinstance(data, Mapping):
-            raise YamlError(f"{where}: a manifest must be a mapping, got {type(data).__name__}")
-        if str(data.get("kind", "")).endswith("List") and isinstance(data.get("items"), list):
-            for position, item in enumerate(data["items"]):
-                if isinstance(item, Mapping):
-                    yield Manifest(f"{where}[{position}]", dict(item))
-        else:
-            yield Manifest(where, dict(data))
+def _objects(document: Document, source: str, manifests: list[Manifest], errors: list[str]) -> None:
+    where = f"{source}#{document.index + 1}"
+    data = document.data
+    if not isinstance(data, Mapping):
+        errors.append(f"{where}: a manifest must be a mapping, got {type(data).__name__}")
+        return
+    if str(data.get("kind", "")).endswith("List") and isinstance(data.get("items"), list):
+        for position, item in enumerate(data["items"]):
+            if isinstance(item, Mapping):
+                manifests.append(Manifest(f"{where}[{position}]", dict(item)))
+    else:
+        manifests.append(Manifest(where, dict(data)))

@@ -115,7 +115,11 @@ def load_documents(
                     first = found[0]
                     where = f"{source}:{first.line}"
                     raise YamlError(
-                        f"{where}: invalid YAML: {first}", source, first.line, f"invalid YAML: {first}"
+                        f"{where}: invalid YAML: {first}",
+                        source,
+                        first.line,
+                        f"invalid YAML: {first}",
+                        documents,
                     )
                 if data is not None:
                     documents.append(Document(source, index, data, node, found if report_duplicates else ()))

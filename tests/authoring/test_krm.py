@@ -217,3 +217,13 @@ def test_cli_stdin_that_is_not_utf8_is_named_at_its_line_and_column() -> None:
     stderr = result.stderr.decode()
     assert result.returncode == 2 and "Traceback" not in stderr
     assert "<stdin>:3:" in stderr, stderr
+
+
+def test_cli_documents_before_a_yaml_error_are_decided_and_not_written_back() -> None:
+    stream = yaml.safe_dump(pod("half", gpu="0.5")) + "---\nmetadata: {name: p2\nspec: {}\n---\n"
+    result = krm(stream + yaml.safe_dump(pod("later")))
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("error: Pod/half: FractionalGpu"), result.stderr
+    assert lines[-1].startswith("gpu-webhook: krm: <stdin>:14:") and "invalid YAML" in lines[-1]
+    assert "later" not in result.stderr

@@ -57,7 +57,11 @@ def run(args: argparse.Namespace) -> int:
         text = decode_text(sys.stdin.buffer.read(), "<stdin>")
         resource_list, stream = _parse(text, args.config)
         outcome = run_function(resource_list, defaults)
-    except (KrmInputError, YamlError, OSError) as exc:
+    except YamlError as exc:
+        _decide_before(exc, args.config, defaults)
+        error(f"krm: {exc}")
+        return EXIT_BAD_INPUT
+    except (KrmInputError, OSError) as exc:
         error(f"krm: {exc}")
         return EXIT_BAD_INPUT
     sys.stdout.write(_render(outcome, text.lstrip().startswith("{"), stream))
@@ -77,6 +81,27 @@ def _parse(text: str, config_path: str | None) -> tuple[dict[str, Any], bool]:
     if config_path:
         wrapped["functionConfig"] = _config_file(config_path)
     return wrapped, True
+
+
+def _decide_before(exc: YamlError, config_path: str | None, defaults: FunctionConfig) -> None:
+    """The results of the documents read before a YAML error, on stderr: the stream is not
+    written back (half of it would pass for all of it), but what was readable is still decided."""
+    if not exc.documents or exc.source != "<stdin>":
+        return
+    items = [d.data for d in exc.documents]
+    wrapped: dict[str, Any] = {
+        "apiVersion": "config.kubernetes.io/v1",
+        "kind": "ResourceList",
+        "items": items,
+    }
+    try:
+        if config_path:
+            wrapped["functionConfig"] = _config_file(config_path)
+        outcome = run_function(wrapped, defaults)
+    except (KrmInputError, YamlError, OSError) as config_exc:
+        error(f"krm: {config_exc}")
+        return
+    _report(outcome, everything=True)
 
 
 def _config_file(path: str) -> Any:

@@ -235,6 +235,11 @@ BAD_MANIFESTS = {  # name: (text, where the message must point)
         + "metadata: {name: *l8}\n",
         ":7: invalid YAML: its aliases expand to",
     ),
+    "replica-specs-a-number": (
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pj}\n"
+        "spec:\n  pytorchReplicaSpecs: 5\n",
+        "#1: PyTorchJob pj: spec.pytorchReplicaSpecs: must be an object, not a number",
+    ),
     "deployment-without-template": (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
         "#1: Deployment d: spec.template: missing",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from webhook.core.workloads import group_kind, list_members, pod_sites, template_pointer
+from webhook.core.workloads import ShapeRoute, group_kind, pod_sites, shape_routes
 
 Problem = tuple[str, str]
 """(field path, what is wrong)."""
@@ -59,18 +59,21 @@ def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
     group, kind = group_kind(obj)
     if (group, kind) == ("", "Pod"):
         return list(spec_problems(obj.get("spec"), "spec"))
-    pointer = template_pointer((group, kind))
-    if pointer is not None:
-        problems.extend(_template_problems(obj, pointer))
-    problems.extend(_list_problems(obj, list_members((group, kind))))
-    if problems:
-        return problems
-    for site in pod_sites(obj, (group, kind)):
+    found: dict[str, str] = {}  # routes share their first steps: each problem once, in order
+    for route in shape_routes((group, kind)):
+        for path, problem in _route_problems(obj, route):
+            found.setdefault(path, problem)
+    problems.extend(found.items())
+    for site in pod_sites(obj, (group, kind)):  # only the templates that are objects, with a spec
+        if found and not site.writable:
+            continue  # a synthetic pod of what is malformed (KServe's containers) would say it again
         base = f"{site.path}.spec" if site.writable else site.path
         if site.writable:
             template = _at(obj, site.pointer)
             problems.extend(metadata_problems(_mapping_member(template, "metadata"), f"{site.path}.metadata"))
-        problems.extend(spec_problems(site.pod.get("spec"), base))
+        problems.extend(
+            (_renamed(path, site.renames), p) for path, p in spec_problems(site.pod.get("spec"), base)
+        )
     return problems
 
 
@@ -87,30 +90,58 @@ def _mapping_member(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
-def _list_problems(obj: Mapping[str, Any], members: tuple[tuple[str, ...], ...]) -> Iterator[Problem]:
-    """An array of pod templates (JobSet's replicatedJobs, Ray's workerGroupSpecs...) that is not
-    one: the CRD's schema refuses it, and read leniently it would hide every template in it."""
-    for member in members:
-        value: Any = obj
-        for step in member:
-            value = value.get(step) if isinstance(value, Mapping) else None
-        if value is not None and not isinstance(value, list):
-            yield ".".join(member), f"must be an array, not {type_name(value)}"
+def _renamed(path: str, renames: Sequence[tuple[str, str]]) -> str:
+    """A synthetic pod's path (KServe's framework blocks, TrainJob's trainer) where it really is."""
+    for old, new in renames:
+        if path.startswith(old):
+            return new + path[len(old) :]
+    return path
 
 
-def _template_problems(obj: Mapping[str, Any], pointer: tuple[str, ...]) -> Iterator[Problem]:
-    value: Any = obj
-    for depth, step in enumerate(pointer):
+def _route_problems(obj: Mapping[str, Any], route: ShapeRoute) -> Iterator[Problem]:
+    """Each value on the way to the kind's pod templates that is missing or not what the CRD's
+    schema says (an object, or an array of objects): read leniently, it would hide the templates
+    in it and the object would be decided ALLOWED with nothing checked."""
+    steps, is_template = route
+    places: list[tuple[str, Any]] = [("", obj)]
+    for step in steps:
+        following: list[tuple[str, Any]] = []
+        for path, value in places:
+            yield from _step(path, value, step, following)
+        places = following
+    for path, value in places:
         if not isinstance(value, Mapping):
-            where = ".".join(pointer[:depth])
-            yield where, f"must be an object, not {type_name(value)}"
-            return
-        value = value.get(step)
-    path = ".".join(pointer)
-    if not isinstance(value, Mapping):
-        yield path, _object_or_missing(value)
-    elif not isinstance(value.get("spec"), Mapping):
-        yield f"{path}.spec", _object_or_missing(value.get("spec"))
+            yield path, f"must be an object, not {type_name(value)}"
+        elif is_template and not isinstance(value.get("spec"), Mapping):
+            yield f"{path}.spec", _object_or_missing(value.get("spec"))
+
+
+def _step(path: str, value: Any, step: str, following: list[tuple[str, Any]]) -> Iterator[Problem]:
+    """One step of a route from the value at `path`: what it leads to goes to `following`."""
+    if step.startswith("["):
+        if isinstance(value, list):
+            following.extend(_items(value, path, step[1:-1]))
+        else:
+            yield path, f"must be an array, not {type_name(value)}"
+    elif not isinstance(value, Mapping):
+        yield path, f"must be an object, not {type_name(value)}"
+    elif step == "*":
+        following.extend((f"{path}.{key}", member) for key, member in value.items())
+    else:
+        key = step.rstrip("?")
+        member_path = f"{path}.{key}" if path else key
+        if value.get(key) is not None:
+            following.append((member_path, value[key]))
+        elif not step.endswith("?"):
+            yield member_path, "missing: it is required"
+
+
+def _items(items: list[Any], path: str, name_key: str) -> Iterator[tuple[str, Any]]:
+    """Each item of an array with its path: `[name=x]` where it has a name, as pod_sites says."""
+    for index, item in enumerate(items):
+        name = item.get(name_key) if name_key and isinstance(item, Mapping) else None
+        selector = f"{name_key}={name}" if isinstance(name, str) and name else str(index)
+        yield f"{path}[{selector}]", item
 
 
 def spec_problems(spec: object, base: str) -> Iterator[Problem]:

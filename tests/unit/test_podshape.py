@@ -83,13 +83,17 @@ def crd(api_version: str, kind: str, spec: Any) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
 
 
+TEMPLATE = {"spec": GOOD}
+HEAD = {"headGroupSpec": {"template": TEMPLATE}}
+
+
 @pytest.mark.parametrize(
     ("obj", "path"),
     [
         (crd("jobset.x-k8s.io/v1alpha2", "JobSet", {"replicatedJobs": 1}), "spec.replicatedJobs"),
-        (crd("ray.io/v1", "RayCluster", {"workerGroupSpecs": True}), "spec.workerGroupSpecs"),
+        (crd("ray.io/v1", "RayCluster", {"workerGroupSpecs": True, **HEAD}), "spec.workerGroupSpecs"),
         (
-            crd("ray.io/v1", "RayJob", {"rayClusterSpec": {"workerGroupSpecs": {}}}),
+            crd("ray.io/v1", "RayJob", {"rayClusterSpec": {"workerGroupSpecs": {}, **HEAD}}),
             "spec.rayClusterSpec.workerGroupSpecs",
         ),
         (
@@ -107,3 +111,117 @@ def test_arrays_of_pod_templates_that_are_not_arrays_are_named(
     assert [p for p, _ in shape_problems(obj)] == [path]
     assert shape_problems(obj)[0][1].startswith("must be an array, not ")
     assert decide_object(obj, Context(catalog=catalog, inventory=UNKNOWN_INVENTORY)).allowed
+
+
+@pytest.mark.parametrize(
+    ("obj", "problems"),
+    [
+        (
+            crd("kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": 5}),
+            [("spec.pytorchReplicaSpecs", "must be an object, not a number")],
+        ),
+        (
+            crd(
+                "kubeflow.org/v1",
+                "PyTorchJob",
+                {"pytorchReplicaSpecs": {"Worker": 7, "Master": {"template": 5}}},
+            ),
+            [
+                ("spec.pytorchReplicaSpecs.Worker", "must be an object, not a number"),
+                ("spec.pytorchReplicaSpecs.Master.template", "must be an object, not a number"),
+            ],
+        ),
+        (
+            crd("kubeflow.org/v1", "TFJob", {"tfReplicaSpecs": {"PS": {"replicas": 1}}}),
+            [("spec.tfReplicaSpecs.PS.template", "missing: it is required")],
+        ),
+        (
+            crd("kubeflow.org/v2beta1", "MPIJob", {}),
+            [("spec.mpiReplicaSpecs", "missing: it is required")],
+        ),
+        (crd("kubeflow.org/v1", "XGBoostJob", None), [("spec", "missing: it is required")]),
+        (
+            crd("kubeflow.org/v1", "JAXJob", {"jaxReplicaSpecs": {"Worker": {"template": {"spec": "x"}}}}),
+            [("spec.jaxReplicaSpecs.Worker.template.spec", "must be an object, not a string")],
+        ),
+        (
+            crd("ray.io/v1", "RayCluster", {"headGroupSpec": 5}),
+            [("spec.headGroupSpec", "must be an object, not a number")],
+        ),
+        (crd("ray.io/v1", "RayCluster", {}), [("spec.headGroupSpec", "missing: it is required")]),
+        (
+            crd(
+                "ray.io/v1",
+                "RayCluster",
+                {**HEAD, "workerGroupSpecs": [3, {"groupName": "g", "template": []}]},
+            ),
+            [
+                ("spec.workerGroupSpecs[0]", "must be an object, not a number"),
+                ("spec.workerGroupSpecs[groupName=g].template", "must be an object, not a list"),
+            ],
+        ),
+        (
+            crd("ray.io/v1", "RayJob", {"rayClusterSpec": {"headGroupSpec": {"template": {}}}}),
+            [("spec.rayClusterSpec.headGroupSpec.template.spec", "missing: it is required")],
+        ),
+        (crd("ray.io/v1", "RayJob", {"entrypoint": "python x.py"}), []),
+        (
+            crd("ray.io/v1", "RayService", {"rayClusterConfig": "c"}),
+            [("spec.rayClusterConfig", "must be an object, not a string")],
+        ),
+        (
+            crd(
+                "jobset.x-k8s.io/v1alpha2",
+                "JobSet",
+                {"replicatedJobs": [1, {"name": "w", "template": {"spec": 2}}]},
+            ),
+            [
+                ("spec.replicatedJobs[0]", "must be an object, not a number"),
+                ("spec.replicatedJobs[name=w].template.spec", "must be an object, not a number"),
+            ],
+        ),
+        (
+            crd(
+                "leaderworkerset.x-k8s.io/v1",
+                "LeaderWorkerSet",
+                {"leaderWorkerTemplate": {"leaderTemplate": 1}},
+            ),
+            [
+                ("spec.leaderWorkerTemplate.workerTemplate", "missing: it is required"),
+                ("spec.leaderWorkerTemplate.leaderTemplate", "must be an object, not a number"),
+            ],
+        ),
+        (
+            crd("batch.volcano.sh/v1alpha1", "Job", {"tasks": [{"name": "t", "template": "x"}]}),
+            [("spec.tasks[name=t].template", "must be an object, not a string")],
+        ),
+        (
+            crd(
+                "serving.kserve.io/v1beta1",
+                "InferenceService",
+                {"predictor": {"containers": [5], "model": 3}},
+            ),
+            [
+                ("spec.predictor.containers[0]", "must be an object, not a number"),
+                ("spec.predictor.model", "must be an object, not a number"),
+            ],
+        ),
+        (
+            crd("serving.kserve.io/v1beta1", "InferenceService", {}),
+            [("spec.predictor", "missing: it is required")],
+        ),
+        (
+            crd("trainer.kubeflow.org/v1alpha1", "TrainJob", {"trainer": {"resourcesPerNode": 3}}),
+            [("spec.trainer.resourcesPerNode", "must be an object, not a number")],
+        ),
+        (
+            crd("trainer.kubeflow.org/v1alpha1", "TrainJob", {"trainer": []}),
+            [("spec.trainer", "must be an object, not a list")],
+        ),
+    ],
+)
+def test_every_ai_job_member_of_the_wrong_type_is_named_at_its_field(
+    obj: dict[str, Any], problems: list[tuple[str, str]]
+) -> None:
+    """Read leniently such a member hides the templates in it: the object was decided ALLOWED."""
+    assert shape_problems(obj) == problems

@@ -64,11 +64,6 @@ _KSERVE_FRAMEWORKS: Final = (
     "huggingface",
 )
 GroupKind = tuple[str, str]
-_LIST_MEMBERS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
-    "JobSet": (("spec", "replicatedJobs"),),
-    "InferenceService": (("spec", "predictor", "containers"),),
-}
-"""Arrays that hold pod templates (or containers), besides Ray's worker groups and Volcano's tasks."""
 VOLCANO_JOB: Final[GroupKind] = ("batch.volcano.sh", "Job")
 _GROUP_OF: Final[dict[str, str]] = {
     "Pod": "",
@@ -123,15 +118,6 @@ def group_kind(obj: Mapping[str, Any]) -> GroupKind:
 def is_supported_object(obj: Mapping[str, Any]) -> bool:
     """True for a Pod (core group) and the workloads in SUPPORTED, told by API group and kind."""
     return is_supported(group_kind(obj))
-
-
-def template_pointer(group_and_kind: GroupKind) -> tuple[str, ...] | None:
-    """Where a kind with one pod template keeps it (`spec.template`), for the supported kinds."""
-    group, kind = group_and_kind
-    pointer = _TEMPLATE_AT.get(kind)
-    if pointer is None or _GROUP_OF.get(kind) != group:
-        return None
-    return tuple(str(step) for step in pointer)
 
 
 def is_supported(group_and_kind: GroupKind) -> bool:
@@ -419,17 +405,43 @@ def _put(obj: Pod, pointer: tuple[Step, ...], pod: Pod) -> None:
         template["spec"] = pod["spec"]
 
 
-def list_members(group_and_kind: GroupKind) -> tuple[tuple[str, ...], ...]:
-    """Where the kind's pod templates sit in arrays: such a member that is not an array is read as
-    empty here, and named by the offline checks (webhook/podshape.py)."""
+ShapeRoute = tuple[tuple[str, ...], bool]
+"""Steps from the object to a pod template (True) or another object the kind reads (False).
+A step is a key (`key?` when it may be absent), `*` for each member of an object (Kubeflow's
+roles) or `[]` for each item of an array (`[name]`: named by its `name` where it has one)."""
+
+
+def shape_routes(group_and_kind: GroupKind) -> tuple[ShapeRoute, ...]:
+    """Where the kind keeps each pod template, as `pod_sites` reads it (which skips what is not an
+    object there): the offline checks (webhook/podshape.py) name such a value instead."""
     group, kind = group_and_kind
     if group_and_kind == VOLCANO_JOB:
-        return (("spec", "tasks"),)
+        return ((("spec", "tasks?", "[name]", "template"), True),)
     if _GROUP_OF.get(kind) != group:
         return ()
+    if kind in _TEMPLATE_AT:
+        return ((tuple(str(step) for step in _TEMPLATE_AT[kind]), True),)
+    if kind in _REPLICA_SPECS:
+        return ((("spec", _REPLICA_SPECS[kind], "*", "template"), True),)
     if kind in _RAY_CLUSTER_AT:
-        return (("spec", *_RAY_CLUSTER_AT[kind], "workerGroupSpecs"),)
-    return _LIST_MEMBERS.get(kind, ())
+        cluster = tuple(f"{step}?" for step in _RAY_CLUSTER_AT[kind])
+        return (
+            (("spec", *cluster, "headGroupSpec", "template"), True),
+            (("spec", *cluster, "workerGroupSpecs?", "[groupName]", "template"), True),
+        )
+    if kind == "JobSet":
+        return ((("spec", "replicatedJobs?", "[name]", "template", "spec", "template"), True),)
+    if kind == "LeaderWorkerSet":
+        return (
+            (("spec", "leaderWorkerTemplate", "workerTemplate"), True),
+            (("spec", "leaderWorkerTemplate", "leaderTemplate?"), True),
+        )
+    if kind == "InferenceService":
+        frameworks = tuple((("spec", "predictor", f"{f}?"), False) for f in _KSERVE_FRAMEWORKS)
+        return ((("spec", "predictor", "containers?", "[name]"), False), *frameworks)
+    if kind == "TrainJob":
+        return ((("spec", "trainer?"), False),)
+    return ()
 
 
 def _list(value: object) -> list[Any]:

@@ -18,6 +18,7 @@ from webhook.catalog.build import Checks, read_policy, read_template
 from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
+from webhook.podshape import type_name
 from webhook.yamlio import Document, YamlError, iter_yaml_files, key_path, load_file
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -111,12 +112,18 @@ def _read(
         path = key_path(document.node, duplicate.key, duplicate.line) or [duplicate.key]
         problems.append(Problem(document.source, duplicate.line, _dotted(path), str(duplicate)))
     data = document.data
-    kind = data.get("kind") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        what = type_name(data)
+        message = (
+            f"the document is {what}, not a mapping (an object with apiVersion, kind, metadata and spec)"
+        )
+        problems.append(Problem(document.source, document.line_of([]), "", message))
+        return
+    kind = data.get("kind")
     if not isinstance(kind, str) or kind not in SCHEMAS:
         line = document.line_of(["kind"])
-        problems.append(
-            Problem(document.source, line, "kind", f"expected one of {sorted(SCHEMAS)}, got {kind!r}")
-        )
+        got = "it is missing" if kind is None else f"got {kind!r}"
+        problems.append(Problem(document.source, line, "kind", f"expected one of {sorted(SCHEMAS)}, {got}"))
         return
     errors = schema_errors(kind, data)
     checks = Checks(e.covers for e in errors)

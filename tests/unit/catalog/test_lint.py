@@ -246,6 +246,24 @@ def test_a_kind_that_is_not_a_string_is_a_problem_not_a_crash(tmp_path: Path) ->
     assert {(p.line, p.path) for p in lint_paths([tmp_path])} == {(2, "kind")}
 
 
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [("- a\n- b\n", "a list"), ("just text\n", "a string"), ("---\n5\n", "a number")],
+)
+def test_a_document_that_is_not_a_mapping_is_said_to_be_so(tmp_path: Path, text: str, what: str) -> None:
+    """It said `kind: expected one of [...], got None`, as if the kind were the problem."""
+    write(tmp_path, {"t.yaml": text})
+    problems = lint_paths([tmp_path])
+    assert [(p.line, p.path) for p in problems] == [(text.count("---") + 1, "")]
+    assert problems[0].message.startswith(f"the document is {what}, not a mapping (an object")
+
+
+def test_a_missing_kind_is_said_to_be_missing(tmp_path: Path) -> None:
+    write(tmp_path, {"t.yaml": "apiVersion: gpu.aethervirt.io/v1\nmetadata: {name: t}\n"})
+    [problem] = lint_paths([tmp_path])
+    assert problem.path == "kind" and problem.message.endswith(", it is missing")
+
+
 def laughs(levels: int) -> str:
     """A template whose name is `levels` nested aliases of nine: 9**levels strings from ~400 bytes."""
     text = (

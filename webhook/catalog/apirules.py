@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from webhook.yamlio import excerpt
@@ -107,3 +108,77 @@ def node_selector_requirement(item: Mapping[str, Any]) -> Found:
     if operator in ("Exists", "DoesNotExist") and values:
         found.append((["values"], f"values must be empty when operator is {operator}"))
     return found
+
+
+def label_selector_requirement(item: Mapping[str, Any]) -> Found:
+    """A LabelSelector's matchExpressions item, as ValidateLabelSelectorRequirement checks it:
+    the key a qualified name, values for In/NotIn and none for Exists/DoesNotExist, each value a
+    label value (the operator itself is the schema's)."""
+    found = node_selector_requirement(item)
+    values = item.get("values")
+    if isinstance(values, list):
+        for index, value in enumerate(values):
+            problem = label_value(value) if isinstance(value, str) else None
+            if problem is not None:
+                found.append((["values", index], problem))
+    return found
+
+
+LABEL_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+_LABEL_RULE: Final = "lower-case letters, digits and '-', starting and ending with a letter or digit"
+
+
+def namespace_pattern(value: str) -> str | None:
+    """Why `value`, a namespace name or glob pattern (fnmatch: `*`, `?`, `[...]`, `[!...]`), could
+    never match a namespace name (a DNS-1123 label: 1-63 of LABEL_CHARS), else None."""
+    tokens = _glob_tokens(value)
+    for token in tokens:
+        if token == "[" or (len(token) == 1 and token not in LABEL_CHARS and token not in "*?"):
+            if token == "[":
+                why = "its '[' opens no character class (no ']' closes it), so it is a literal '['"
+            else:
+                why = f"{token!r} is not in a namespace name"
+            return f"{excerpt(value)} can never match a namespace name: {why} ({_LABEL_RULE})"
+        if len(token) > 1 and not any(_class_admits(token, char) for char in LABEL_CHARS):
+            return (
+                f"{excerpt(value)} can never match a namespace name: the class {token} admits no"
+                " lower-case letter, digit or '-'"
+            )
+    if tokens and (tokens[0] == "-" or tokens[-1] == "-"):
+        why = f"it would start or end with '-' ({_LABEL_RULE})"
+        return f"{excerpt(value)} can never match a namespace name: {why}"
+    fixed = sum(1 for token in tokens if token != "*")
+    if fixed > NAME_MAX:
+        why = f"it needs {fixed} characters, a namespace name at most {NAME_MAX}"
+        return f"{excerpt(value)} can never match a namespace name: {why}"
+    return None
+
+
+def _glob_tokens(pattern: str) -> list[str]:
+    """The pattern as fnmatch reads it: one token per character, `*`, or whole `[...]` class (an
+    unclosed `[` is a literal `[` token)."""
+    tokens: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char != "[":
+            tokens.append(char)
+            index += 1
+            continue
+        end = index + 1
+        if end < len(pattern) and pattern[end] == "!":
+            end += 1
+        if end < len(pattern) and pattern[end] == "]":
+            end += 1
+        end = pattern.find("]", end)
+        if end < 0:
+            tokens.append("[")
+            index += 1
+        else:
+            tokens.append(pattern[index : end + 1])
+            index = end + 1
+    return tokens
+
+
+def _class_admits(token: str, char: str) -> bool:
+    return fnmatchcase(char, token)

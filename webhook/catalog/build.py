@@ -74,6 +74,7 @@ def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Templ
     _check_consistency(accelerator, inject, checks)
     _check_limits_cover_requests(accelerator, inject, checks)
     _check_api_rules(_object(spec.get("inject")), checks)
+    _check_match(_object(spec.get("match")), checks)
     return Template(
         name=str(metadata.get("name", "")),
         description=str(metadata.get("description", "")).strip(),
@@ -84,6 +85,37 @@ def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Templ
         inject=inject,
         source=source,
     )
+
+
+def check_policy(data: Mapping[str, Any], checks: Checks) -> None:
+    """What the schema cannot say of a policy: a namespace pattern that could never match."""
+    spec = _object(data.get("spec"))
+    for field in ("namespaces", "excludedNamespaces"):
+        _check_namespaces(spec.get(field), ["spec", field], checks)
+
+
+def _check_match(match: Mapping[str, Any], checks: Checks) -> None:
+    """A template's namespaces and podSelector as the API server would read them: a pattern that
+    can match no namespace name, or a selector it would refuse, matches no pod, without a word."""
+    _check_namespaces(match.get("namespaces"), ["spec", "match", "namespaces"], checks)
+    selector = _object(match.get("podSelector"))
+    base: list[str | int] = ["spec", "match", "podSelector"]
+    found = [(["matchLabels", *p], m) for p, m in apirules.label_map(_object(selector.get("matchLabels")))]
+    for index, item in enumerate(_list(selector.get("matchExpressions"))):
+        if isinstance(item, Mapping):
+            found += [
+                (["matchExpressions", index, *p], m) for p, m in apirules.label_selector_requirement(item)
+            ]
+    for path, message in found:
+        if checks.clean([*base, *path]):
+            checks.add([*base, *path], message)
+
+
+def _check_namespaces(patterns: object, path: list[str | int], checks: Checks) -> None:
+    for index, pattern in enumerate(_list(patterns)):
+        problem = apirules.namespace_pattern(pattern) if isinstance(pattern, str) and pattern else None
+        if problem is not None and checks.clean([*path, index]):
+            checks.add([*path, index], problem)
 
 
 def read_policy(data: Mapping[str, Any], source: str) -> Policy:

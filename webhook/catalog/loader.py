@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.catalog.build import Checks, read_policy, read_template
+from webhook.catalog.build import Checks, check_policy, read_policy, read_template
 from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
@@ -131,6 +131,7 @@ def _read(
     if kind == "WorkloadTemplate":
         templates.append((read_template(usable, document.source, checks), document, checks))
     else:
+        check_policy(usable, checks)
         policies.append((read_policy(usable, document.source), document, checks))
     found = [(e.path, e.message) for e in errors] + [(e.path, e.message) for e in checks.errors]
     problems.extend(Problem(document.source, document.line_of(p), _dotted(p), m) for p, m in found)

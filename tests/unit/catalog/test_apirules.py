@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from webhook.catalog import lint_paths
-from webhook.catalog.apirules import dns_subdomain, label_value, qualified_name
+from webhook.catalog.apirules import dns_subdomain, label_value, namespace_pattern, qualified_name
 
 BAD_INJECTIONS = """\
 apiVersion: gpu.aethervirt.io/v1
@@ -96,3 +96,91 @@ def test_label_values(value: str, valid: bool) -> None:
 )
 def test_dns_subdomains(name: str, valid: bool) -> None:
     assert (dns_subdomain(name) is None) == valid
+
+
+BAD_MATCH = """\
+apiVersion: gpu.aethervirt.io/v1
+kind: WorkloadTemplate
+metadata:
+  name: bad-match
+spec:
+  kind: batch
+  accelerator:
+    gpu: optional
+  match:
+    namespaces: ["[abc", "Bad_NS!", "ml-*", "team-[ab]?"]
+    podSelector:
+      matchLabels: {"bad key!": v, ok: "bad value!", fine: yes-it-is}
+      matchExpressions:
+        - {key: b, operator: Exists, values: [x]}
+        - {key: c, operator: In}
+        - {key: d, operator: Sometimes}
+        - {key: e, operator: NotIn, values: [ok, "no good"]}
+        - {key: "Bad Key", operator: DoesNotExist}
+        - {key: f, operator: In, values: [a, b]}
+"""
+BAD_POLICY = """\
+apiVersion: gpu.aethervirt.io/v1
+kind: GpuPolicy
+metadata: {name: bad-namespaces}
+spec:
+  namespaces: ["[abc", "team-*"]
+  excludedNamespaces: [Kube-System, kube-system]
+"""
+
+
+def test_a_pod_selector_the_api_server_would_refuse_is_reported_at_its_field(tmp_path: Path) -> None:
+    """A selector the API server refuses (a Deployment's, validated as LabelSelector) matches no
+    pod: lint said ok and the template silently never matched."""
+    (tmp_path / "t.yaml").write_text(BAD_MATCH, encoding="utf-8")
+    problems = {(p.line, p.path): p.message for p in lint_paths([tmp_path])}
+    assert set(problems) == {
+        (10, "spec.match.namespaces[0]"),
+        (10, "spec.match.namespaces[1]"),
+        (12, 'spec.match.podSelector.matchLabels["bad key!"]'),
+        (12, "spec.match.podSelector.matchLabels.ok"),
+        (14, "spec.match.podSelector.matchExpressions[0].values"),
+        (15, "spec.match.podSelector.matchExpressions[1].values"),
+        (16, "spec.match.podSelector.matchExpressions[2].operator"),
+        (17, "spec.match.podSelector.matchExpressions[3].values[1]"),
+        (18, "spec.match.podSelector.matchExpressions[4].key"),
+    }
+    assert (
+        "must be empty when operator is Exists"
+        in problems[(14, "spec.match.podSelector.matchExpressions[0].values")]
+    )
+    assert (
+        "must be given when operator is In"
+        in problems[(15, "spec.match.podSelector.matchExpressions[1].values")]
+    )
+
+
+def test_a_policy_namespace_pattern_that_can_never_match_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(BAD_POLICY, encoding="utf-8")
+    assert {(p.line, p.path) for p in lint_paths([tmp_path])} == {
+        (5, "spec.namespaces[0]"),
+        (6, "spec.excludedNamespaces[0]"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("*", None),
+        ("team-*", None),
+        ("kube-system", None),
+        ("ml-?", None),
+        ("prod-[ab]*", None),
+        ("[!x]*", None),
+        ("[abc", "no ']' closes it"),
+        ("Bad_NS!", "'B' is not in a namespace name"),
+        ("team_a", "'_' is not in a namespace name"),
+        ("[A-Z]*", "admits no lower-case letter"),
+        ("-team*", "start or end with '-'"),
+        ("*-", "start or end with '-'"),
+        ("a" * 64, "64 characters"),
+    ],
+)
+def test_namespace_patterns(pattern: str, why: str | None) -> None:
+    problem = namespace_pattern(pattern)
+    assert (problem is None) if why is None else (problem is not None and why in problem), problem

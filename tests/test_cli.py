@@ -235,6 +235,10 @@ BAD_MANIFESTS = {  # name: (text, where the message must point)
         + "metadata: {name: *l8}\n",
         ":7: invalid YAML: its aliases expand to",
     ),
+    "no-api-version": (
+        "kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, image: b}]}\n",
+        "#1: Pod x: apiVersion: missing: the API server refuses an object without one",
+    ),
     "replica-specs-a-number": (
         "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pj}\n"
         "spec:\n  pytorchReplicaSpecs: 5\n",

@@ -54,6 +54,8 @@ def metadata_problems(metadata: object, base: str) -> Iterator[Problem]:
 def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:
     """Every problem of the object's identity, metadata and pod specs; none for a well-formed one."""
     problems: list[Problem] = [*identity_problems(obj), *metadata_problems(obj.get("metadata"), "metadata")]
+    if obj.get("apiVersion") in (None, ""):
+        problems.insert(0, ("apiVersion", "missing: the API server refuses an object without one"))
     if problems:
         return problems
     group, kind = group_kind(obj)

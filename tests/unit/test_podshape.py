@@ -56,6 +56,9 @@ GOOD = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 
         (deployment({"template": {"metadata": [1], "spec": GOOD}}) | {"metadata": 5}, ["metadata"]),
         (deployment({"template": {"metadata": [1], "spec": GOOD}}), ["spec.template.metadata"]),
         (pod(GOOD) | {"kind": ["Pod"], "apiVersion": 1}, ["apiVersion", "kind"]),
+        ({k: v for k, v in pod(GOOD).items() if k != "apiVersion"}, ["apiVersion"]),
+        (pod(GOOD) | {"apiVersion": ""}, ["apiVersion"]),
+        ({k: v for k, v in deployment(3).items() if k != "apiVersion"}, ["apiVersion"]),
     ],
 )
 def test_problems_are_named_at_their_field(obj: dict[str, Any], paths: list[str]) -> None:

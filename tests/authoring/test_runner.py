@@ -252,3 +252,17 @@ def test_a_bad_suite_inventory_is_reported_once_for_all_its_cases(tmp_path: Path
     run = run_paths([file])
     assert run.exit_code == EXIT_BAD_SUITE
     assert [p.path for p in run.problems] == ["spec.inventory"]
+
+
+def test_a_folder_without_suites_is_bad_input_not_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`0 passed ... in 0 suite(s)` and exit 0 let a mistyped CI path pass with nothing tested."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "notes.txt").write_text("not a suite\n", encoding="utf-8")
+    run = run_paths([tmp_path / "tests"])
+    assert run.exit_code == EXIT_BAD_SUITE
+    [problem] = run.problems
+    assert problem.source == str(tmp_path / "tests") and "no test suites found" in problem.message
+    assert main(["test", str(tmp_path / "tests")]) == EXIT_BAD_SUITE
+    assert "no test suites found" in capsys.readouterr().out

@@ -87,7 +87,13 @@ def suite_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(p for p in sorted(path.iterdir()) if p.suffix in SUITE_SUFFIXES and p.is_file())
+            found = [p for p in sorted(path.iterdir()) if p.suffix in SUITE_SUFFIXES and p.is_file()]
+            if not found:  # a mistyped CI path must not pass with nothing tested, as with check
+                suffixes = ", ".join(f"*{suffix}" for suffix in SUITE_SUFFIXES)
+                problems.append(
+                    Problem(str(path), None, "", f"no test suites found: no {suffixes} file in it")
+                )
+            files.extend(found)
         elif path.is_file():
             files.append(path)
         else:

@@ -227,3 +227,29 @@ def test_cli_documents_before_a_yaml_error_are_decided_and_not_written_back() ->
     assert lines[0].startswith("error: Pod/half: FractionalGpu"), result.stderr
     assert lines[-1].startswith("gpu-webhook: krm: <stdin>:14:") and "invalid YAML" in lines[-1]
     assert "later" not in result.stderr
+
+
+def test_every_function_config_problem_is_reported_at_once() -> None:
+    """An unknown key, a bad mutate, missing templates and a missing inventory took four runs."""
+    data = {"colour": "red", "mutate": "maybe", "templates": "/nowhere", "inventory": "/nowhere.yaml"}
+    outcome = run_function(resource_list(pod("vllm"), config=data), CONFIG)
+    messages = [r["message"] for r in outcome.results]
+    assert len(messages) == 4, messages
+    for words in ("unknown key(s) colour", "mutate must be", "no such templates", "/nowhere.yaml"):
+        assert any(words in m for m in messages), (words, messages)
+    assert outcome.bad_config and outcome.resource_list["items"] == [pod("vllm")]
+
+
+def test_read_config_names_every_problem() -> None:
+    with pytest.raises(ValueError, match=r"unknown key\(s\) colour.*mutate must be"):
+        read_config({"data": {"colour": "red", "mutate": "maybe"}}, CONFIG)
+
+
+def test_cli_a_bad_function_config_is_bad_input_exit_2_not_a_denial() -> None:
+    """Exit 1 is for denials (README); a config that cannot be used decides nothing."""
+    listed = resource_list(pod("vllm"), config={"colour": "red", "mutate": "maybe"})
+    result = krm(yaml.safe_dump(listed))
+    assert result.returncode == 2, result.stderr
+    assert "unknown key(s) colour" in result.stderr and "mutate must be" in result.stderr
+    out = yaml.safe_load(result.stdout)
+    assert out["items"] == [pod("vllm")] and len(out["results"]) == 2

@@ -57,6 +57,9 @@ CONFIG_KEYS = ("mutate", "templates", "policies", "inventory", "namespace")
 class Outcome:
     resource_list: dict[str, Any]
     results: list[dict[str, Any]]
+    bad_config: bool = False
+    """The functionConfig, or the templates, policies or inventory it names, cannot be used:
+    nothing was decided, which is bad input rather than a denial."""
 
     @property
     def failed(self) -> bool:
@@ -79,24 +82,42 @@ def items_of(resource_list: Any) -> list[Any]:
 
 
 def read_config(function_config: Any, defaults: FunctionConfig) -> FunctionConfig:
-    """The functionConfig's `data` (a ConfigMap, as `kpt fn eval -- key=value` makes) or `spec`."""
+    """The functionConfig's `data` (a ConfigMap, as `kpt fn eval -- key=value` makes) or `spec`;
+    ValueError listing every problem of it."""
+    config, problems, _ = config_problems(function_config, defaults)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return config
+
+
+def config_problems(
+    function_config: Any, defaults: FunctionConfig
+) -> tuple[FunctionConfig, list[str], set[str]]:
+    """(the configuration, every problem of the functionConfig, the keys whose value is bad):
+    each problem at once, not one per run."""
     if function_config is None:
-        return defaults
+        return defaults, [], set()
     if not isinstance(function_config, Mapping):
-        raise ValueError("functionConfig must be an object")
+        return defaults, ["functionConfig must be an object"], set(CONFIG_KEYS)
     values = function_config.get("data") or function_config.get("spec") or {}
     if not isinstance(values, Mapping):
-        raise ValueError("functionConfig data/spec must be a mapping")
-    unknown = sorted(set(values) - set(CONFIG_KEYS))
+        return defaults, ["functionConfig data/spec must be a mapping"], set(CONFIG_KEYS)
+    problems: list[str] = []
+    unknown = sorted(str(key) for key in set(values) - set(CONFIG_KEYS))
     if unknown:
-        raise ValueError(
+        problems.append(
             f"functionConfig: unknown key(s) {', '.join(unknown)}; known: {', '.join(CONFIG_KEYS)}"
         )
-    config = defaults
+    config, bad = defaults, set()
     for key in CONFIG_KEYS:
-        if key in values:
+        if key not in values:
+            continue
+        try:
             config = replace(config, **{key: _config_value(key, values[key])})
-    return config
+        except ValueError as exc:
+            problems.append(str(exc))
+            bad.add(key)
+    return config, problems, bad
 
 
 def _config_value(key: str, value: Any) -> Any:
@@ -113,17 +134,15 @@ def _config_value(key: str, value: Any) -> Any:
 
 
 def run_function(resource_list: dict[str, Any], defaults: FunctionConfig) -> Outcome:
-    """Apply the webhook to every item; configuration problems become error results."""
+    """Apply the webhook to every item; configuration problems become error results, all at
+    once, and the items are returned unchanged (the Outcome is `bad_config`)."""
     items = items_of(resource_list)
-    try:
-        config = read_config(resource_list.get("functionConfig"), defaults)
-        catalog, inventory = _load(config)
-    except CatalogError as exc:
-        return _finish(resource_list, items, [_problem_result(str(p), p.source) for p in exc.problems])
-    except (ValueError, InventoryError) as exc:
-        return _finish(resource_list, items, [_problem_result(str(exc))])
+    config, problems, bad = config_problems(resource_list.get("functionConfig"), defaults)
+    results = [_problem_result(problem) for problem in problems]
+    catalog, inventory = _load(config, bad, results)
+    if results or catalog is None or inventory is None:
+        return _finish(resource_list, items, results, bad_config=True)
     out_items: list[Any] = []
-    results: list[dict[str, Any]] = []
     for item in items:
         new_item, item_results = _process(item, config, catalog, inventory)
         out_items.append(new_item)
@@ -131,14 +150,31 @@ def run_function(resource_list: dict[str, Any], defaults: FunctionConfig) -> Out
     return _finish(resource_list, out_items, results)
 
 
-def _load(config: FunctionConfig) -> tuple[Catalog, Inventory]:
-    missing = [p for p in (config.templates, config.policies) if not Path(p).exists()]
+def _load(
+    config: FunctionConfig, bad: set[str], results: list[dict[str, Any]]
+) -> tuple[Catalog | None, Inventory | None]:
+    """The catalog and inventory the configuration names; each problem goes to `results`."""
+    catalog: Catalog | None = None
+    inventory: Inventory | None = UNKNOWN_INVENTORY
+    folders = [(key, getattr(config, key)) for key in ("templates", "policies") if key not in bad]
+    missing = [path for _, path in folders if not Path(path).exists()]
     if missing:
-        raise ValueError(f"no such templates/policies folder: {', '.join(missing)} (cwd {Path.cwd()})")
-    catalog = load_catalog([config.templates, config.policies])
-    if config.inventory == "none":
-        return catalog, UNKNOWN_INVENTORY
-    return catalog, load_inventory(config.inventory)
+        message = f"no such templates/policies folder: {', '.join(missing)} (cwd {Path.cwd()})"
+        results.append(_problem_result(message))
+    elif len(folders) == 2:
+        try:
+            catalog = load_catalog([config.templates, config.policies])
+        except CatalogError as exc:
+            results.extend(_problem_result(str(p), p.source) for p in exc.problems)
+    if "inventory" in bad:
+        inventory = None
+    elif config.inventory != "none":
+        try:
+            inventory = load_inventory(config.inventory)
+        except (InventoryError, ValueError) as exc:
+            results.append(_problem_result(str(exc)))
+            inventory = None
+    return catalog, inventory
 
 
 def _process(
@@ -237,9 +273,11 @@ def _problem_result(message: str, source: str | None = None) -> dict[str, Any]:
     return result
 
 
-def _finish(resource_list: dict[str, Any], items: list[Any], results: list[dict[str, Any]]) -> Outcome:
+def _finish(
+    resource_list: dict[str, Any], items: list[Any], results: list[dict[str, Any]], bad_config: bool = False
+) -> Outcome:
     out = {key: value for key, value in resource_list.items() if key != "results"}
     out["items"] = items
     if results:
         out["results"] = results
-    return Outcome(out, results)
+    return Outcome(out, results, bad_config)

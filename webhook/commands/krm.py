@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     sys.stdout.write(_render(outcome, text.lstrip().startswith("{"), stream))
     _report(outcome, everything=stream)
+    if outcome.bad_config:
+        return EXIT_BAD_INPUT
     return EXIT_DENIED if outcome.failed else EXIT_OK
 
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import Finding, Pod
-from webhook.core.mutators._pod import containers, require_node_expressions, section_of
+from webhook.core.mutators._pod import require_node_expressions
 from webhook.core.placement import gets_whole_gpus
 from webhook.core.profiles import GPU
 
@@ -39,9 +39,7 @@ def keeps_off_slice_nodes(env: Env) -> bool:
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     inventory = env.inventory
-    if not (inventory.single_mig_products or inventory.has_gke_partitions) or not _asks_whole(
-        pod, env.view.base
-    ):
+    if not (inventory.single_mig_products or inventory.has_gke_partitions) or not _asks_whole(env):
         return []
     if not keeps_off_slice_nodes(env):
         return []
@@ -57,9 +55,10 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     return [Finding("SteeredOffMigNodes", f"{env.view.base}.affinity.nodeAffinity", message)]
 
 
-def _asks_whole(pod: Pod, base: str) -> bool:
-    for group, index, container in containers(pod, base):
-        limits = section_of(container, "limits", base, group, index)
-        if GPU in limits and str(limits[GPU]) not in ("0", ""):
-            return True
+def _asks_whole(env: Env) -> bool:
+    """A GPU limit that is not 0 (a null one is 0, as the API server reads it)."""
+    for container in env.view.containers:
+        for accel in container.accel:
+            if accel.resource == GPU and accel.limit is not None and accel.count != 0:
+                return True
     return False

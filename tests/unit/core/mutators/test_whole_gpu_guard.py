@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.builders import GPU, make_inventory, make_node, make_pod, single_node
 from tests.unit.core.mutators._helpers import apply, terms
 from webhook.core.model import Catalog, Inventory
@@ -60,7 +62,9 @@ def test_a_pod_steered_onto_mig_nodes_on_purpose_is_not_guarded(
     assert found == []
 
 
-def test_a_zero_gpu_limit_is_not_a_whole_gpu(unit_catalog: Catalog, single: Inventory) -> None:
-    pod = make_pod().container("c", gpu="0").build()
+@pytest.mark.parametrize("zero", ["0", 0, "0.0", None])
+def test_a_zero_gpu_limit_is_not_a_whole_gpu(unit_catalog: Catalog, single: Inventory, zero: object) -> None:
+    """None: `nvidia.com/gpu: null`, which the API server decodes as 0."""
+    pod = make_pod().container("c", limits={GPU: zero}).build()
     _, found = apply(whole_gpu_guard.mutate, unit_catalog, pod, single)
     assert found == []

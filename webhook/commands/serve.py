@@ -81,7 +81,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--pods",
         metavar="FILE",
-        help=f"pods bound to the --inventory nodes (default with it: {DEFAULT_PODS})",
+        help=f"pods bound to the --inventory nodes (default with the default inventory: {DEFAULT_PODS})",
     )
     parser.add_argument(
         "--reload-seconds",

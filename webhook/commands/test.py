@@ -24,7 +24,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         nargs="*",
         default=[DEFAULT_SUITES],
         metavar="PATH",
-        help=f"suite files, or folders whose *.yaml files are suites (default: {DEFAULT_SUITES})",
+        help=f"suite files, or folders whose *.yaml and *.yml files are suites (default: {DEFAULT_SUITES})",
     )
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML results to FILE")
     parser.add_argument("-q", "--quiet", action="store_true", help="list only failing cases in the table")

@@ -38,7 +38,7 @@ _TABLE: Final = (
     Reason("NoNodeHoldsAll", "deny", "GPUs or slices that each fit on some node, but that no one node has all of together."),
     Reason("ExceedsSharedGpuLimit", "deny", "More than one nvidia.com/gpu in a container whose only GPU nodes are GKE nodes sharing their GPUs, which allow one."),
     # MIG.
-    Reason("MigProfileUnavailable", "deny", "A MIG slice that no node in the inventory offers."),
+    Reason("MigProfileUnavailable", "deny", "A MIG resource (nvidia.com/mig-*) no node advertises; where single-strategy or GKE nodes have the slice, the message says how to ask there."),
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow."),
     Reason("MigForbiddenByTemplate", "deny", "A MIG slice on a template that needs whole GPUs."),
     Reason("NoSliceFits", "deny", "No offered slice meets the need and the policy says to deny."),

@@ -253,26 +253,37 @@ def _gets_whole_gpus(
 
 
 def node_rooms(
-    inventory: Inventory, placement: Placement | None, devices: tuple[str, ...], off_slice_nodes: bool
+    inventory: Inventory,
+    placement: Placement | None,
+    devices: tuple[tuple[str, int], ...],
+    off_slice_nodes: bool,
 ) -> tuple[tuple[int, int], ...]:
-    """(CPU cores, memory bytes) allocatable of each GPU node the pod may run on: one that offers
-    one of `devices`, that the pod admits and, with `off_slice_nodes` (a whole-GPU pod the
-    webhook keeps off them), that does not serve MIG devices as nvidia.com/gpu. Distinct pairs;
-    none when no such node is known. What a template fills in must fit one of them, or the pod
-    could run nowhere. Worked out once per inventory, node choice and devices."""
+    """(CPU cores, memory bytes) allocatable of each GPU node the pod may run on: one that has
+    allocatable every (device, count) of `devices` (the pod's effective requests), that the pod
+    admits and, with `off_slice_nodes` (a whole-GPU pod the webhook keeps off them), that does
+    not serve MIG devices as nvidia.com/gpu. Distinct pairs; none when no such node is known.
+    What a template fills in must fit one of them, or the pod could run nowhere. Worked out once
+    per inventory, node choice and devices."""
     key = ("rooms", placement, devices, off_slice_nodes)
     found: tuple[tuple[int, int], ...] | None = inventory.memo.get(key)
     if found is None:
         pairs = {
             (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
             for n in gpu_nodes(inventory)
-            if any(n.allocatable.get(d, 0) > 0 for d in devices)
+            if _holds(n, devices)
             and not (off_slice_nodes and n.strategy in _SLICE_STRATEGIES)
             and (placement is None or placement.admits(n))
         }
         found = tuple(sorted(pairs))
         remember(inventory, key, found)
     return found
+
+
+def _holds(node: GpuNode, devices: tuple[tuple[str, int], ...]) -> bool:
+    """Whether the node has allocatable as many of each device as asked (a pod asking 5 GPUs
+    cannot run on a 1-GPU node, however many CPUs it has)."""
+    allocatable = node.allocatable
+    return all(allocatable.get(name, 0) >= count for name, count in devices)
 
 
 def gpu_nodes(inventory: Inventory) -> tuple[GpuNode, ...]:

@@ -95,11 +95,14 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
     would leave a pod bound for a smaller GPU node unschedulable. A node must hold the CPU and
     the memory together; what fits with fewer fills keeps those."""
     asked = {r for fill in pending.values() for part in fill for r in part if r in _NODE_RESOURCES}
-    offer = env.plan.offer
-    devices = (offer.resource,) if offer is not None else _device_names(env)
-    if not asked or not devices:
+    if not asked:
         return {}
-    rooms = node_rooms(env.inventory, env.placement, devices, GPU in devices and keeps_off_slice_nodes(env))
+    offer = env.plan.offer
+    devices = ((offer.resource, env.view.effective(GPU)),) if offer is not None else _devices_asked(env)
+    if not devices:
+        return {}
+    whole = any(name == GPU for name, _ in devices)
+    rooms = node_rooms(env.inventory, env.placement, devices, whole and keeps_off_slice_nodes(env))
     if not rooms:
         return {}
     base = env.view.base
@@ -118,8 +121,16 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
     return {}  # it fits no node as written either: the fills make nothing worse
 
 
-def _device_names(env: Env) -> tuple[str, ...]:
-    return tuple(sorted(r for r in env.view.requested_resources() if r.startswith("nvidia.com/")))
+def _devices_asked(env: Env) -> tuple[tuple[str, int], ...]:
+    """Each NVIDIA device the pod asks for, with its effective request; none asked 0 of."""
+    view = env.view
+    asked = []
+    for name in sorted(view.requested_resources()):
+        if name.startswith("nvidia.com/"):
+            count = view.effective(name)
+            if count > 0:
+                asked.append((name, count))
+    return tuple(asked)
 
 
 def pod_requests(pod: Pod, base: str, pending: Mapping[int, Fill] = _NOTHING) -> dict[str, Decimal]:

@@ -7,7 +7,17 @@ from typing import Any
 
 import pytest
 
-from tests.builders import PodBuilder, make_env, make_inventory, make_node, make_pod
+from tests.builders import (
+    A100,
+    H100,
+    PodBuilder,
+    make_env,
+    make_inventory,
+    make_node,
+    make_pod,
+    mixed_node,
+    whole_node,
+)
 from tests.unit.core.mutators._helpers import apply
 from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import resources
@@ -168,6 +178,40 @@ def test_an_init_container_counts_only_while_it_runs(unit_catalog: Catalog, l4_p
     mutated, found = apply(resources.mutate, unit_catalog, pod, l4_pool)
     assert found == [("InjectedResources", "spec.containers")]
     assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "8", "memory": "64Gi"}
+
+
+def test_a_node_with_fewer_devices_than_asked_is_no_room(unit_catalog: Catalog) -> None:
+    """5 GPUs' 20 CPU and 160Gi exceed the 8-GPU node (16 CPU, 128Gi); the 1-GPU node's 96 CPU
+    and 1000Gi do not count, since the pod cannot run there: nothing is filled."""
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": H100}
+    inventory = make_inventory(
+        make_node("h100-x8", labels, {"nvidia.com/gpu": 8, "cpu": 16, "memory": "128Gi"}),
+        make_node("h100-x1", labels, {"nvidia.com/gpu": 1, "cpu": 96, "memory": "1000Gi"}),
+    )
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=5).build()
+    mutated = writable_copy(pod)
+    found = resources.mutate(mutated, make_env(pod, unit_catalog, inventory))
+    assert [f.code for f in found] == ["InjectionExceedsNodes"]
+    assert "20 cpu and 160Gi memory" in found[0].message
+    assert mutated["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 5}}
+
+
+def test_a_device_asked_zero_of_does_not_make_a_node_room(unit_catalog: Catalog) -> None:
+    """`nvidia.com/gpu: 0` beside a 2g.20gb slice: the pod runs on the MIG node (30Gi), not on the
+    whole-GPU node, so the slice's 32Gi is left out."""
+    small = mixed_node("a100-mig", A100, {"2g.20gb": (1, 19968)})
+    small["status"]["allocatable"].update({"cpu": "8", "memory": "30Gi"})
+    inventory = make_inventory(small, whole_node("a100-whole", A100, 8))
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", limits={"nvidia.com/mig-2g.20gb": 1})
+        .container("helper", gpu=0)
+        .build()
+    )
+    mutated = writable_copy(pod)
+    found = resources.mutate(mutated, make_env(pod, unit_catalog, inventory))
+    assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
+    assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "4"}
 
 
 def test_pod_requests_are_what_the_scheduler_counts() -> None:

@@ -279,6 +279,28 @@ def node_rooms(
     return found
 
 
+def offer_rooms(
+    inventory: Inventory, placement: Placement | None, offer: SliceOffer, devices: int
+) -> tuple[tuple[int, int], ...]:
+    """(CPU cores, memory bytes) allocatable of each node of `offer` (`Inventory.members`) that
+    has `devices` of its slice and that the pod admits: where a pod rewritten to the slice may
+    run. Distinct pairs. On GKE partitions and single-strategy nodes the slice is
+    `nvidia.com/gpu` too, so the nodes are the offer's, not those advertising its resource.
+    Worked out once per inventory, node choice, offer and devices."""
+    key = ("offer-rooms", placement, offer, devices)
+    found: tuple[tuple[int, int], ...] | None = inventory.memo.get(key)
+    if found is None:
+        profile = offer.profile
+        pairs = {
+            (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
+            for n in inventory.members.get(offer, ())
+            if n.slices.get(profile, 0) >= devices and (placement is None or placement.admits(n))
+        }
+        found = tuple(sorted(pairs))
+        remember(inventory, key, found)
+    return found
+
+
 def _holds(node: GpuNode, devices: tuple[tuple[str, int], ...]) -> bool:
     """Whether the node has allocatable as many of each device as asked (a pod asking 5 GPUs
     cannot run on a 1-GPU node, however many CPUs it has)."""

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from tests.builders import gke_node, make_inventory
 from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory, Taint
-from webhook.core.placement import gets_whole_gpus, placement_of
+from webhook.core.placement import gets_whole_gpus, offer_rooms, placement_of
 
 A100 = GpuNode(
     name="a100-0",
@@ -209,3 +210,21 @@ def test_what_a_node_choice_admits_is_worked_out_once_per_inventory() -> None:
     inventory.memo[("whole", placement)] = True  # what is kept is what is answered
     assert gets_whole_gpus(inventory, placement) is True
     assert replace(inventory, known=True).memo == {}  # a copy works it out again
+
+
+def test_the_rooms_of_a_slice_are_its_nodes_with_as_many_slices_as_asked() -> None:
+    """GKE partitions serve their slices as nvidia.com/gpu: the rooms of a 3g.40gb offer are its
+    own nodes (12 CPU), not the L4 node's 24 CPU; of them, those with the slices the pod asks."""
+    small = gke_node("gke-3g-0", "nvidia-a100-80gb", "3g.40gb", 2)
+    big = gke_node("gke-3g-1", "nvidia-a100-80gb", "3g.40gb", 1)
+    small["status"]["allocatable"].update({"cpu": "12", "memory": "170Gi"})
+    big["status"]["allocatable"].update({"cpu": "48", "memory": "340Gi"})
+    l4 = gke_node("gke-l4-0", "nvidia-l4", None, 2)
+    l4["status"]["allocatable"].update({"cpu": "24", "memory": "96Gi"})
+    inventory = make_inventory(small, big, l4)
+    (offer,) = inventory.offers
+    gib = 2**30
+    assert offer_rooms(inventory, None, offer, 1) == ((12, 170 * gib), (48, 340 * gib))
+    assert offer_rooms(inventory, None, offer, 2) == ((12, 170 * gib),)
+    pinned = placement_of({"nodeSelector": {"kubernetes.io/hostname": "gke-3g-1"}}, ())
+    assert offer_rooms(inventory, pinned, offer, 1) == ((48, 340 * gib),)

@@ -24,7 +24,7 @@ from webhook.core.mutators._pod import (
     section_of,
 )
 from webhook.core.mutators.whole_gpu_guard import keeps_off_slice_nodes
-from webhook.core.placement import node_rooms
+from webhook.core.placement import node_rooms, offer_rooms
 from webhook.core.profiles import GPU
 from webhook.core.quantity import parse_quantity, scale_quantity
 
@@ -97,12 +97,7 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
     asked = {r for fill in pending.values() for part in fill for r in part if r in _NODE_RESOURCES}
     if not asked:
         return {}
-    offer = env.plan.offer
-    devices = ((offer.resource, env.view.effective(GPU)),) if offer is not None else _devices_asked(env)
-    if not devices:
-        return {}
-    whole = any(name == GPU for name, _ in devices)
-    rooms = node_rooms(env.inventory, env.placement, devices, whole and keeps_off_slice_nodes(env))
+    rooms = _rooms(env)
     if not rooms:
         return {}
     base = env.view.base
@@ -119,6 +114,19 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
         ):
             return {r: after[r] for r in skipped if r in asked}
     return {}  # it fits no node as written either: the fills make nothing worse
+
+
+def _rooms(env: Env) -> tuple[tuple[int, int], ...]:
+    """(CPU, memory) of each node the pod may run on: its slice's nodes when it was rewritten to
+    one, else the nodes with every device it asks for."""
+    offer = env.plan.offer
+    if offer is not None:
+        return offer_rooms(env.inventory, env.placement, offer, env.view.effective(GPU))
+    devices = _devices_asked(env)
+    if not devices:
+        return ()
+    whole = any(name == GPU for name, _ in devices)
+    return node_rooms(env.inventory, env.placement, devices, whole and keeps_off_slice_nodes(env))
 
 
 def _devices_asked(env: Env) -> tuple[tuple[str, int], ...]:

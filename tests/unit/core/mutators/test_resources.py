@@ -11,6 +11,7 @@ from tests.builders import (
     A100,
     H100,
     PodBuilder,
+    gke_node,
     make_env,
     make_inventory,
     make_node,
@@ -212,6 +213,25 @@ def test_a_device_asked_zero_of_does_not_make_a_node_room(unit_catalog: Catalog)
     found = resources.mutate(mutated, make_env(pod, unit_catalog, inventory))
     assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
     assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "4"}
+
+
+def test_a_gke_slice_is_measured_against_its_partition_nodes(unit_catalog: Catalog) -> None:
+    """Rewritten to a GKE 3g.40gb partition (nvidia.com/gpu still), the pod runs on its 12-CPU
+    nodes: the 4 CPU filled beside a 9-CPU sidecar would ask 13, so CPU is left out, though the
+    L4 node has 24."""
+    partition = gke_node("gke-3g", "nvidia-a100-80gb", "3g.40gb", 2)
+    partition["status"]["allocatable"].update({"cpu": "12", "memory": "170Gi"})
+    l4 = gke_node("gke-l4", "nvidia-l4", None, 2)
+    l4["status"]["allocatable"].update({"cpu": "24", "memory": "96Gi"})
+    inventory = make_inventory(partition, l4)
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).sidecar("logs", requests={"cpu": "9"})
+    env = make_env(pod.build(), unit_catalog, inventory)
+    assert env.plan.offer is not None and env.plan.offer.profile == "3g.40gb"
+    mutated = writable_copy(pod.build())
+    found = resources.mutate(mutated, env)
+    assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
+    assert "13 cpu" in found[0].message
+    assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"memory": "32Gi"}
 
 
 def test_pod_requests_are_what_the_scheduler_counts() -> None:

@@ -284,7 +284,7 @@ def make_env(
     view = build_view(spec, metadata, inventory.advertised, inventory.known)
     template, _ = resolve_template(view, namespace, catalog, policy)
     need, _ = resolve_need(template, view)
-    plan = plan_slice(view, template, need, policy, inventory)
+    plan = plan_slice(view, template, need, policy, inventory, spec=spec)
     return Env(dict(pod), view, namespace, policy, template, inventory, need, plan)
 
 

@@ -54,7 +54,7 @@ def evaluate(
     need, need_findings = resolve_need(template, view)
     placement = _placement(spec, template, context)
     quota = quota_for(inventory, namespace, spec, template, bare_pod=base == "spec")
-    plan = plan_slice(view, template, need, policy, inventory, placement, quota)
+    plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec)
     env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 

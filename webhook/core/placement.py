@@ -30,6 +30,9 @@ _NODE_NAME_FIELD: Final = "metadata.name"
 _MEMO_LIMIT: Final = 1024
 _SLICE_STRATEGIES: Final = ("single", "gke")
 
+Rooms = tuple[tuple[int, int], ...]
+"""(CPU cores, memory bytes) allocatable of nodes a pod may run on, distinct pairs."""
+
 
 @dataclass(frozen=True, slots=True)
 class Requirement:
@@ -257,7 +260,7 @@ def node_rooms(
     placement: Placement | None,
     devices: tuple[tuple[str, int], ...],
     off_slice_nodes: bool,
-) -> tuple[tuple[int, int], ...]:
+) -> Rooms:
     """(CPU cores, memory bytes) allocatable of each GPU node the pod may run on: one that has
     allocatable every (device, count) of `devices` (the pod's effective requests), that the pod
     admits and, with `off_slice_nodes` (a whole-GPU pod the webhook keeps off them), that does
@@ -265,7 +268,7 @@ def node_rooms(
     What a template fills in must fit one of them, or the pod could run nowhere. Worked out once
     per inventory, node choice and devices."""
     key = ("rooms", placement, devices, off_slice_nodes)
-    found: tuple[tuple[int, int], ...] | None = inventory.memo.get(key)
+    found: Rooms | None = inventory.memo.get(key)
     if found is None:
         pairs = {
             (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
@@ -279,16 +282,14 @@ def node_rooms(
     return found
 
 
-def offer_rooms(
-    inventory: Inventory, placement: Placement | None, offer: SliceOffer, devices: int
-) -> tuple[tuple[int, int], ...]:
+def offer_rooms(inventory: Inventory, placement: Placement | None, offer: SliceOffer, devices: int) -> Rooms:
     """(CPU cores, memory bytes) allocatable of each node of `offer` (`Inventory.members`) that
     has `devices` of its slice and that the pod admits: where a pod rewritten to the slice may
     run. Distinct pairs. On GKE partitions and single-strategy nodes the slice is
     `nvidia.com/gpu` too, so the nodes are the offer's, not those advertising its resource.
     Worked out once per inventory, node choice, offer and devices."""
     key = ("offer-rooms", placement, offer, devices)
-    found: tuple[tuple[int, int], ...] | None = inventory.memo.get(key)
+    found: Rooms | None = inventory.memo.get(key)
     if found is None:
         profile = offer.profile
         pairs = {
@@ -297,6 +298,35 @@ def offer_rooms(
             if n.slices.get(profile, 0) >= devices and (placement is None or placement.admits(n))
         }
         found = tuple(sorted(pairs))
+        remember(inventory, key, found)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRooms:
+    """The rooms of each candidate offer of a pod's node choice (`admitted_offers`' narrowed
+    offers, or every offer), for a pod asking `devices` slices."""
+
+    by_offer: dict[SliceOffer, Rooms]
+    floor: tuple[int, int]
+    """The least CPU and the least memory of a node with room in every offer that has one: a pod
+    asking no more has room in each of them, which spares looking them up one by one."""
+
+
+def slice_rooms(inventory: Inventory, placement: Placement | None, devices: int) -> SliceRooms:
+    """Worked out once per inventory, node choice and devices."""
+    key = ("slice-rooms", placement, devices)
+    found: SliceRooms | None = inventory.memo.get(key)
+    if found is None:
+        pairs = (
+            admitted_offers(inventory, placement).items()
+            if placement is not None
+            else [(o, o) for o in inventory.offers]
+        )
+        by_offer = {narrowed: offer_rooms(inventory, placement, offer, devices) for narrowed, offer in pairs}
+        held = [room for rooms in by_offer.values() for room in rooms]
+        floor = (min(c for c, _ in held), min(m for _, m in held)) if held else (0, 0)
+        found = SliceRooms(by_offer, floor)
         remember(inventory, key, found)
     return found
 

@@ -52,7 +52,7 @@ _TABLE: Final = (
     Reason("InvalidGpuAnnotation", "deny", "A gpu.aethervirt.io annotation that cannot be parsed."),
     Reason("GpuAnnotationOutOfBounds", "deny", "A stated GPU need outside the bounds the template sets."),
     # Warnings.
-    Reason("KeptWholeGpu", "warn", "The template prefers MIG but no fitting slice is offered; the whole GPU is kept."),
+    Reason("KeptWholeGpu", "warn", "The template prefers MIG but no fitting slice is offered (on nodes the pod admits, within quota, with room for its CPU and memory); the whole GPU is kept."),
     Reason("WaitingForFreeSlice", "warn", "Every right-sized slice is in use; the pod keeps the smallest and waits for one to free up."),
     Reason("MutationSkipped", "warn", "The webhook could not mutate this pod safely and left it unchanged."),
     # Information (mutations and skips).

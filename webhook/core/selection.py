@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 from webhook.core.model import (
     Finding,
@@ -28,7 +29,8 @@ from webhook.core.model import (
     Template,
 )
 from webhook.core.need import Need
-from webhook.core.placement import Placement, admitted_offers
+from webhook.core.placement import Placement, Rooms, admitted_offers, slice_rooms
+from webhook.core.pod_resources import pod_requests
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
     GPU,
@@ -40,6 +42,7 @@ from webhook.core.profiles import (
 from webhook.core.resources import Kind, is_sharing
 
 MIB: Final = 2**20
+GIB: Final = Decimal(2**30)
 _EPSILON: Final = 1e-9
 
 
@@ -61,6 +64,7 @@ class Plan:
 
 
 NO_PLAN: Final = Plan()
+_NO_REQUESTS: Final[Mapping[str, Decimal]] = {"cpu": Decimal(0), "memory": Decimal(0)}
 _QUEUED: Final = (
     "held for a queue manager (scheduling gates, or Kueue's queue label), which admits it on its "
     "request as written and may then pin its nodes; kept the whole GPU"
@@ -75,9 +79,11 @@ def plan_slice(
     inventory: Inventory,
     placement: Placement | None = None,
     quota: Mapping[str, int] | None = None,
+    spec: Mapping[str, Any] | None = None,
 ) -> Plan:
     """`placement`: the nodes the pod itself admits (None: any); only their offers are candidates.
-    `quota`: what the namespace's ResourceQuotas leave of the NVIDIA resources they limit."""
+    `quota`: what the namespace's ResourceQuotas leave of the NVIDIA resources they limit.
+    `spec`: the pod spec, whose own CPU and memory a node of the slice must have room for."""
     if template is None or template.accelerator.mig != "preferred" or not inventory.known:
         return NO_PLAN
     devices = _rewritable_devices(view)
@@ -96,10 +102,65 @@ def plan_slice(
         if not within and any(_fits(o, need, devices, policy) for o in offers):
             return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), _over_quota(quota)),))
         offers = within
-    plan = _plan(view, offers, need, devices, policy, inventory.usage_known, pinned)
+    own = pod_requests(spec) if spec is not None and offers else _NO_REQUESTS
+    roomy = _with_room(inventory, placement, devices, offers, own)
+    plan = _plan(view, roomy, need, devices, policy, inventory.usage_known, pinned)
+    if plan.offer is None and len(roomy) < len(offers):
+        crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
+        if crowded:
+            plan = Plan(findings=(_no_room(view, need, crowded, own, pinned),))
     if plan.offer is None or original is None:
         return plan
     return Plan(original[plan.offer], plan.rewrite, plan.findings)
+
+
+def _with_room(
+    inventory: Inventory,
+    placement: Placement | None,
+    devices: int,
+    offers: tuple[SliceOffer, ...],
+    own: Mapping[str, Decimal],
+) -> tuple[SliceOffer, ...]:
+    """The offers with a node that holds the pod's own CPU and memory (and its slices): a pod that
+    fits a whole-GPU node as written would fit nowhere on a slice whose nodes are smaller."""
+    cpu, memory = own["cpu"], own["memory"]
+    if not (cpu or memory):
+        return offers
+    rooms = slice_rooms(inventory, placement, devices)
+    floor_cpu, floor_memory = rooms.floor
+    if cpu <= floor_cpu and memory <= floor_memory:
+        return offers  # the usual case: every node with the slices has room for it
+    by_offer = rooms.by_offer
+    return tuple(o for o in offers if _has_room(by_offer.get(o, ()), cpu, memory))
+
+
+def _has_room(rooms: Rooms, cpu: Decimal, memory: Decimal) -> bool:
+    return any(cpu <= room_cpu and memory <= room_memory for room_cpu, room_memory in rooms)
+
+
+def _candidate(offer: SliceOffer, need: Need, devices: int, policy: Policy) -> bool:
+    """Whether the policy would take the offer, room aside: it fits, and is right-sized or
+    `whenNoSliceFits: larger` takes a larger slice."""
+    if not _fits(offer, need, devices, policy):
+        return False
+    return policy.when_no_slice_fits == "larger" or _right_sized(offer, need, policy)
+
+
+def _no_room(
+    view: PodView, need: Need, crowded: list[SliceOffer], own: Mapping[str, Decimal], pinned: bool
+) -> Finding:
+    profiles = ", ".join(dict.fromkeys(o.profile for o in crowded))
+    where = " it admits" if pinned else ""
+    asked = []
+    if own["cpu"]:
+        asked.append(f"{own['cpu']:g} CPU")
+    if own["memory"]:
+        asked.append(f"{own['memory'] / GIB:.4g}Gi memory")
+    message = (
+        f"the MIG slices that fit {describe_need(need)} ({profiles}) are on nodes{where} without "
+        f"room for the pod's own {' and '.join(asked)}; kept the whole GPU"
+    )
+    return Finding("KeptWholeGpu", _gpu_path(view), message)
 
 
 def _within_quota(resource: str, devices: int, quota: Mapping[str, int]) -> bool:

@@ -103,6 +103,55 @@ def test_when_no_right_sized_slice_is_offered_the_policy_decides(
     assert plan(unit_catalog, tei(), only_large, namespace) == expected
 
 
+@pytest.fixture(scope="module")
+def small_mig_nodes() -> Inventory:
+    """1g.10gb slices on a 24-CPU node, 3g.40gb on a 48-CPU one, whole GPUs on a 96-CPU node."""
+    small = mixed_node("a100-1g", A100, {"1g.10gb": (7, 9856)})
+    small["status"]["allocatable"].update({"cpu": "24", "memory": "200Gi"})
+    medium = mixed_node("a100-3g", A100, {"3g.40gb": (2, 40192)})
+    medium["status"]["allocatable"].update({"cpu": "48", "memory": "200Gi"})
+    return make_inventory(small, medium, whole_node("a100-whole", A100, 8))
+
+
+def busy_tei(cpu: str) -> dict[str, Any]:
+    """An embeddings server (a 1g.10gb need) asking `cpu` of its own, a sidecar's 4 included."""
+    pod = make_pod().sidecar("proxy", requests={"cpu": "4"})
+    return pod.container("tei", image="text-embeddings-inference", gpu=1, requests={"cpu": cpu}).build()
+
+
+@pytest.mark.parametrize(
+    ("cpu", "namespace", "expected"),
+    [
+        ("16", "default", ("1g.10gb", "mixed", True, [])),
+        ("32", "default", ("3g.40gb", "mixed", True, [])),
+        ("32", "whole-a", (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("tei"))])),
+        ("32", "prod-a", (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("tei"))])),
+        ("60", "default", (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("tei"))])),
+    ],
+)
+def test_a_slice_whose_nodes_lack_room_for_the_pods_own_cpu_is_no_candidate(
+    unit_catalog: Catalog, small_mig_nodes: Inventory, cpu: str, namespace: str, expected: tuple[Any, ...]
+) -> None:
+    """36 CPU (a 4-CPU sidecar's included) fit no 1g.10gb node (24 CPU): as when no right-sized
+    slice is offered, `larger` takes the 3g.40gb (48 CPU), `whole` keeps the whole GPU; `deny`
+    keeps it too, since a right-sized slice is offered. 64 CPU fit no slice's node."""
+    assert plan(unit_catalog, busy_tei(cpu), small_mig_nodes, namespace) == expected
+
+
+def test_kept_whole_for_want_of_room_says_so(unit_catalog: Catalog, small_mig_nodes: Inventory) -> None:
+    env = make_env(busy_tei("60"), unit_catalog, small_mig_nodes)
+    (finding,) = env.plan.findings
+    assert finding.message == (
+        "the MIG slices that fit 8Gi and 14% compute (1g.10gb, 3g.40gb) are on nodes without room for the "
+        "pod's own 64 CPU; kept the whole GPU"
+    )
+
+
+def test_memory_counts_as_cpu_does(unit_catalog: Catalog, small_mig_nodes: Inventory) -> None:
+    pod = make_pod().container("tei", image="text-embeddings-inference", gpu=1, limits={"memory": "300Gi"})
+    assert plan(unit_catalog, pod.build(), small_mig_nodes)[:3] == (None, None, False)
+
+
 def test_allowed_profiles_limit_the_choice_and_what_counts_as_right_sized(
     unit_catalog: Catalog, mixed: Inventory
 ) -> None:

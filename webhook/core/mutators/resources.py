@@ -24,17 +24,12 @@ from webhook.core.mutators._pod import (
     section_of,
 )
 from webhook.core.mutators.whole_gpu_guard import keeps_off_slice_nodes
-from webhook.core.placement import node_rooms, offer_rooms
+from webhook.core.placement import Rooms, node_rooms, offer_rooms
+from webhook.core.pod_resources import NODE_RESOURCES, Fill, pod_requests
 from webhook.core.profiles import GPU
 from webhook.core.quantity import parse_quantity, scale_quantity
 
-_NODE_RESOURCES: Final = ("cpu", "memory")
 _GI: Final = Decimal(1024**3)
-
-Fill = tuple[Mapping[str, str], Mapping[str, str]]
-"""Requests and limits to fill into a container, none of them set there yet."""
-_NO_FILL: Final[Fill] = ({}, {})
-_NOTHING: Final[Mapping[int, Fill]] = {}
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
@@ -94,21 +89,21 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
     what the pod would request of each: a template's CPU/memory per GPU written for 80GB cards
     would leave a pod bound for a smaller GPU node unschedulable. A node must hold the CPU and
     the memory together; what fits with fewer fills keeps those."""
-    asked = {r for fill in pending.values() for part in fill for r in part if r in _NODE_RESOURCES}
+    asked = {r for fill in pending.values() for part in fill for r in part if r in NODE_RESOURCES}
     if not asked:
         return {}
     rooms = _rooms(env)
     if not rooms:
         return {}
-    base = env.view.base
-    after = pod_requests(pod, base, pending)
+    spec = read_spec(pod, env.view.base)
+    after = pod_requests(spec, pending)
     cpu, memory = after["cpu"], after["memory"]
     for room_cpu, room_memory in rooms:
         if cpu <= room_cpu and memory <= room_memory:
             return {}  # the usual case: it fits with every fill
-    before = pod_requests(pod, base)
+    before = pod_requests(spec)
     for skipped in (("memory",), ("cpu",), ("cpu", "memory")):
-        wanted = {r: before[r] if r in skipped else after[r] for r in _NODE_RESOURCES}
+        wanted = {r: before[r] if r in skipped else after[r] for r in NODE_RESOURCES}
         if any(
             wanted["cpu"] <= room_cpu and wanted["memory"] <= room_memory for room_cpu, room_memory in rooms
         ):
@@ -116,7 +111,7 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
     return {}  # it fits no node as written either: the fills make nothing worse
 
 
-def _rooms(env: Env) -> tuple[tuple[int, int], ...]:
+def _rooms(env: Env) -> Rooms:
     """(CPU, memory) of each node the pod may run on: its slice's nodes when it was rewritten to
     one, else the nodes with every device it asks for."""
     offer = env.plan.offer
@@ -139,68 +134,6 @@ def _devices_asked(env: Env) -> tuple[tuple[str, int], ...]:
             if count > 0:
                 asked.append((name, count))
     return tuple(asked)
-
-
-def pod_requests(pod: Pod, base: str, pending: Mapping[int, Fill] = _NOTHING) -> dict[str, Decimal]:
-    """The pod's CPU and memory requests as kube-scheduler counts them (resource.PodRequests),
-    with `pending` filled into its containers (by index). A container requests what it sets as
-    a request, else its limit (API defaulting makes the limit the request); the pod, the larger
-    of its containers with every sidecar and of each init container with the sidecars started
-    before it; pod-level `spec.resources` replaces that where it sets a request, or a limit with
-    no container requesting the resource; `spec.overhead` (set from the RuntimeClass) is added."""
-    sidecars = dict.fromkeys(_NODE_RESOURCES, Decimal(0))
-    peak = dict(sidecars)  # of the init containers, each with the sidecars started before it
-    for group, index, container in containers(pod, base, ("initContainers",)):
-        own = _container_requests(container, base, group, index, _NO_FILL)
-        sidecar = container.get("restartPolicy") == "Always"
-        for r in _NODE_RESOURCES:
-            if sidecar:
-                sidecars[r] += own[r]
-            peak[r] = max(peak[r], sidecars[r] if sidecar else sidecars[r] + own[r])
-    running = sidecars  # the containers with every sidecar
-    for group, index, container in containers(pod, base, ("containers",)):
-        own = _container_requests(container, base, group, index, pending.get(index, _NO_FILL))
-        for r in _NODE_RESOURCES:
-            running[r] += own[r]
-    spec = read_spec(pod, base)
-    where = f"{base}.resources"
-    pod_level = read(spec, "resources", base)
-    requests, limits = read(pod_level, "requests", where), read(pod_level, "limits", where)
-    overhead = read(spec, "overhead", base)
-    totals: dict[str, Decimal] = {}
-    for r in _NODE_RESOURCES:
-        total = max(peak[r], running[r])
-        if r in requests:
-            total = _amount(requests[r])
-        elif r in limits and not total:
-            total = _amount(limits[r])  # API defaulting: no container requests it
-        totals[r] = total + _amount(overhead.get(r))
-    return totals
-
-
-def _container_requests(
-    container: dict[str, Any], base: str, group: str, index: int, fill: Fill
-) -> dict[str, Decimal]:
-    """What one container requests of CPU and memory: its request, else its limit."""
-    requests = section_of(container, "requests", base, group, index)
-    limits = section_of(container, "limits", base, group, index)
-    new_requests, new_limits = fill
-    found: dict[str, Decimal] = {}
-    for r in _NODE_RESOURCES:
-        value = requests.get(r, new_requests.get(r))
-        if value is None:
-            value = limits.get(r, new_limits.get(r))
-        found[r] = _amount(value)
-    return found
-
-
-def _amount(value: object) -> Decimal:
-    if value is None:
-        return Decimal(0)
-    try:
-        return parse_quantity(value)
-    except ValueError:
-        return Decimal(0)
 
 
 def _too_large(template: str, base: str, skipped: dict[str, Decimal]) -> Finding:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -22,10 +21,7 @@ from tests.builders import (
 from tests.unit.core.mutators._helpers import apply
 from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import resources
-from webhook.core.mutators.resources import pod_requests
 from webhook.core.writable import writable_copy
-
-GI = 2**30
 
 
 def test_per_gpu_values_are_multiplied_by_the_container_devices(unit_catalog: Catalog) -> None:
@@ -232,34 +228,3 @@ def test_a_gke_slice_is_measured_against_its_partition_nodes(unit_catalog: Catal
     assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
     assert "13 cpu" in found[0].message
     assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"memory": "32Gi"}
-
-
-def test_pod_requests_are_what_the_scheduler_counts() -> None:
-    """resource.PodRequests: a request, else the limit; the larger of the containers with every
-    sidecar and each init container with the sidecars before it; plus the overhead."""
-    pod = (
-        make_pod()
-        .sidecar("proxy", limits={"cpu": "1", "memory": "2Gi"})
-        .init_container("fetch", requests={"memory": "50Gi"})
-        .container("a", requests={"cpu": "2"}, limits={"cpu": "4", "memory": "8Gi"})
-        .container("b")
-        .spec("overhead", {"cpu": "250m", "memory": "1Gi"})
-        .build()
-    )
-    assert pod_requests(pod, "spec") == {"cpu": Decimal("3.25"), "memory": 53 * GI}
-    for fill in (({"memory": "50Gi"}, {"memory": "64Gi"}), ({}, {"memory": "50Gi"})):
-        assert pod_requests(pod, "spec", {1: fill}) == {"cpu": Decimal("3.25"), "memory": 61 * GI}
-
-
-def test_pod_level_requests_replace_the_containers() -> None:
-    """KEP-2837: a pod-level request is the pod's; a pod-level limit alone is too when no
-    container requests the resource (API defaulting), else the containers' requests are."""
-    pod = (
-        make_pod()
-        .container("a", requests={"cpu": "2"}, limits={"memory": "8Gi"})
-        .spec("resources", {"requests": {"memory": "16Gi"}, "limits": {"cpu": "4"}})
-        .build()
-    )
-    assert pod_requests(pod, "spec") == {"cpu": 2, "memory": 16 * GI}
-    pod = make_pod().container("a").spec("resources", {"limits": {"cpu": "4", "memory": "16Gi"}}).build()
-    assert pod_requests(pod, "spec") == {"cpu": 4, "memory": 16 * GI}

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
-from webhook.core.model import lenient_object
-from webhook.core.quantity import parse_quantity
+from webhook.core.model import Injection, lenient_object
+from webhook.core.quantity import parse_quantity, scale_quantity
 
 NODE_RESOURCES: Final = ("cpu", "memory")
 
@@ -108,3 +108,94 @@ def _amount(value: object) -> Decimal:
         return parse_quantity(value)
     except ValueError:
         return _ZERO
+
+
+def fills_below_limits(
+    spec: Mapping[str, Any], inject: Injection, dra_gpus: frozenset[str]
+) -> dict[int, Fill]:
+    """The requests the template would fill (by container index) where a container sets a limit
+    and no request: what the container requests then drops from its limit to the fill. Slice
+    choice counts the pod with these (a second pass, which meets them, chooses as the first
+    did); the template's other fills are left out, since the resources mutator leaves out any
+    that would not fit the chosen slice's nodes."""
+    fills: dict[int, Fill] = {}
+    if not (inject.requests or inject.per_gpu_requests):
+        return fills
+    pod_level = lenient_object(spec.get("resources"))
+    levels = frozenset((*lenient_object(pod_level.get("requests")), *lenient_object(pod_level.get("limits"))))
+    for index, container in enumerate(_list(spec.get("containers"))):
+        if not isinstance(container, dict):
+            continue
+        resources = lenient_object(container.get("resources"))
+        have_requests = lenient_object(resources.get("requests"))
+        have_limits = lenient_object(resources.get("limits"))
+        if not any(r in have_limits and r not in have_requests for r in NODE_RESOURCES):
+            continue
+        devices = container_devices(have_limits, dra_gpus)
+        wanted = wanted_fills(inject.requests, inject.per_gpu_requests, devices, levels)
+        new_requests, _ = missing_fills(have_requests, have_limits, wanted, {})
+        lowered = {r: v for r, v in new_requests.items() if r in have_limits}
+        if lowered:
+            fills[index] = (lowered, {})
+    return fills
+
+
+def wanted_fills(
+    fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int, pod_level: frozenset[str]
+) -> Mapping[str, str]:
+    wanted = (
+        fixed
+        if not devices or not per_gpu
+        else {**fixed, **{k: scale_quantity(v, devices) for k, v in per_gpu.items()}}
+    )
+    if not pod_level:
+        return wanted
+    return {k: v for k, v in wanted.items() if k not in pod_level}
+
+
+def container_devices(limits: dict[str, Any], dra_gpus: frozenset[str]) -> int:
+    """The GPUs and MIG devices a container's limits ask for, DRA's GPU class names included."""
+    total = 0
+    for name, value in limits.items():
+        if name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-") or name in dra_gpus:
+            try:
+                total += int(parse_quantity(value))
+            except ValueError:
+                continue
+    return total
+
+
+def missing_fills(
+    have_requests: dict[str, Any],
+    have_limits: dict[str, Any],
+    requests: Mapping[str, str],
+    limits: Mapping[str, str],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The requests and limits to add: those not set, within what is set."""
+    if requests.keys() <= have_requests.keys() and limits.keys() <= have_limits.keys():
+        return {}, {}  # all set already, as on the second pass over a mutated pod
+    new_requests = {
+        k: v for k, v in requests.items() if k not in have_requests and _at_most(v, have_limits.get(k))
+    }
+    new_limits = {
+        k: v
+        for k, v in limits.items()
+        if k not in have_limits and _at_least(v, have_requests.get(k, new_requests.get(k)))
+    }
+    return new_requests, new_limits
+
+
+def _at_most(value: str, limit: object) -> bool:
+    return limit is None or _compare(value, limit) <= 0
+
+
+def _at_least(value: str, request: object) -> bool:
+    return request is None or _compare(value, request) >= 0
+
+
+def _compare(a: object, b: object) -> int:
+    try:
+        left, right = parse_quantity(a), parse_quantity(b)
+    except ValueError:
+        return 0
+    return (left > right) - (left < right)

@@ -30,7 +30,7 @@ from webhook.core.model import (
 )
 from webhook.core.need import Need
 from webhook.core.placement import Placement, Rooms, admitted_offers, slice_rooms
-from webhook.core.pod_resources import pod_requests
+from webhook.core.pod_resources import fills_below_limits, pod_requests
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
     GPU,
@@ -102,16 +102,26 @@ def plan_slice(
         if not within and any(_fits(o, need, devices, policy) for o in offers):
             return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), _over_quota(quota)),))
         offers = within
-    own = pod_requests(spec) if spec is not None and offers else _NO_REQUESTS
+    own = _own_requests(spec, template, inventory) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
     plan = _plan(view, roomy, need, devices, policy, inventory.usage_known, pinned)
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
         if crowded:
-            plan = Plan(findings=(_no_room(view, need, crowded, own, pinned),))
+            plan = Plan(findings=(_no_room(view, need, crowded, own, pinned, policy),))
     if plan.offer is None or original is None:
         return plan
     return Plan(original[plan.offer], plan.rewrite, plan.findings)
+
+
+def _own_requests(
+    spec: Mapping[str, Any] | None, template: Template, inventory: Inventory
+) -> Mapping[str, Decimal]:
+    """The pod's CPU and memory as the scheduler will count them, with the requests the template
+    fills beside a limit alone (`fills_below_limits`)."""
+    if spec is None:
+        return _NO_REQUESTS
+    return pod_requests(spec, fills_below_limits(spec, template.inject, inventory.dra_gpu_resources))
 
 
 def _with_room(
@@ -147,8 +157,15 @@ def _candidate(offer: SliceOffer, need: Need, devices: int, policy: Policy) -> b
 
 
 def _no_room(
-    view: PodView, need: Need, crowded: list[SliceOffer], own: Mapping[str, Decimal], pinned: bool
+    view: PodView,
+    need: Need,
+    crowded: list[SliceOffer],
+    own: Mapping[str, Decimal],
+    pinned: bool,
+    policy: Policy,
 ) -> Finding:
+    """KeptWholeGpu, or NoSliceFits where the policy denies: kept whole, the pod is then kept off
+    the slices' nodes, and a second pass would find no slice and deny."""
     profiles = ", ".join(dict.fromkeys(o.profile for o in crowded))
     where = " it admits" if pinned else ""
     asked = []
@@ -158,9 +175,11 @@ def _no_room(
         asked.append(f"{own['memory'] / GIB:.4g}Gi memory")
     message = (
         f"the MIG slices that fit {describe_need(need)} ({profiles}) are on nodes{where} without "
-        f"room for the pod's own {' and '.join(asked)}; kept the whole GPU"
+        f"room for the pod's own {' and '.join(asked)}"
     )
-    return Finding("KeptWholeGpu", _gpu_path(view), message)
+    if policy.when_no_slice_fits == "deny":
+        return Finding("NoSliceFits", _gpu_path(view), f"{message}; ask an admin")
+    return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; kept the whole GPU")
 
 
 def _within_quota(resource: str, devices: int, quota: Mapping[str, int]) -> bool:

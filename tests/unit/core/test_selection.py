@@ -125,7 +125,7 @@ def busy_tei(cpu: str) -> dict[str, Any]:
         ("16", "default", ("1g.10gb", "mixed", True, [])),
         ("32", "default", ("3g.40gb", "mixed", True, [])),
         ("32", "whole-a", (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("tei"))])),
-        ("32", "prod-a", (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("tei"))])),
+        ("32", "prod-a", (None, None, False, [("NoSliceFits", GPU_LIMIT.format("tei"))])),
         ("60", "default", (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("tei"))])),
     ],
 )
@@ -133,8 +133,9 @@ def test_a_slice_whose_nodes_lack_room_for_the_pods_own_cpu_is_no_candidate(
     unit_catalog: Catalog, small_mig_nodes: Inventory, cpu: str, namespace: str, expected: tuple[Any, ...]
 ) -> None:
     """36 CPU (a 4-CPU sidecar's included) fit no 1g.10gb node (24 CPU): as when no right-sized
-    slice is offered, `larger` takes the 3g.40gb (48 CPU), `whole` keeps the whole GPU; `deny`
-    keeps it too, since a right-sized slice is offered. 64 CPU fit no slice's node."""
+    slice is offered, `larger` takes the 3g.40gb (48 CPU), `whole` keeps the whole GPU, `deny`
+    denies (kept whole, the pod would be kept off the slices' nodes, and a second pass would find
+    no slice and deny: the first pass says so at once). 64 CPU fit no slice's node."""
     assert plan(unit_catalog, busy_tei(cpu), small_mig_nodes, namespace) == expected
 
 
@@ -288,3 +289,18 @@ def test_on_gke_a_slice_is_right_sized_among_the_partition_sizes_gke_makes(unit_
         False,
         [("KeptWholeGpu", GPU_LIMIT.format("vllm"))],
     )
+
+
+def test_a_request_the_template_fills_beside_a_limit_alone_is_what_counts(
+    unit_catalog: Catalog, small_mig_nodes: Inventory
+) -> None:
+    """A container with a CPU limit of 100 and no request requests 100 as written, but the
+    serving template fills 4 per GPU as its request, below the limit, which the scheduler then
+    counts instead: slice choice counts that too, or a second pass over the filled pod would
+    choose a slice the first did not (found by a randomized sweep)."""
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1, limits={"cpu": "100"}).build()
+    first = plan(unit_catalog, pod, small_mig_nodes)
+    filled = make_pod().container(
+        "vllm", image="vllm/vllm-openai", gpu=1, limits={"cpu": "100"}, requests={"cpu": "4"}
+    )
+    assert first == plan(unit_catalog, filled.build(), small_mig_nodes) == ("3g.40gb", "mixed", True, [])

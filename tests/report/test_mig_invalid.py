@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import H100, make_catalog, policy_doc, whole_node
 from tests.report.dashboard_support import dashboard_page
+from tests.report.fixed_report import FixedReport
 from webhook.inventory.nodes import build_inventory
 from webhook.report.build import build_report
 from webhook.report.metrics import inventory_registry
@@ -78,21 +79,10 @@ def test_the_dashboard_row_says_why_it_is_empty(tmp_path: Path) -> None:
 
 
 def test_gauges_name_the_node() -> None:
-    registry = inventory_registry(cast(ReportService, _Fixed(_report())))
+    registry = inventory_registry(cast(ReportService, FixedReport(_report())))
     families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
     invalid = {
         (s.labels["node"], s.labels["model"]) for s in families["gpu_webhook_node_mig_config_invalid"].samples
     }
     assert invalid == {("gone", H100), ("stale", H100)}
     assert {s.labels["node"] for s in families["gpu_webhook_node_state"].samples} == {"gone", "stale", "ok"}
-
-
-class _Fixed:
-    def __init__(self, report: Report) -> None:
-        self._report = report
-
-    def ready(self) -> bool:
-        return True
-
-    def current(self) -> Report:
-        return self._report

@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import GPU_TAINT, H100, make_catalog, make_pod, policy_doc, template_doc, whole_node
 from tests.report.dashboard_support import dashboard_page
+from tests.report.fixed_report import FixedReport
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
@@ -133,21 +134,10 @@ def test_the_dashboard_marks_nodes_taking_no_new_pods(tmp_path: Path) -> None:
 
 def test_gauges_give_each_node_state_and_the_unschedulable_cost() -> None:
     report = _report()
-    registry = inventory_registry(cast(ReportService, _Fixed(report)))
+    registry = inventory_registry(cast(ReportService, FixedReport(report)))
     families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
     states = {s.labels["node"]: s.labels["state"] for s in families["gpu_webhook_node_state"].samples}
     assert states == STATES
     costs = {s.labels["kind"]: s.value for s in families["gpu_webhook_idle_cost_per_hour"].samples}
     assert costs["unallocated"] == pytest.approx(3 * PRICE)
     assert costs["unschedulable"] == pytest.approx(15 * PRICE)
-
-
-class _Fixed:
-    def __init__(self, report: Report) -> None:
-        self._report = report
-
-    def ready(self) -> bool:
-        return True
-
-    def current(self) -> Report:
-        return self._report

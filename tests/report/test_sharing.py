@@ -12,6 +12,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import A100, H100, make_catalog, make_node, make_pod, policy_doc, template_doc
+from tests.report.fixed_report import FixedReport
 from webhook.core.model import Catalog
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
@@ -169,19 +170,6 @@ def test_gke_time_shared_partitions_count_as_the_partitions() -> None:
     assert device["sharing"]["replicas"] == 3
 
 
-class _Fixed:
-    """A ReportService stand-in that always has this report."""
-
-    def __init__(self, report: Report) -> None:
-        self._report = report
-
-    def ready(self) -> bool:
-        return True
-
-    def current(self) -> Report:
-        return self._report
-
-
 def _plain_and_renamed() -> Report:
     labels = {"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
     node = make_node(
@@ -197,7 +185,7 @@ def _plain_and_renamed() -> Report:
 
 
 def test_a_profile_under_two_resources_gives_distinct_series() -> None:
-    registry = inventory_registry(cast(ReportService, _Fixed(_plain_and_renamed())))
+    registry = inventory_registry(cast(ReportService, FixedReport(_plain_and_renamed())))
     families = text_string_to_metric_families(generate_latest(registry).decode())
     samples = [s for f in families if f.name.startswith("gpu_webhook_devices_") for s in f.samples]
     keys = [(s.name, tuple(sorted(s.labels.items()))) for s in samples]

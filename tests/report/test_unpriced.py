@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import H100, make_catalog, make_pod, mixed_node, policy_doc, template_doc, whole_node
 from tests.report.dashboard_support import dashboard_page
+from tests.report.fixed_report import FixedReport
 from webhook.cli import main
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
@@ -114,7 +115,7 @@ def test_waste_and_idle_of_nothing_priced_cost_unknown_not_zero() -> None:
     assert costs["wasteful"] == costs["idle"] == {"perHour": None, "perMonth": None}
     totals = [line for line in render(report, "text").splitlines() if line.startswith(("wasteful ", "idle "))]
     assert len(totals) == 2 and all("$" not in line for line in totals)
-    registry = inventory_registry(cast(ReportService, _Fixed(report)))
+    registry = inventory_registry(cast(ReportService, FixedReport(report)))
     kinds = {
         s.labels["kind"]
         for f in text_string_to_metric_families(generate_latest(registry).decode())
@@ -125,14 +126,3 @@ def test_waste_and_idle_of_nothing_priced_cost_unknown_not_zero() -> None:
     priced = _waste_and_idle({H100: PRICE}).costs
     assert priced.wasteful_per_hour == pytest.approx(PRICE * 6 / 7)
     assert priced.idle_per_hour == pytest.approx(PRICE)
-
-
-class _Fixed:
-    def __init__(self, report: Report) -> None:
-        self._report = report
-
-    def ready(self) -> bool:
-        return True
-
-    def current(self) -> Report:
-        return self._report

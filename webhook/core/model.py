@@ -51,9 +51,9 @@ COMPUTE_ANNOTATION: Final = "gpu.aethervirt.io/gpu-compute"
 ORIGINAL_REQUEST_ANNOTATION: Final = "gpu.aethervirt.io/original-request"
 PROFILE_ANNOTATION: Final = "gpu.aethervirt.io/mig-profile"
 STEERED_ANNOTATION: Final = "gpu.aethervirt.io/mig-node-affinity"
-"""Set (`added`) when a rewrite added node requirements for its slice: only then are they the
-webhook's to take back when the pod is read as first asked for (webhook/core/rewritten.py); a
-pod whose own affinity already held them keeps them."""
+"""Where a rewrite added node requirements for its slice: per required term, [first index, how
+many] or null (`[null,[1,1]]`, mig_affinity.steering_record). Reading the pod as first asked for
+takes back exactly those (webhook/core/rewritten.py); the pod's own equal ones stay."""
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 """Set by the kubelet on the API object that mirrors a static pod, which it runs from a file."""
 APPLIED_TEMPLATE_ANNOTATION: Final = "gpu.aethervirt.io/applied-template"

@@ -209,6 +209,8 @@ class GpuNode:
     product: str
     strategy: Strategy
     allocatable: Mapping[str, int]
+    """Whole units by resource, but `cpu` in millicores: a node's allocatable CPU is often
+    fractional (7910m), and whole cores would turn away a pod that fits."""
     gpu_memory_mib: int | None
     slices: Mapping[str, int]
     slice_memory_mib: Mapping[str, int]

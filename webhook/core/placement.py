@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any, Final
 
 from webhook.core.model import GpuNode, Inventory, SliceOffer, Taint
@@ -31,7 +32,13 @@ _MEMO_LIMIT: Final = 1024
 _SLICE_STRATEGIES: Final = ("single", "gke")
 
 Rooms = tuple[tuple[int, int], ...]
-"""(CPU cores, memory bytes) allocatable of nodes a pod may run on, distinct pairs."""
+"""(CPU millicores, memory bytes) allocatable of nodes a pod may run on, distinct pairs."""
+
+
+def has_room(rooms: Rooms, cpu: Decimal, memory: Decimal) -> bool:
+    """Whether one of `rooms` holds `cpu` cores and `memory` bytes together."""
+    millicores = cpu * 1000
+    return any(millicores <= room_cpu and memory <= room_memory for room_cpu, room_memory in rooms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +268,7 @@ def node_rooms(
     devices: tuple[tuple[str, int], ...],
     off_slice_nodes: bool,
 ) -> Rooms:
-    """(CPU cores, memory bytes) allocatable of each GPU node the pod may run on: one that has
+    """(CPU millicores, memory bytes) allocatable of each GPU node the pod may run on: one that has
     allocatable every (device, count) of `devices` (the pod's effective requests), that the pod
     admits and, with `off_slice_nodes` (a whole-GPU pod the webhook keeps off them), that does
     not serve MIG devices as nvidia.com/gpu. Distinct pairs; none when no such node is known.
@@ -283,7 +290,7 @@ def node_rooms(
 
 
 def offer_rooms(inventory: Inventory, placement: Placement | None, offer: SliceOffer, devices: int) -> Rooms:
-    """(CPU cores, memory bytes) allocatable of each node of `offer` (`Inventory.members`) that
+    """(CPU millicores, memory bytes) allocatable of each node of `offer` (`Inventory.members`) that
     has `devices` of its slice and that the pod admits: where a pod rewritten to the slice may
     run. Distinct pairs. On GKE partitions and single-strategy nodes the slice is
     `nvidia.com/gpu` too, so the nodes are the offer's, not those advertising its resource.
@@ -309,7 +316,7 @@ class SliceRooms:
 
     by_offer: dict[SliceOffer, Rooms]
     floor: tuple[int, int]
-    """The least CPU and the least memory of a node with room in every offer that has one: a pod
+    """The least CPU (millicores) and the least memory of a node with room in every offer that has one: a pod
     asking no more has room in each of them, which spares looking them up one by one."""
 
 

@@ -29,7 +29,7 @@ from webhook.core.model import (
     Template,
 )
 from webhook.core.need import Need
-from webhook.core.placement import Placement, Rooms, admitted_offers, slice_rooms
+from webhook.core.placement import Placement, admitted_offers, has_room, slice_rooms
 from webhook.core.pod_resources import fills_below_limits, pod_requests
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
@@ -137,15 +137,10 @@ def _with_room(
     if not (cpu or memory):
         return offers
     rooms = slice_rooms(inventory, placement, devices)
-    floor_cpu, floor_memory = rooms.floor
-    if cpu <= floor_cpu and memory <= floor_memory:
+    if has_room((rooms.floor,), cpu, memory):
         return offers  # the usual case: every node with the slices has room for it
     by_offer = rooms.by_offer
-    return tuple(o for o in offers if _has_room(by_offer.get(o, ()), cpu, memory))
-
-
-def _has_room(rooms: Rooms, cpu: Decimal, memory: Decimal) -> bool:
-    return any(cpu <= room_cpu and memory <= room_memory for room_cpu, room_memory in rooms)
+    return tuple(o for o in offers if has_room(by_offer.get(o, ()), cpu, memory))
 
 
 def _candidate(offer: SliceOffer, need: Need, devices: int, policy: Policy) -> bool:

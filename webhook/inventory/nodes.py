@@ -165,7 +165,7 @@ def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNo
 
 
 def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
-    """The node's allocatable (else capacity) counts, as whole numbers."""
+    """The node's allocatable (else capacity) counts, as whole numbers (CPU in millicores)."""
     return _allocatable(node)
 
 
@@ -181,6 +181,8 @@ def _counts(source: Mapping[str, Any]) -> dict[str, int]:
             quantity = parse_quantity(value)
         except ValueError:
             continue
+        if name == "cpu":
+            quantity *= 1000  # millicores, as GpuNode.allocatable keeps them
         counts[str(name)] = int(quantity) if quantity >= 0 else 0
     return counts
 

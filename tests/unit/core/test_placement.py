@@ -224,7 +224,7 @@ def test_the_rooms_of_a_slice_are_its_nodes_with_as_many_slices_as_asked() -> No
     inventory = make_inventory(small, big, l4)
     (offer,) = inventory.offers
     gib = 2**30
-    assert offer_rooms(inventory, None, offer, 1) == ((12, 170 * gib), (48, 340 * gib))
-    assert offer_rooms(inventory, None, offer, 2) == ((12, 170 * gib),)
+    assert offer_rooms(inventory, None, offer, 1) == ((12000, 170 * gib), (48000, 340 * gib))
+    assert offer_rooms(inventory, None, offer, 2) == ((12000, 170 * gib),)
     pinned = placement_of({"nodeSelector": {"kubernetes.io/hostname": "gke-3g-1"}}, ())
-    assert offer_rooms(inventory, pinned, offer, 1) == ((48, 340 * gib),)
+    assert offer_rooms(inventory, pinned, offer, 1) == ((48000, 340 * gib),)

@@ -24,7 +24,7 @@ from webhook.core.mutators._pod import (
     section_of,
 )
 from webhook.core.mutators.whole_gpu_guard import keeps_off_slice_nodes
-from webhook.core.placement import Rooms, node_rooms, offer_rooms
+from webhook.core.placement import Rooms, has_room, node_rooms, offer_rooms
 from webhook.core.pod_resources import (
     NODE_RESOURCES,
     Fill,
@@ -103,16 +103,12 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
         return {}
     spec = read_spec(pod, env.view.base)
     after = pod_requests(spec, pending)
-    cpu, memory = after["cpu"], after["memory"]
-    for room_cpu, room_memory in rooms:
-        if cpu <= room_cpu and memory <= room_memory:
-            return {}  # the usual case: it fits with every fill
+    if has_room(rooms, after["cpu"], after["memory"]):
+        return {}  # the usual case: it fits with every fill
     before = pod_requests(spec)
     for skipped in (("memory",), ("cpu",), ("cpu", "memory")):
         wanted = {r: before[r] if r in skipped else after[r] for r in NODE_RESOURCES}
-        if any(
-            wanted["cpu"] <= room_cpu and wanted["memory"] <= room_memory for room_cpu, room_memory in rooms
-        ):
+        if has_room(rooms, wanted["cpu"], wanted["memory"]):
             return {r: after[r] for r in skipped if r in asked}
     return {}  # it fits no node as written either: the fills make nothing worse
 

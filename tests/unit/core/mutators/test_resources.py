@@ -169,6 +169,22 @@ def test_memory_the_scheduler_counts_beside_the_fill_leaves_it_out(
     }
 
 
+def test_a_node_with_fractional_cpu_holds_what_fits_its_millicores(unit_catalog: Catalog) -> None:
+    """Allocatable CPU is cores minus what the kubelet reserves (7910m): the template's 6 CPU for
+    one GPU beside a 1500m sidecar ask 7500m, which fits; whole cores (7) would leave it out."""
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-L4"}
+    node = make_node("l4", labels, {"nvidia.com/gpu": 1, "cpu": "7910m", "memory": "96Gi"})
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .container("proxy", image="envoy", requests={"cpu": "3500m"})
+        .build()
+    )
+    mutated, found = apply(resources.mutate, unit_catalog, pod, make_inventory(node))
+    assert found == [("InjectedResources", "spec.containers")]
+    assert mutated["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "4"
+
+
 def test_an_init_container_counts_only_while_it_runs(unit_catalog: Catalog, l4_pool: Inventory) -> None:
     """A regular init container's 40Gi is over before the containers start: 64Gi still fits."""
     pod = _serving_l4().init_container("warm", requests={"memory": "40Gi"}).build()

@@ -199,6 +199,10 @@ BAD_MANIFESTS = {  # name: (text, where the message must point)
     "invalid-yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", ":4:1:"),
     "duplicate-key": ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n", ":5"),
     "not-a-mapping": ("- just\n- a list\n", "#1"),
+    "list-item-not-a-mapping": (
+        "apiVersion: v1\nkind: List\nitems:\n- just a string\n",
+        "#1[0]: a List item must be a mapping, got str",
+    ),
     "spec-not-an-object": (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: 7\n",
         "#1: Pod x: spec: must be an object, not a number",

@@ -108,5 +108,9 @@ def _objects(document: Document, source: str, manifests: list[Manifest], errors:
         for position, item in enumerate(data["items"]):
             if isinstance(item, Mapping):
                 manifests.append(Manifest(f"{where}[{position}]", dict(item)))
+            else:
+                errors.append(
+                    f"{where}[{position}]: a List item must be a mapping, got {type(item).__name__}"
+                )
     else:
         manifests.append(Manifest(where, dict(data)))

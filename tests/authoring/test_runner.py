@@ -204,6 +204,19 @@ def test_one_bad_suite_does_not_stop_the_others(tmp_path: Path) -> None:
     assert list(run.broken) == [str(tmp_path / "b.yaml")]
 
 
+def test_suites_before_a_yaml_error_in_their_file_still_run(tmp_path: Path) -> None:
+    """As `check` decides the documents before a syntax error: the suite above it runs, and the
+    file is a bad suite naming the error's line."""
+    file = suite(tmp_path, case("allowed: true\n"), name="good")
+    with file.open("a") as out:
+        out.write("---\nspec: [unclosed\n")
+    run = run_paths([file])
+    assert [r.suite for r in run.results] == ["good"] and run.results[0].passed
+    assert run.exit_code == EXIT_BAD_SUITE
+    (problem,) = run.broken[str(file)]
+    assert problem.line is not None and problem.line > 20
+
+
 def test_subfolders_hold_inputs_not_suites(tmp_path: Path) -> None:
     (tmp_path / "manifests").mkdir()
     (tmp_path / "manifests" / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")

@@ -114,12 +114,13 @@ def load_suites(paths: Sequence[str | Path]) -> Loaded:
 
 
 def _load_file(file: Path, resolver: _Resolver) -> tuple[list[Suite], list[Problem]]:
+    syntax: list[Problem] = []
     try:
         documents = load_documents(read_text(file), str(file))
-    except YamlError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).split(": ", 1)[-1]
-        return [], [Problem(str(file), getattr(exc, "line", None), "", problem)]
-    if not documents:
+    except YamlError as exc:  # the suites before the error still run; the file fails
+        documents = list(exc.documents)
+        syntax.append(Problem(str(file), exc.line, "", exc.problem))
+    if not documents and not syntax:
         return [], [Problem(str(file), None, "", f"no {SUITE_KIND} document")]
     suites: list[Suite] = []
     problems: list[Problem] = []
@@ -129,7 +130,7 @@ def _load_file(file: Path, resolver: _Resolver) -> tuple[list[Suite], list[Probl
         problems.extend(reader.problems)
         if suite is not None and not reader.problems:
             suites.append(suite)
-    return suites, problems
+    return suites, problems + syntax
 
 
 class _Resolver:

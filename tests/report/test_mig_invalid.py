@@ -14,10 +14,11 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.builders import H100, make_catalog, policy_doc, whole_node
+from tests.builders import H100, make_catalog, make_pod, policy_doc, whole_node
 from tests.report.dashboard_support import dashboard_page
 from tests.report.fixed_report import FixedReport
 from webhook.inventory.nodes import build_inventory
+from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
 from webhook.report.metrics import inventory_registry
 from webhook.report.model import Report
@@ -86,3 +87,23 @@ def test_gauges_name_the_node() -> None:
     }
     assert invalid == {("gone", H100), ("stale", H100)}
     assert {s.labels["node"] for s in families["gpu_webhook_node_state"].samples} == {"gone", "stale", "ok"}
+
+
+def test_pods_holding_its_devices_are_unaccounted(tmp_path: Path) -> None:
+    """Its lines are not shown, so what a pod bound to it holds is counted nowhere else: the
+    pod is listed with the reason, in JSON, text and the dashboard."""
+    pod = make_pod("held").namespace("ns").container("c", image="zz:1", limits={"nvidia.com/gpu": 2}).build()
+    pod["spec"]["nodeName"] = "stale"
+    pod["status"] = {"phase": "Running"}
+    usages = [u for u in map(pod_usage, [pod]) if u is not None]
+    report = build_report(build_inventory(NODES, [pod]), make_catalog(policy_doc("all")), usages)
+    assert report.to_dict()["unaccounted"] == [
+        {"namespace": "ns", "name": "held", "node": "stale", "resources": {"nvidia.com/gpu": 2}}
+        | {"reason": "node-mig-invalid"}
+    ]
+    assert "ns/held on stale: 2 nvidia.com/gpu (its node's MIG configuration is invalid" in render(
+        report, "text"
+    )
+    page = dashboard_page(tmp_path, NODES, [pod])
+    (section,) = re.findall(r'<section id="unaccounted">(.*?)</section>', page, re.S)
+    assert "held" in section and "MIG configuration is invalid" in section

@@ -95,7 +95,8 @@ def build_report(
 
 def _unaccounted(usages: Iterable[PodUsage], nodes: Mapping[str, GpuNode]) -> Iterator[UnaccountedPod]:
     """Pods holding NVIDIA devices that no line counts: bound to a node the inventory does not
-    have as a GPU node, or holding a resource their node does not list (not even at 0)."""
+    have as a GPU node or whose MIG configuration is invalid, or holding a resource their node
+    does not list (not even at 0)."""
     for usage in usages:
         held = tuple(
             (r, n) for r, n in usage.counts if r.startswith(_NVIDIA) and not r.startswith(_NOT_DEVICES)
@@ -103,6 +104,8 @@ def _unaccounted(usages: Iterable[PodUsage], nodes: Mapping[str, GpuNode]) -> It
         node = nodes.get(usage.node)
         if node is None:
             reason = "node-not-in-inventory"
+        elif node.product.endswith(MIG_INVALID_SUFFIX):
+            reason = "node-mig-invalid"  # its lines are not shown: nothing of it is counted
         else:
             held = tuple((r, n) for r, n in held if r not in node.allocatable)
             reason = "resource-not-on-node"

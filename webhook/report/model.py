@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.profiles import SHARED_SUFFIX
 from webhook.report.prices import base_product
@@ -151,10 +151,19 @@ class IdleGpu:
     cost_per_hour: float | None
 
 
+UNACCOUNTED_WHY: Final = {
+    "node-not-in-inventory": "not a GPU node of the inventory",
+    "node-mig-invalid": "its node's MIG configuration is invalid: no device of it is counted",
+    "resource-not-on-node": "the node does not list it",
+}
+"""Why a pod's devices are unaccounted, by the reason JSON and CSV give."""
+
+
 @dataclass(frozen=True, slots=True)
 class UnaccountedPod:
     """A bound pod holding NVIDIA devices that no device line counts: its node is not a GPU node
-    of the inventory, or does not list the resource it holds."""
+    of the inventory, counts none of its devices (an invalid MIG configuration), or does not list
+    the resource it holds."""
 
     namespace: str
     name: str
@@ -162,7 +171,11 @@ class UnaccountedPod:
     resources: tuple[tuple[str, int], ...]
     """(resource, count) the lines do not count."""
     reason: str
-    """`node-not-in-inventory` or `resource-not-on-node`."""
+    """A key of UNACCOUNTED_WHY."""
+
+    @property
+    def why(self) -> str:
+        return UNACCOUNTED_WHY[self.reason]
 
     def to_dict(self) -> dict[str, Any]:
         held = {resource: count for resource, count in self.resources}

@@ -126,12 +126,7 @@ def _unaccounted_lines(report: Report) -> list[str]:
     lines = ["", "PODS HOLDING DEVICES NO NODE ABOVE COUNTS"]
     for pod in report.unaccounted:
         held = ", ".join(f"{count} {resource}" for resource, count in pod.resources)
-        why = (
-            "not a GPU node of the inventory"
-            if pod.reason == "node-not-in-inventory"
-            else "the node does not list it"
-        )
-        lines.append(f"  {pod.namespace}/{pod.name} on {pod.node}: {held} ({why})")
+        lines.append(f"  {pod.namespace}/{pod.name} on {pod.node}: {held} ({pod.why})")
     return lines
 
 

@@ -16,7 +16,7 @@ from flask import Blueprint, Response, render_template, request
 from prometheus_client import CollectorRegistry
 
 from webhook.report.metrics import inventory_registry
-from webhook.report.model import HOURS_PER_MONTH
+from webhook.report.model import HOURS_PER_MONTH, UNACCOUNTED_WHY
 from webhook.report.render import render
 from webhook.report.service import ReportService
 from webhook.sources import CatalogSource, InventorySource
@@ -71,6 +71,7 @@ def _page(service: ReportService) -> dict[str, Any]:
         "money": _money,
         "pct": _pct,
         "hours_per_month": HOURS_PER_MONTH,
+        "unaccounted_why": UNACCOUNTED_WHY,
     }
 
 

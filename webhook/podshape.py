@@ -12,9 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from webhook.core.workloads import ShapeRoute, group_kind, pod_sites, shape_routes
-
-Problem = tuple[str, str]
-"""(field path, what is wrong)."""
+from webhook.podshape_scheduling import scheduling_problems
+from webhook.podshape_types import Problem, type_name
 
 
 def identity_problems(obj: Mapping[str, Any]) -> list[Problem]:
@@ -147,7 +146,8 @@ def _items(items: list[Any], path: str, name_key: str) -> Iterator[tuple[str, An
 
 
 def spec_problems(spec: object, base: str) -> Iterator[Problem]:
-    """What is wrong with one pod spec at `base`: its type, its containers, their resources."""
+    """What is wrong with one pod spec at `base`: its type, its containers, their resources, and
+    where it says it may run."""
     if not isinstance(spec, Mapping):
         yield base, _object_or_missing(spec)
         return
@@ -156,6 +156,7 @@ def spec_problems(spec: object, base: str) -> Iterator[Problem]:
         yield f"{base}.containers", "missing: a pod needs at least one container"
     yield from _containers(containers, f"{base}.containers")
     yield from _containers(spec.get("initContainers"), f"{base}.initContainers")
+    yield from scheduling_problems(spec, base)
 
 
 def _containers(items: object, path: str) -> Iterator[Problem]:
@@ -195,18 +196,3 @@ def _resources(resources: object, path: str) -> Iterator[Problem]:
 
 def _object_or_missing(value: object) -> str:
     return "missing: it is required" if value is None else f"must be an object, not {type_name(value)}"
-
-
-def type_name(value: object) -> str:
-    """What a JSON value is, in words (`a number`), for messages."""
-    if value is None:
-        return "null"
-    names = {
-        str: "a string",
-        int: "a number",
-        float: "a number",
-        bool: "a boolean",
-        list: "a list",
-        dict: "an object",
-    }
-    return names.get(type(value), type(value).__name__)

@@ -20,6 +20,12 @@ def deployment(spec: Any) -> dict[str, Any]:
 
 
 GOOD = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+MALFORMED_TERM = {
+    "matchExpressions": [{"key": "pool", "operator": [], "values": "mig"}],
+    "matchFields": [{"key": 1, "operator": "In", "values": ["n1", 2]}],
+}
 
 
 @pytest.mark.parametrize(
@@ -59,10 +65,54 @@ GOOD = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 
         ({k: v for k, v in pod(GOOD).items() if k != "apiVersion"}, ["apiVersion"]),
         (pod(GOOD) | {"apiVersion": ""}, ["apiVersion"]),
         ({k: v for k, v in deployment(3).items() if k != "apiVersion"}, ["apiVersion"]),
+        (
+            pod({**GOOD, "nodeSelector": {"pool": 1}, "affinity": 3}),
+            ["spec.nodeSelector.pool", "spec.affinity"],
+        ),
+        (
+            pod(
+                {**GOOD, "affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [MALFORMED_TERM, 4]}}}}
+            ),
+            [
+                f"spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].operator",
+                f"spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].values",
+                f"spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms[0].matchFields[0].key",
+                f"spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms[0].matchFields[0].values[1]",
+                f"spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms[1]",
+            ],
+        ),
+        (
+            deployment(
+                {
+                    "template": {
+                        "spec": {**GOOD, "affinity": {"nodeAffinity": {PREFERRED: [{"weight": "1"}, 2]}}}
+                    }
+                }
+            ),
+            [
+                f"spec.template.spec.affinity.nodeAffinity.{PREFERRED}[0].weight",
+                f"spec.template.spec.affinity.nodeAffinity.{PREFERRED}[1]",
+            ],
+        ),
+        (
+            pod(
+                {**GOOD, "tolerations": [{"key": "k", "operator": ["Exists"], "tolerationSeconds": "5"}, "x"]}
+            ),
+            ["spec.tolerations[0].operator", "spec.tolerations[0].tolerationSeconds", "spec.tolerations[1]"],
+        ),
+        (pod({**GOOD, "tolerations": {"key": "k"}}), ["spec.tolerations"]),
     ],
 )
 def test_problems_are_named_at_their_field(obj: dict[str, Any], paths: list[str]) -> None:
     assert [path for path, _ in shape_problems(obj)] == paths
+
+
+def test_a_requirement_the_decision_cannot_read_is_named_not_a_crash(catalog: Catalog) -> None:
+    """`operator: []` is unhashable: the decision ignores it, and `check` names it."""
+    spec = {**GOOD, "affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [MALFORMED_TERM]}}}}
+    path = f"spec.affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].operator"
+    assert (path, "must be a string, not a list") in shape_problems(pod(spec))
+    assert decide_object(pod(spec), Context(catalog=catalog, inventory=UNKNOWN_INVENTORY)).allowed
 
 
 def test_the_problem_says_what_is_wrong() -> None:

@@ -18,7 +18,7 @@ from webhook.catalog.build import Checks, check_policy, read_policy, read_templa
 from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
-from webhook.podshape import type_name
+from webhook.podshape_types import type_name
 from webhook.yamlio import Document, YamlError, iter_yaml_files, key_path, load_file
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")

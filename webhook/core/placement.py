@@ -170,7 +170,7 @@ def _requirement(expression: object, on_field: bool = False) -> Requirement | No
     if not isinstance(expression, Mapping):
         return None
     key, operator = expression.get("key"), expression.get("operator")
-    if not isinstance(key, str) or operator not in _OPERATORS:
+    if not isinstance(key, str) or not isinstance(operator, str) or operator not in _OPERATORS:
         return None
     if on_field and key != _NODE_NAME_FIELD:
         return None

@@ -15,7 +15,8 @@ from typing import Any
 
 from webhook.core.quantity import parse_quantity
 from webhook.manifests import Manifest, read_manifests
-from webhook.podshape import container_path, spec_problems, type_name
+from webhook.podshape import container_path, spec_problems
+from webhook.podshape_types import type_name
 
 CONTAINER_GROUPS = ("initContainers", "containers")
 STRING_FIELDS = (("metadata", "namespace"), ("spec", "nodeName"), ("status", "phase"))

@@ -46,8 +46,9 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     base = env.view.base
     pod_level = _pod_level(pod, base)
     dra_gpus = env.inventory.dra_gpu_resources
-    fills: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str]]] = []
+    fills: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str], frozenset[str]]] = []
     pending: dict[int, Fill] = {}
+    lowering: dict[int, Fill] = {}
     for group, index, container in containers(pod, base, ("containers",)):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
@@ -56,11 +57,15 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         wanted_limits = wanted_fills(inject.limits, inject.per_gpu_limits, devices, pod_level)
         new_requests, new_limits = missing_fills(have_requests, have_limits, wanted_requests, wanted_limits)
         if new_requests or new_limits:
-            fills.append((container_path(base, group, index, container), container, new_requests, new_limits))
+            where = container_path(base, group, index, container)
+            fills.append((where, container, new_requests, new_limits, frozenset(have_limits)))
             pending[index] = (new_requests, new_limits)
+            below = {r: v for r, v in new_requests.items() if r in have_limits}
+            if below:
+                lowering[index] = (below, {})
     if not fills:
         return []
-    too_large = _beyond_largest_node(pod, env, pending)
+    too_large = _beyond_largest_node(pod, env, pending, lowering)
     names = [name_of(fill[1]) for fill in fills if _fill(*fill, skip=too_large)]
     findings = [_too_large(template.name, base, too_large)] if too_large else []
     if names:
@@ -74,11 +79,13 @@ def _fill(
     container: dict[str, Any],
     requests: dict[str, str],
     limits: dict[str, str],
+    own_limits: frozenset[str],
     skip: Mapping[str, Any],
 ) -> bool:
-    """Fill what is not skipped; whether anything was."""
+    """Fill what is not skipped; whether anything was. A request below the container's own
+    limit is filled even so: it lowers what the scheduler counts (the limit, else)."""
     if skip:
-        requests = {k: v for k, v in requests.items() if k not in skip}
+        requests = {k: v for k, v in requests.items() if k not in skip or k in own_limits}
         limits = {k: v for k, v in limits.items() if k not in skip}  # a lone limit defaults the request to it
     if not requests and not limits:
         return False
@@ -90,7 +97,9 @@ def _fill(
     return True
 
 
-def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dict[str, Decimal]:
+def _beyond_largest_node(
+    pod: Pod, env: Env, pending: Mapping[int, Fill], lowering: Mapping[int, Fill]
+) -> dict[str, Decimal]:
     """The resources filled in that would leave the pod fitting no GPU node it may run on, with
     what the pod would request of each: a template's CPU/memory per GPU written for 80GB cards
     would leave a pod bound for a smaller GPU node unschedulable. A node must hold the CPU and
@@ -105,7 +114,7 @@ def _beyond_largest_node(pod: Pod, env: Env, pending: Mapping[int, Fill]) -> dic
     after = pod_requests(spec, pending)
     if has_room(rooms, after["cpu"], after["memory"]):
         return {}  # the usual case: it fits with every fill
-    before = pod_requests(spec)
+    before = pod_requests(spec, lowering)  # what leaving a resource out keeps: the fills below limits
     for skipped in (("memory",), ("cpu",), ("cpu", "memory")):
         wanted = {r: before[r] if r in skipped else after[r] for r in NODE_RESOURCES}
         if has_room(rooms, wanted["cpu"], wanted["memory"]):

@@ -13,7 +13,7 @@ from typing import Any
 
 from webhook.core.workloads import ShapeRoute, group_kind, pod_sites, shape_routes
 from webhook.podshape_scheduling import scheduling_problems
-from webhook.podshape_types import Problem, type_name
+from webhook.podshape_types import Problem, member_path, type_name
 
 
 def identity_problems(obj: Mapping[str, Any]) -> list[Problem]:
@@ -47,7 +47,7 @@ def metadata_problems(metadata: object, base: str) -> Iterator[Problem]:
             continue
         for name, text in value.items():
             if not isinstance(text, str):
-                yield f"{base}.{key}.{name}", f"must be a string, not {type_name(text)}"
+                yield member_path(f"{base}.{key}", name), f"must be a string, not {type_name(text)}"
 
 
 def shape_problems(obj: Mapping[str, Any]) -> list[Problem]:

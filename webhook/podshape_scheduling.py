@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from webhook.podshape_types import Problem, type_name
+from webhook.podshape_types import Problem, member_path, type_name
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -97,7 +97,7 @@ def _string_map(value: object, path: str) -> Iterator[Problem]:
         yield from _not_object(value, path)
         return
     for key, text in value.items():
-        yield from _string(text, f"{path}.{key}")
+        yield from _string(text, member_path(path, key))
 
 
 def _string(value: object, path: str) -> Iterator[Problem]:

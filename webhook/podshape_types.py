@@ -6,6 +6,13 @@ Problem = tuple[str, str]
 """(field path, what is wrong)."""
 
 
+def member_path(path: str, key: object) -> str:
+    """`path.key`, or `path["key"]` for a key with dots or slashes (a label, a resource name), as
+    violations write `limits["nvidia.com/gpu"]`."""
+    text = str(key)
+    return f'{path}["{text}"]' if "." in text or "/" in text else f"{path}.{text}"
+
+
 def type_name(value: object) -> str:
     """What a JSON value is, in words (`a number`), for messages."""
     if value is None:

@@ -69,6 +69,11 @@ MALFORMED_TERM = {
             pod({**GOOD, "nodeSelector": {"pool": 1}, "affinity": 3}),
             ["spec.nodeSelector.pool", "spec.affinity"],
         ),
+        (pod(GOOD) | {"metadata": {"labels": {"a.b/c": 1}}}, ['metadata.labels["a.b/c"]']),
+        (
+            pod({**GOOD, "nodeSelector": {"nvidia.com/gpu.product": 5}}),
+            ['spec.nodeSelector["nvidia.com/gpu.product"]'],
+        ),
         (
             pod(
                 {**GOOD, "affinity": {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [MALFORMED_TERM, 4]}}}}

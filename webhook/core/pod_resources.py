@@ -49,12 +49,14 @@ def pod_requests(spec: Mapping[str, Any], pending: Mapping[int, Fill] = _NOTHING
             running_cpu, running_memory = running_cpu + cpu, running_memory + memory
     totals = {"cpu": max(peak_cpu, running_cpu), "memory": max(peak_memory, running_memory)}
     if spec.get("resources") is not None or spec.get("overhead") is not None:
-        _pod_level(spec, totals)
+        _pod_level(spec, totals, pending)
     return totals
 
 
-def _pod_level(spec: Mapping[str, Any], totals: dict[str, Decimal]) -> None:
-    """Pod-level `spec.resources` and `spec.overhead` into what the containers request."""
+def _pod_level(spec: Mapping[str, Any], totals: dict[str, Decimal], pending: Mapping[int, Fill]) -> None:
+    """Pod-level `spec.resources` and `spec.overhead` into what the containers request. A pod
+    limit becomes the pod's request only where no container sets the resource at all (API
+    defaulting, defaultPodRequests): a container asking `cpu: "0"` makes the pod's request 0."""
     pod_level = lenient_object(spec.get("resources"))
     requests = lenient_object(pod_level.get("requests"))
     limits = lenient_object(pod_level.get("limits"))
@@ -63,9 +65,24 @@ def _pod_level(spec: Mapping[str, Any], totals: dict[str, Decimal]) -> None:
         total = totals[r]
         if r in requests:
             total = _amount(requests[r])
-        elif r in limits and not total:
-            total = _amount(limits[r])  # API defaulting: no container requests it
+        elif r in limits and not _set_by_a_container(spec, r, pending):
+            total = _amount(limits[r])
         totals[r] = total + _amount(overhead.get(r))
+
+
+def _set_by_a_container(spec: Mapping[str, Any], resource: str, pending: Mapping[int, Fill]) -> bool:
+    """Whether an init or regular container sets `resource` as a request or limit (one that sets
+    a limit alone is defaulted a request), or will once `pending` is filled."""
+    for group in ("initContainers", "containers"):
+        for index, container in enumerate(_list(spec.get(group))):
+            if not isinstance(container, dict):
+                continue
+            resources = lenient_object(container.get("resources"))
+            fills = pending.get(index, NO_FILL) if group == "containers" else NO_FILL
+            for section in (resources.get("requests"), resources.get("limits"), *fills):
+                if lenient_object(section).get(resource) is not None:
+                    return True
+    return False
 
 
 def _container_requests(container: dict[str, Any], fill: Fill) -> tuple[Decimal, Decimal]:

@@ -39,3 +39,23 @@ def test_pod_level_requests_replace_the_containers() -> None:
     assert pod_requests(pod["spec"]) == {"cpu": 2, "memory": 16 * GI}
     pod = make_pod().container("a").spec("resources", {"limits": {"cpu": "4", "memory": "16Gi"}}).build()
     assert pod_requests(pod["spec"]) == {"cpu": 4, "memory": 16 * GI}
+
+
+def test_a_container_asking_zero_keeps_the_pod_limit_from_becoming_its_request() -> None:
+    """defaultPodRequests takes the containers' requests wherever any container sets the
+    resource, even at 0 (an init container too); the pod-level limit only where none does."""
+    zero = (
+        make_pod()
+        .container("a", requests={"cpu": "0"})
+        .spec("resources", {"limits": {"cpu": "16", "memory": "300Gi"}})
+        .build()
+    )
+    assert pod_requests(zero["spec"]) == {"cpu": 0, "memory": 300 * GI}
+    init = (
+        make_pod()
+        .init_container("fetch", limits={"memory": "0"})
+        .container("a")
+        .spec("resources", {"limits": {"memory": "300Gi"}})
+        .build()
+    )
+    assert pod_requests(init["spec"])["memory"] == 0

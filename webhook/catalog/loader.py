@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from webhook.catalog.build import Checks, check_policy, read_policy, read_template
 from webhook.catalog.overlap import policy_overlaps, template_ties
@@ -40,6 +40,9 @@ class CatalogError(ValueError):
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = tuple(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+_T = TypeVar("_T")
 
 
 def load_catalog(paths: Iterable[str | Path]) -> Catalog:
@@ -148,10 +151,29 @@ def _cross_checks(
     for policy, document, checks in policies:
         problems += _policy_references(policy, document, checks, names)
     problems += _ties(
-        [(t, d) for t, d, c in templates if _name(d) and c.clean(["spec", "match"], ["spec", "priority"])]
+        [
+            (t, d)
+            for t, d, c in _first_of_each_name(templates)
+            if c.clean(["spec", "match"], ["spec", "priority"])
+        ]
     )
-    problems += _policy_ties([(p, d) for p, d, c in policies if _name(d) and c.clean(["spec", "namespaces"])])
+    problems += _policy_ties(
+        [(p, d) for p, d, c in _first_of_each_name(policies) if c.clean(["spec", "namespaces"])]
+    )
     return problems
+
+
+def _first_of_each_name(documents: list[tuple[_T, Document, Checks]]) -> list[tuple[_T, Document, Checks]]:
+    """The named documents, a name's second definition left out: it is reported as defined twice,
+    and a tie with its first would only say that again."""
+    seen: set[str] = set()
+    first = []
+    for item in documents:
+        name = _name(item[1])
+        if name and name not in seen:
+            seen.add(name)
+            first.append(item)
+    return first
 
 
 def _ties(templates: list[tuple[Template, Document]]) -> list[Problem]:

@@ -321,3 +321,13 @@ def test_a_price_that_is_not_a_finite_number_is_refused(tmp_path: Path, price: s
     assert "finite" in problems[0].message or "minimum" in problems[0].message
     with pytest.raises(CatalogError):
         load_catalog([tmp_path])
+
+
+def test_a_template_defined_twice_is_one_problem_not_also_a_tie(tmp_path: Path) -> None:
+    """Its second definition is reported as such; a tie with its first would say it again."""
+    write(
+        tmp_path,
+        {"templates/a.yaml": template("serve", SERVING), "templates/b.yaml": template("serve", SERVING)},
+    )
+    problems = lint_paths([tmp_path / "templates"])
+    assert located(tmp_path, problems) == {("templates/b.yaml", 4, "metadata.name")}

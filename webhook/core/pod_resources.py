@@ -151,7 +151,7 @@ def fills_below_limits(
         devices = container_devices(have_limits, dra_gpus)
         wanted = wanted_fills(inject.requests, inject.per_gpu_requests, devices, levels)
         new_requests, _ = missing_fills(have_requests, have_limits, wanted, {})
-        lowered = {r: v for r, v in new_requests.items() if r in have_limits}
+        lowered = below_limits(new_requests, have_limits)
         if lowered:
             fills[index] = (lowered, {})
     return fills
@@ -180,6 +180,12 @@ def container_devices(limits: dict[str, Any], dra_gpus: frozenset[str]) -> int:
             except ValueError:
                 continue
     return total
+
+
+def below_limits(new_requests: Mapping[str, str], have_limits: Mapping[str, Any]) -> dict[str, str]:
+    """The filled requests of resources the container limits but does not request: each lowers
+    what the scheduler counts for it from the limit to the fill."""
+    return {r: v for r, v in new_requests.items() if r in have_limits}
 
 
 def missing_fills(

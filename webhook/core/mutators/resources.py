@@ -28,6 +28,7 @@ from webhook.core.placement import Rooms, has_room, node_rooms, offer_rooms
 from webhook.core.pod_resources import (
     NODE_RESOURCES,
     Fill,
+    below_limits,
     container_devices,
     missing_fills,
     pod_requests,
@@ -58,9 +59,9 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         new_requests, new_limits = missing_fills(have_requests, have_limits, wanted_requests, wanted_limits)
         if new_requests or new_limits:
             where = container_path(base, group, index, container)
-            fills.append((where, container, new_requests, new_limits, frozenset(have_limits)))
+            below = below_limits(new_requests, have_limits)
+            fills.append((where, container, new_requests, new_limits, frozenset(below)))
             pending[index] = (new_requests, new_limits)
-            below = {r: v for r, v in new_requests.items() if r in have_limits}
             if below:
                 lowering[index] = (below, {})
     if not fills:
@@ -79,13 +80,13 @@ def _fill(
     container: dict[str, Any],
     requests: dict[str, str],
     limits: dict[str, str],
-    own_limits: frozenset[str],
+    below: frozenset[str],
     skip: Mapping[str, Any],
 ) -> bool:
-    """Fill what is not skipped; whether anything was. A request below the container's own
+    """Fill what is not skipped; whether anything was. A request `below` the container's own
     limit is filled even so: it lowers what the scheduler counts (the limit, else)."""
     if skip:
-        requests = {k: v for k, v in requests.items() if k not in skip or k in own_limits}
+        requests = {k: v for k, v in requests.items() if k not in skip or k in below}
         limits = {k: v for k, v in limits.items() if k not in skip}  # a lone limit defaults the request to it
     if not requests and not limits:
         return False

@@ -270,3 +270,9 @@ def test_a_bad_pod_list_is_refused_at_start(tmp_path: Path, case: str) -> None:
 @pytest.mark.parametrize("pods", sorted(INVENTORIES.glob("*pods*.yaml")), ids=lambda p: p.name)
 def test_the_example_pod_lists_pass_the_check(pods: Path) -> None:
     assert check_pod_list(pods) > 0
+
+
+def test_gunicorn_names_the_address_it_listens_at(served: Served) -> None:
+    """Each worker binds its own socket (reuse_port), so gunicorn's master has none to name."""
+    (line,) = [line for line in served.process.output().splitlines() if "Listening at:" in line]
+    assert f"Listening at: https://127.0.0.1:{served.process.port} (" in line

@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import shutil
 import sys
@@ -61,6 +62,28 @@ control_socket_disable = True  # one fixed path per user: a second server would 
 def on_starting(server: Any) -> None:
     configure_logging()
     prepare_metrics_dir()
+    name_the_listeners(logging.getLogger("gunicorn.error"), server.cfg.bind)
+
+
+class _NameTheListeners(logging.Filter):
+    """With reuse_port the workers bind their own sockets and the master holds none, so gunicorn
+    logged `Listening at:  (pid)`, an empty address: the address every worker binds goes there."""
+
+    def __init__(self, addresses: str) -> None:
+        super().__init__()
+        self.addresses = addresses
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if record.msg == "Listening at: %s (%s)" and isinstance(args, tuple) and args and not args[0]:
+            record.args = (self.addresses, *args[1:])
+        return True
+
+
+def name_the_listeners(log: logging.Logger, binds: list[str]) -> None:
+    for old in [f for f in log.filters if isinstance(f, _NameTheListeners)]:
+        log.removeFilter(old)
+    log.addFilter(_NameTheListeners(",".join(f"https://{bind}" for bind in binds)))
 
 
 def when_ready(server: Any) -> None:

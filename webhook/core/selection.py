@@ -99,8 +99,10 @@ def plan_slice(
     pinned = len(offers) < len(inventory.offers)
     if quota:
         within = tuple(o for o in offers if _within_quota(o.resource, devices, quota))
-        if not within and any(_fits(o, need, devices, policy) for o in offers):
-            return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), _over_quota(quota)),))
+        beyond = _only_beyond_quota(offers, within, need, devices, policy)
+        if beyond:
+            message = _over_quota(need, beyond, quota)
+            return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), message),))
         offers = within
     own = _own_requests(spec, template, inventory) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
@@ -177,6 +179,17 @@ def _no_room(
     return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; kept the whole GPU")
 
 
+def _only_beyond_quota(
+    offers: tuple[SliceOffer, ...], within: tuple[SliceOffer, ...], need: Need, devices: int, policy: Policy
+) -> list[SliceOffer]:
+    """The slices the policy would take when every one is beyond the namespace's quotas (else
+    none): what the quotas leave (smaller slices, say) is then no reason to say none fits, nor
+    to deny."""
+    if any(_candidate(o, need, devices, policy) for o in within):
+        return []
+    return [o for o in offers if _candidate(o, need, devices, policy)]
+
+
 def _within_quota(resource: str, devices: int, quota: Mapping[str, int]) -> bool:
     """Whether the namespace's quotas admit `devices` of a slice resource without opening a hole:
     where they limit whole GPUs they must limit the slice too (else rewritten pods slip past the
@@ -187,11 +200,12 @@ def _within_quota(resource: str, devices: int, quota: Mapping[str, int]) -> bool
     return left >= devices
 
 
-def _over_quota(quota: Mapping[str, int]) -> str:
+def _over_quota(need: Need, beyond: list[SliceOffer], quota: Mapping[str, int]) -> str:
+    profiles = ", ".join(dict.fromkeys(o.profile for o in beyond))
     limited = ", ".join(f"{name} ({left} left)" for name, left in sorted(quota.items()))
     return (
-        f"no fitting slice is within the namespace's ResourceQuota, which limits {limited}; "
-        "kept the whole GPU"
+        f"the MIG slices that fit {describe_need(need)} ({profiles}) are not within the namespace's "
+        f"ResourceQuota, which limits {limited}; kept the whole GPU"
     )
 
 
@@ -210,11 +224,11 @@ def _plan(
     if not usage_known:  # the smallest candidate: no need to size up every offer
         offer = next(right_sized, None) or next(iter(larger), None)
         if offer is None:
-            return Plan(findings=(_no_fit(view, need, policy, fitting, pinned),))
+            return Plan(findings=(_no_fit(view, need, policy, fitting, pinned, devices),))
         return Plan(offer=offer, rewrite=True)
     candidates = list(right_sized) or larger
     if not candidates:
-        return Plan(findings=(_no_fit(view, need, policy, fitting, pinned),))
+        return Plan(findings=(_no_fit(view, need, policy, fitting, pinned, devices),))
     return _choose_free(view, candidates, fitting, devices, policy)
 
 
@@ -314,17 +328,24 @@ def _gpu_path(view: PodView) -> str:
     return container.resource_path("limits", GPU)
 
 
-def _no_fit(view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer], pinned: bool) -> Finding:
-    """`pinned`: the pod's own node choice left out some offers, which the message says."""
-    path = _gpu_path(view)
+def _no_fit(
+    view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer], pinned: bool, devices: int
+) -> Finding:
+    """`pinned`: the pod's own node choice left out some offers, which the message says.
+    `fitting`: the larger slices that fit, which `whenNoSliceFits: whole` or `deny` did not take."""
     wanted = describe_need(need)
     where = " on the nodes it admits (its nodeName, nodeSelector, node affinity)" if pinned else ""
+    offered = ", ".join(sorted({o.profile for o in fitting}))
+    if offered:
+        message = f"no right-sized MIG slice for {wanted} is offered{where} (larger: {offered})"
+    elif devices > 1:
+        admits = " it admits" if pinned else ""
+        message = f"no node{admits} offers {devices} MIG slices that fit {wanted}"
+    else:
+        message = f"no MIG slice that fits {wanted} is offered{where}"
     if policy.when_no_slice_fits == "deny":
-        offered = ", ".join(sorted({o.profile for o in fitting})) or "none that fits"
-        message = f"no right-sized MIG slice for {wanted} is offered{where} (larger: {offered}); ask an admin"
-        return Finding("NoSliceFits", path, message)
-    message = f"no MIG slice that fits {wanted} is offered{where}; kept the whole GPU"
-    return Finding("KeptWholeGpu", path, message)
+        return Finding("NoSliceFits", _gpu_path(view), f"{message}; ask an admin")
+    return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; kept the whole GPU")
 
 
 @lru_cache(maxsize=256)

@@ -103,6 +103,28 @@ def test_when_no_right_sized_slice_is_offered_the_policy_decides(
     assert plan(unit_catalog, tei(), only_large, namespace) == expected
 
 
+def test_kept_whole_beside_larger_slices_names_them(unit_catalog: Catalog, only_large: Inventory) -> None:
+    """`whole` leaves a 3g.40gb for an 8Gi need: that is not "no slice that fits"."""
+    (finding,) = make_env(tei(), unit_catalog, only_large, "whole-a").plan.findings
+    assert finding.message == (
+        "no right-sized MIG slice for 8Gi and 14% compute is offered (larger: 3g.40gb); kept the whole GPU"
+    )
+
+
+def test_kept_whole_for_want_of_slices_on_one_node_says_how_many(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    three = (
+        make_pod()
+        .container("a", image="vllm/vllm-openai", gpu=1)
+        .container("b", gpu=1)
+        .container("c", gpu=1)
+        .build()
+    )
+    (finding,) = make_env(three, unit_catalog, mixed).plan.findings
+    assert finding.message.startswith("no node offers 3 MIG slices that fit ")
+
+
 @pytest.fixture(scope="module")
 def small_mig_nodes() -> Inventory:
     """1g.10gb slices on a 24-CPU node, 3g.40gb on a 48-CPU one, whole GPUs on a 96-CPU node."""

@@ -25,13 +25,13 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     if PROFILE_ANNOTATION in read(read_metadata(pod, meta), "annotations", meta):
         return []
     original: dict[str, str] = {}
-    first_path = ""
+    paths: list[str] = []
     for group, index, container in containers(pod, base):
         limit = section_of(container, "limits", base, group, index).get(GPU)
         if limit is None:
             continue
         original[name_of(container)] = str(limit)
-        first_path = first_path or f'{base}.{group}[name={name_of(container)}].resources.limits["{GPU}"]'
+        paths.append(f'{base}.{group}[name={name_of(container)}].resources.limits["{GPU}"]')
         if offer.resource != GPU:
             _rename(container["resources"], offer.resource)
     annotations = child(metadata(pod, meta), "annotations", meta)
@@ -39,7 +39,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     annotations[PROFILE_ANNOTATION] = offer.profile
     via = offer.resource if offer.resource != GPU else f"{GPU} on {offer.strategy} MIG nodes"
     message = f"{GPU} -> {offer.profile} slice ({via}): fits {describe_need(env.need)}"
-    return [Finding("RewrittenToMig", first_path, message)]
+    return [Finding("RewrittenToMig", path, message) for path in paths]
 
 
 def original_request_json(limits: dict[str, str]) -> str:

@@ -54,7 +54,8 @@ def test_every_container_holding_a_gpu_is_rewritten(unit_catalog: Catalog, mixed
     )
     mutated, found = apply(mig_rewrite.mutate, unit_catalog, pod, mixed)
     assert found == [
-        ("RewrittenToMig", 'spec.initContainers[name=warmup].resources.limits["nvidia.com/gpu"]')
+        ("RewrittenToMig", 'spec.initContainers[name=warmup].resources.limits["nvidia.com/gpu"]'),
+        ("RewrittenToMig", 'spec.containers[name=vllm].resources.limits["nvidia.com/gpu"]'),
     ]
     spec = mutated["spec"]
     assert spec["initContainers"][0]["resources"]["limits"] == {"nvidia.com/mig-3g.40gb": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from functools import lru_cache
 from typing import Final
@@ -82,7 +83,10 @@ def _looks_like_gpu(name: str) -> bool:
     return _edit_distance(lower, GPU) <= 2 or lower.startswith("nvidia.com/mig")
 
 
-def suggestion(name: str) -> str:
+def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = False) -> str:
+    """What to ask for instead of a misspelt name. `offered`: the nvidia.com/mig-* names nodes
+    advertise (mixed strategy); `slices_as_gpu`: other nodes offer slices as nvidia.com/gpu
+    (single strategy, GKE)."""
     if name.startswith(MIG_PREFIX) and "+" in name:
         profile = name[len(MIG_PREFIX) :]
         return (
@@ -90,9 +94,17 @@ def suggestion(name: str) -> str:
             "with its '+' written as '.', and a resource name cannot contain '+'"
         )
     lower = name.lower()
-    if "mig" in lower:
-        return "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"
-    return GPU
+    if "mig" not in lower:
+        return GPU
+    if offered:
+        closest = min(offered, key=lambda resource: (_edit_distance(resource, lower), resource))
+        return f"{closest} (of the MIG resources nodes advertise, the closest)"
+    if slices_as_gpu:
+        return (
+            f"{GPU}: no node advertises nvidia.com/mig-* names; the MIG nodes (single strategy or "
+            "GKE) offer their slices as nvidia.com/gpu, on nodes labelled with the profile"
+        )
+    return "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"
 
 
 def _edit_distance(a: str, b: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.core.resources import Kind, classify
+from webhook.core.resources import Kind, classify, suggestion
 
 NOTHING: frozenset[str] = frozenset()
 
@@ -94,3 +94,30 @@ def test_an_advertised_name_is_always_valid() -> None:
     assert classify("nvidia.com/gpu-10gb", NOTHING, False) is Kind.NONE
     assert classify("nvidia.com/gpu-10gb", NOTHING, True) is Kind.SUSPECT
     assert classify("nvidia.com/gpu-10gb", frozenset({"nvidia.com/gpu-10gb"}), True) is Kind.OTHER
+
+
+@pytest.mark.parametrize(
+    ("name", "offered", "slices_as_gpu", "starts"),
+    [
+        (
+            "nvidia.com/mig-2g20gb",
+            ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb"),
+            False,
+            "nvidia.com/mig-2g.20gb ",
+        ),
+        (
+            "nvidia.com/MIG-1g.10gb",
+            ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"),
+            True,
+            "nvidia.com/mig-1g.10gb ",
+        ),
+        ("nvidia.com/MIG-1g.10gb", (), True, "nvidia.com/gpu: "),
+        ("nvidia.com/MIG-1g.10gb", (), False, "a MIG resource such as "),
+        ("nvidia.com/gpus", ("nvidia.com/mig-1g.10gb",), False, "nvidia.com/gpu"),
+    ],
+)
+def test_a_misspelt_mig_name_is_pointed_at_what_the_nodes_offer(
+    name: str, offered: tuple[str, ...], slices_as_gpu: bool, starts: str
+) -> None:
+    """Not at a fixed example: following it on a single-strategy cluster met MigProfileUnavailable."""
+    assert suggestion(name, offered, slices_as_gpu).startswith(starts)

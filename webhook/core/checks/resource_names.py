@@ -17,7 +17,7 @@ def check(env: Env) -> list[Finding]:
             if accel.kind is Kind.SUSPECT:
                 message = (
                     f"container {container.name}: {accel.resource!r} is not a resource any node "
-                    f"offers; use {suggestion(accel.resource)}"
+                    f"offers; use {_instead(env, accel.resource)}"
                 )
                 findings.append(Finding("UnknownAcceleratorResource", path, message))
             elif accel.kind is Kind.MIG and not mig_profile_known(accel.resource, advertised):
@@ -27,3 +27,9 @@ def check(env: Env) -> list[Finding]:
                 )
                 findings.append(Finding("UnknownMigProfile", path, message))
     return findings
+
+
+def _instead(env: Env, resource: str) -> str:
+    offers = env.inventory.offers
+    offered = sorted({o.resource for o in offers if o.strategy == "mixed"})
+    return suggestion(resource, offered, any(o.strategy != "mixed" for o in offers))

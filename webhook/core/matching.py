@@ -59,13 +59,27 @@ def resolve_template(
         if template_allowed(policy, template.name) and matches(template.match, view, namespace):
             return template, []
     if policy.require_template:
-        allowed = ", ".join(sorted(policy.allowed_templates or catalog.templates)) or "none"
-        message = (
-            f"pod matches no template and namespace {namespace} requires one; "
-            f"label it {TEMPLATE_LABEL}=<name> (allowed: {allowed})"
-        )
-        return None, [Finding("NoMatchingTemplate", f"{view.meta}.labels", message)]
+        return None, [_no_template(view, namespace, catalog, policy, images)]
     return None, []
+
+
+def _no_template(
+    view: PodView, namespace: str, catalog: Catalog, policy: Policy, images: list[str]
+) -> Finding:
+    """NoMatchingTemplate, naming the templates the pod matches that the policy does not allow."""
+    allowed = ", ".join(sorted(policy.allowed_templates or catalog.templates)) or "none"
+    candidates = catalog.index.candidates(images, namespace)
+    barred = ", ".join(t.name for t in candidates if matches(t.match, view, namespace))
+    matched = (
+        f"pod matches only templates policy {policy.name} does not allow ({barred})"
+        if barred
+        else "pod matches no template"
+    )
+    message = (
+        f"{matched} and namespace {namespace} requires one; "
+        f"label it {TEMPLATE_LABEL}=<name> (allowed: {allowed})"
+    )
+    return Finding("NoMatchingTemplate", f"{view.meta}.labels", message)
 
 
 def _explicit(

@@ -63,9 +63,16 @@ def test_a_label_naming_a_template_the_namespace_does_not_allow(unit_catalog: Ca
 
 def test_templates_a_namespace_does_not_allow_are_not_matched(unit_catalog: Catalog) -> None:
     pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
-    assert pairs(decide(pod, context(unit_catalog, namespace="prod-a"))) == [
-        ("NoMatchingTemplate", "metadata.labels")
-    ]
+    decision = decide(pod, context(unit_catalog, namespace="prod-a"))
+    assert pairs(decision) == [("NoMatchingTemplate", "metadata.labels")]
+    assert "(training)" in decision.violations[0].message  # the template it matches, not allowed
+
+
+def test_a_pod_matching_no_template_at_all_is_told_so(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", image="example/app", gpu=1).build()
+    decision = decide(pod, context(unit_catalog, namespace="prod-a"))
+    assert pairs(decision) == [("NoMatchingTemplate", "metadata.labels")]
+    assert decision.violations[0].message.startswith("pod matches no template ")
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,8 @@ KNOWN_OTHER_PREFIXES: Final = (
     "nvidia.com/priority",
     "nvidia.com/vgpu",
 )
+DEVICE_CLASS_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+"""Every DRA DeviceClass can be asked for as this prefix and its name (DRAExtendedResource)."""
 SHARING_PREFIXES: Final = ("nvidia.com/gpumem", "nvidia.com/gpucores", "aliyun.com/gpu")
 _NATIVE: Final = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
 _GPU_WORDS: Final = ("gpu", "gpus", "mig")
@@ -56,9 +58,17 @@ def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Ki
         return Kind.MIG
     if name in advertised or name.startswith(KNOWN_OTHER_PREFIXES):
         return Kind.OTHER
+    if name.startswith(DEVICE_CLASS_PREFIX) and device_classes(advertised):
+        return Kind.SUSPECT  # the cluster's DeviceClasses are known, and none has this name
     if _looks_like_gpu(name) or (inventory_known and name.startswith("nvidia.com/")):
         return Kind.SUSPECT
     return Kind.NONE
+
+
+def device_classes(advertised: frozenset[str]) -> list[str]:
+    """The `deviceclass.resource.kubernetes.io/<class>` names of the DeviceClasses the inventory
+    lists (in `advertised`); none where the cluster serves none or they were not listed."""
+    return sorted(name for name in advertised if name.startswith(DEVICE_CLASS_PREFIX))
 
 
 def is_sharing(name: str) -> bool:
@@ -84,9 +94,9 @@ def _looks_like_gpu(name: str) -> bool:
 
 
 def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = False) -> str:
-    """What to ask for instead of a misspelt name. `offered`: the nvidia.com/mig-* names nodes
-    advertise (mixed strategy); `slices_as_gpu`: other nodes offer slices as nvidia.com/gpu
-    (single strategy, GKE)."""
+    """What to ask for instead of a misspelt name. `offered`: the names of its kind the cluster
+    has (nvidia.com/mig-* names nodes advertise, or DeviceClasses); `slices_as_gpu`: other nodes
+    offer slices as nvidia.com/gpu (single strategy, GKE)."""
     if name.startswith(MIG_PREFIX) and "+" in name:
         profile = name[len(MIG_PREFIX) :]
         return (
@@ -94,17 +104,22 @@ def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = Fal
             "with its '+' written as '.', and a resource name cannot contain '+'"
         )
     lower = name.lower()
+    if name.startswith(DEVICE_CLASS_PREFIX) and offered:
+        return f"{_closest(offered, lower)} (of the DeviceClasses the cluster has, the closest)"
     if "mig" not in lower:
         return GPU
     if offered:
-        closest = min(offered, key=lambda resource: (_edit_distance(resource, lower), resource))
-        return f"{closest} (of the MIG resources nodes advertise, the closest)"
+        return f"{_closest(offered, lower)} (of the MIG resources nodes advertise, the closest)"
     if slices_as_gpu:
         return (
             f"{GPU}: no node advertises nvidia.com/mig-* names; the MIG nodes (single strategy or "
             "GKE) offer their slices as nvidia.com/gpu, on nodes labelled with the profile"
         )
     return "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"
+
+
+def _closest(names: Sequence[str], name: str) -> str:
+    return min(names, key=lambda candidate: (_edit_distance(candidate, name), candidate))
 
 
 def _edit_distance(a: str, b: str) -> int:

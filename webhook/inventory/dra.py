@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from webhook.core.resources import DEVICE_CLASS_PREFIX
+
 DEVICE_CLASS_GROUP: Final = "resource.k8s.io"
-CLASS_RESOURCE_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
+CLASS_RESOURCE_PREFIX: Final = DEVICE_CLASS_PREFIX
 GPU_DRIVER: Final = "'gpu.nvidia.com'"
 """NVIDIA's DRA driver for GPUs and MIG devices, quoted as a CEL string (also its attribute domain)."""
 

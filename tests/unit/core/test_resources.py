@@ -121,3 +121,26 @@ def test_a_misspelt_mig_name_is_pointed_at_what_the_nodes_offer(
 ) -> None:
     """Not at a fixed example: following it on a single-strategy cluster met MigProfileUnavailable."""
     assert suggestion(name, offered, slices_as_gpu).startswith(starts)
+
+
+CLASS_GPU = "deviceclass.resource.kubernetes.io/gpu.nvidia.com"
+
+
+@pytest.mark.parametrize(
+    ("name", "advertised", "kind"),
+    [
+        (CLASS_GPU, frozenset({CLASS_GPU}), Kind.OTHER),
+        ("deviceclass.resource.kubernetes.io/gpu.nvidia.co", frozenset({CLASS_GPU}), Kind.SUSPECT),
+        ("deviceclass.resource.kubernetes.io/gpu.nvidia.co", frozenset({"nvidia.com/gpu"}), Kind.NONE),
+    ],
+)
+def test_a_device_class_name_is_suspect_only_where_the_classes_are_known(
+    name: str, advertised: frozenset[str], kind: Kind
+) -> None:
+    """Where the inventory lists no DeviceClass (none served, or not listed) nothing is known."""
+    assert classify(name, advertised, True) is kind
+
+
+def test_a_misspelt_device_class_is_pointed_at_the_closest_class() -> None:
+    classes = [CLASS_GPU, "deviceclass.resource.kubernetes.io/mig.nvidia.com"]
+    assert suggestion("deviceclass.resource.kubernetes.io/gpu.nvidia.co", classes).startswith(CLASS_GPU + " ")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
-from webhook.core.resources import Kind, mig_profile_known, suggestion
+from webhook.core.resources import DEVICE_CLASS_PREFIX, Kind, device_classes, mig_profile_known, suggestion
 
 
 def check(env: Env) -> list[Finding]:
@@ -15,9 +15,14 @@ def check(env: Env) -> list[Finding]:
             section = "limits" if accel.limit is not None else "requests"
             path = container.resource_path(section, accel.resource)
             if accel.kind is Kind.SUSPECT:
+                what = (
+                    "a DeviceClass the cluster has"
+                    if accel.resource.startswith(DEVICE_CLASS_PREFIX)
+                    else "a resource any node offers"
+                )
                 message = (
-                    f"container {container.name}: {accel.resource!r} is not a resource any node "
-                    f"offers; use {_instead(env, accel.resource)}"
+                    f"container {container.name}: {accel.resource!r} is not {what}; "
+                    f"use {_instead(env, accel.resource)}"
                 )
                 findings.append(Finding("UnknownAcceleratorResource", path, message))
             elif accel.kind is Kind.MIG and not mig_profile_known(accel.resource, advertised):
@@ -30,6 +35,8 @@ def check(env: Env) -> list[Finding]:
 
 
 def _instead(env: Env, resource: str) -> str:
+    if resource.startswith(DEVICE_CLASS_PREFIX):
+        return suggestion(resource, device_classes(env.inventory.advertised))
     offers = env.inventory.offers
     offered = sorted({o.resource for o in offers if o.strategy == "mixed"})
     return suggestion(resource, offered, any(o.strategy != "mixed" for o in offers))

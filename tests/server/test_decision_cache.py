@@ -109,6 +109,27 @@ def test_any_other_difference_is_decided_again(
     assert cache.decide(change(first), catalog, mixed_cluster)[1] == "miss"
 
 
+def test_the_api_group_tells_two_kinds_of_one_name_apart(catalog: Catalog, mixed_cluster: Inventory) -> None:
+    """A batch Job and a Volcano Job with the same body (an object that names no apiVersion: the
+    review's group decides) keep their pod templates in different places: one's decision is not
+    the other's."""
+    job = copy.deepcopy(vector("create-job-finetune.json"))
+    obj = job["request"]["object"]
+    del obj["apiVersion"], obj["kind"]
+    template = copy.deepcopy(obj["spec"]["template"])
+    template["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "0.5"}}
+    obj["spec"]["tasks"] = [{"name": "worker", "template": template}]
+    volcano = review_of(job, kind={"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"})
+    batch = review_of(job, kind={"group": "batch", "version": "v1", "kind": "Job"})
+    assert "FractionalGpu" in admission.decide_review(volcano, catalog, mixed_cluster).codes
+    for first, second in ((batch, volcano), (volcano, batch)):
+        cache = DecisionCache()
+        cache.decide(first, catalog, mixed_cluster)
+        decision, outcome = cache.decide(second, catalog, mixed_cluster)
+        assert outcome == "miss"
+        assert same_answer(decision, admission.decide_review(second, catalog, mixed_cluster))
+
+
 def test_a_change_in_the_spec_is_decided_again(catalog: Catalog, mixed_cluster: Inventory) -> None:
     cache = DecisionCache()
     first = review_of(REPLICA)

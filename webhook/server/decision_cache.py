@@ -3,12 +3,14 @@
 `decide` is a pure function of the object, the namespace, the operation, the catalog and the
 inventory. The pods a ReplicaSet or a Job creates in one burst are the same object (no name
 yet: only `generateName`), and such bursts are the webhook's load peaks; a controller retrying
-a refused pod sends it again too. So a CREATE whose object, kind and namespace were decided
+a refused pod sends it again too. So a CREATE whose object, API group and kind, and namespace were decided
 against the same catalog and inventory gets that decision again without deciding.
 
 - The key is a 128-bit BLAKE2b digest of the object's JSON without `metadata.managedFields`
   (which the core never reads; its timestamps differ between replicas created in different
-  seconds), with the kind and the namespace. Objects over MAX_OBJECT_BYTES are not kept.
+  seconds), with the API group and kind (a Job of batch and one of batch.volcano.sh are not the
+  same object, whatever the object's own apiVersion says) and the namespace. Objects over
+  MAX_OBJECT_BYTES are not kept.
 - The entries belong to one (catalog, inventory) pair, compared by identity: both are immutable
   values that the sources replace when something changes (a catalog reload; an inventory
   update, at most once a second in a live cluster and only when GPU nodes or the
@@ -39,7 +41,7 @@ patch and messages of a 64 KiB object can hold."""
 Outcome = Literal["hit", "miss", "bypass"]
 """hit: answered from the cache; miss: decided and kept; bypass: decided, not cacheable."""
 
-Key = tuple[str, str, bytes]
+Key = tuple[tuple[str, str], str, bytes]
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class DecisionCache:
         encoded = jsoncodec.encode(without_managed_fields(review.obj))
         if len(encoded) > MAX_OBJECT_BYTES:
             return None
-        return review.kind, review.namespace, blake2b(encoded, digest_size=16).digest()
+        return review.group_kind, review.namespace, blake2b(encoded, digest_size=16).digest()
 
     def _generation_for(self, catalog: Catalog, inventory: Inventory) -> _Generation:
         generation = self._generation

@@ -52,7 +52,8 @@ def test_the_embedded_default_prints_a_curl_line_that_works(tmp_path: Path) -> N
 
 
 def serve(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    assert main(["serve", *args]) == 2
+    """`serve` refused; on a free port unless `args` bind, so a server on 8443 changes nothing."""
+    assert main(["serve", "--bind", "127.0.0.1:0", *args]) == 2
     err: str = capsys.readouterr().err
     assert "Traceback" not in err
     return err
@@ -276,3 +277,11 @@ def test_gunicorn_names_the_address_it_listens_at(served: Served) -> None:
     """Each worker binds its own socket (reuse_port), so gunicorn's master has none to name."""
     (line,) = [line for line in served.process.output().splitlines() if "Listening at:" in line]
     assert f"Listening at: https://127.0.0.1:{served.process.port} (" in line
+
+
+def test_the_catalog_load_is_a_json_log_line_of_each_worker(served: Served) -> None:
+    """`webhook.catalog.reload` logs under the package's name, not the server's: its lines went to
+    Python's last-resort handler (plain text, and no line at all for a successful load)."""
+    loaded = [line for line in served.process.log_lines() if line["event"] == "catalog_loaded"]
+    assert len({line["pid"] for line in loaded}) == 2  # --workers 2
+    assert all(line["logger"] == "webhook.catalog.reload" and line["templates"] > 0 for line in loaded)

@@ -13,7 +13,6 @@ survive a fork, so the server calls `start()` in each worker.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -180,16 +179,8 @@ class ReloadingCatalogSource:
         self._metrics.reloads.labels(result="success").inc()
         self._metrics.last_success.set(1)
         self._metrics.last_success_time.set(now)
-        LOG.info(
-            json.dumps(
-                {
-                    "event": "catalog_loaded",
-                    "digest": digest,
-                    "templates": len(catalog.templates),
-                    "policies": len(catalog.policies),
-                }
-            )
-        )
+        fields = {"digest": digest, "templates": len(catalog.templates), "policies": len(catalog.policies)}
+        LOG.info("catalog_loaded", extra={"fields": fields})
         return True
 
     def _failed(self, digest: str, problems: Sequence[Problem]) -> bool:
@@ -199,7 +190,7 @@ class ReloadingCatalogSource:
         self._metrics.reloads.labels(result="failure").inc()
         self._metrics.last_success.set(0)
         kept = "keeping the last good catalog" if self._state.catalog else "no catalog to serve yet"
-        LOG.error(json.dumps({"event": "catalog_reload_failed", "action": kept, **failure.as_dict()}))
+        LOG.error("catalog_reload_failed", extra={"fields": {"action": kept, **failure.as_dict()}})
         return False
 
     def _poll(self) -> None:
@@ -207,7 +198,7 @@ class ReloadingCatalogSource:
             try:
                 self.check_now()
             except Exception:  # e.g. a folder unreadable for a moment
-                LOG.exception(json.dumps({"event": "catalog_poll_error"}))
+                LOG.exception("catalog_poll_error")
 
     def _failure_text(self) -> str:
         failure = self._state.last_failure

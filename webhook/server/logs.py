@@ -18,6 +18,10 @@ from typing import IO, Any
 from webhook import jsoncodec
 
 LOGGER = "gpu_webhook"
+PACKAGE_LOGGER = "webhook"
+"""The modules that log under their own names (`webhook.catalog.reload`, `webhook.inventory.watch`):
+without a handler of their own their lines went to Python's last-resort handler, plain text and
+warnings only (a catalog that loaded again was never logged)."""
 _MILLIS = tuple(f".{n:03d}+00:00" for n in range(1000))
 """What ends a line's time, by millisecond: looked up, not formatted, on each line."""
 
@@ -119,9 +123,12 @@ def configure_logging(stream: IO[str] | None = None, level: int = logging.INFO) 
     logging.logThreads = False
     logging.logMultiprocessing = False
     logging._srcfile = None  # the HOWTO's own way to skip the stack walk (findCaller)
-    logger = logging.getLogger(LOGGER)
-    if any(isinstance(h.formatter, JsonLineFormatter) for h in logger.handlers):
-        return
-    logger.addHandler(JsonLineHandler(stream or sys.stderr))
-    logger.setLevel(level)
-    logger.propagate = False
+    handler: JsonLineHandler | None = None
+    for name in (LOGGER, PACKAGE_LOGGER):
+        logger = logging.getLogger(name)
+        if any(isinstance(h.formatter, JsonLineFormatter) for h in logger.handlers):
+            continue
+        handler = handler or JsonLineHandler(stream or sys.stderr)
+        logger.addHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = False

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import socket
+import ssl
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import Served
-from tests.server.support import Reply, metric_value, vector
+from tests.server.support import Reply, metric_value, scrape_when, vector
 from webhook.server.app import MAX_BODY
 
 
@@ -125,3 +128,62 @@ def test_bad_requests_are_counted_by_reason(served: Served) -> None:
     labels = {"endpoint": "validate", "reason": "NotJson"}
     name = "gpu_webhook_bad_requests_total"
     assert metric_value(after, name, **labels) - metric_value(before, name, **labels) == 1
+
+
+def raw_exchange(served: Served, data: bytes, close_after_send: bool = False) -> bytes:
+    """Bytes sent as they are over TLS; what came back before the server closed (or 5 s)."""
+    plain = socket.create_connection(("127.0.0.1", served.process.port), timeout=5)
+    with served.client.context.wrap_socket(plain, server_hostname="127.0.0.1") as tls:
+        tls.sendall(data)
+        if close_after_send:
+            return b""
+        answer = b""
+        try:
+            while chunk := tls.recv(65536):
+                answer += chunk
+                if b"\r\n\r\n" in answer and answer.rstrip().endswith(b"}"):
+                    break
+        except (TimeoutError, ssl.SSLError):
+            pass
+        return answer
+
+
+def test_a_malformed_chunked_body_is_400_and_counted(served: Served) -> None:
+    """gunicorn's own parse error for a chunk size was a flask 500, counted nowhere."""
+    before = served.client.get("/metrics").body.decode()
+    head = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += b"Transfer-Encoding: chunked\r\n\r\n"
+    answer = raw_exchange(served, head + b"zz\r\n{}\r\n0\r\n\r\n")
+    status, _, rest = answer.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 400"), answer
+    assert json.loads(rest.partition(b"\r\n\r\n")[2])["error"]["code"] == "UnreadableBody"
+    after = scrape_when(
+        served.client,
+        lambda text: metric_value(text, "gpu_webhook_bad_requests_total", reason="UnreadableBody") > 0,
+    )
+    name, labels = "gpu_webhook_bad_requests_total", {"endpoint": "mutate", "reason": "UnreadableBody"}
+    assert metric_value(after, name, **labels) - metric_value(before, name, **labels) == 1
+
+
+def test_a_body_shorter_than_its_length_is_not_decided(served: Served) -> None:
+    document = vector("create-pod-gpu.json")
+    document["request"]["uid"] = "cut-short"
+    body = json.dumps(document).encode()
+    head = "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body) + 50}\r\n\r\n"
+    raw_exchange(served, head.encode() + body, close_after_send=True)
+    check_error(served.client.post("/validate", b"nope"), 400, "NotJson")  # a later request is served
+    time.sleep(0.5)
+    assert not [line for line in served.process.log_lines() if line.get("uid") == "cut-short"]
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br"])
+def test_a_compressed_body_is_415_naming_the_encoding(served: Served, encoding: str) -> None:
+    body = json.dumps(vector("create-pod-gpu.json")).encode()
+    headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+    reply = served.client.request("POST", "/mutate", body, headers)
+    assert check_error(reply, 415, "UnsupportedMediaType")["error"]["field"] == "Content-Encoding"
+
+
+def test_options_is_a_json_405(served: Served) -> None:
+    check_error(served.client.request("OPTIONS", "/mutate"), 405, "MethodNotAllowed")

@@ -61,6 +61,7 @@ def create_app(
     """
     app = Flask("gpu_webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY + 1  # werkzeug stops a chunked body there, silently
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False  # flask's OPTIONS answer is an empty HTML page
     log = logging.getLogger(f"{LOGGER}.server")
     runtime = Runtime(catalog_source, inventory_source, metrics or create_metrics(), log, retry_seconds)
     app.extensions[EXTENSION] = runtime
@@ -178,10 +179,27 @@ def _read_body() -> bytes:
         raise RequestEntityTooLarge()
     if _mimetype(environ) != "application/json":
         raise UnsupportedMediaType()
-    body = request.get_data(cache=False) if length is None else _read_declared(environ, length)
+    _refuse_encoded(environ)
+    try:
+        body = request.get_data(cache=False) if length is None else _read_declared(environ, length)
+    except HTTPException:
+        raise
+    except Exception as error:  # gunicorn's own body errors (a bad chunk size), a read that timed out
+        message = f"the body could not be read: {type(error).__name__}: {error}"
+        raise ReviewError("UnreadableBody", "", message) from error
     if len(body) > MAX_BODY:  # a chunked body (no Content-Length), cut at MAX_BODY + 1
         raise RequestEntityTooLarge()
     return body
+
+
+def _refuse_encoded(environ: dict[str, Any]) -> None:
+    """A compressed body is not JSON to the parser: refused for what it is (the API server sends
+    none), not as `NotJson`, nor decided when it is labelled compressed but is not."""
+    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip(" \t").lower()
+    if encoding not in ("", "identity"):
+        message = f"Content-Encoding is {encoding!r}; send the body uncompressed"
+        status = UnsupportedMediaType.code
+        raise ReviewError("UnsupportedMediaType", "Content-Encoding", message, status=status)
 
 
 def _mimetype(environ: dict[str, Any]) -> str:
@@ -192,14 +210,17 @@ def _mimetype(environ: dict[str, Any]) -> str:
 
 def _read_declared(environ: dict[str, Any], length: int) -> bytes:
     """A body of known length, read as PEP 3333 allows: exactly that many bytes of wsgi.input.
-    A short read (the client went away) is left to werkzeug, which says as before whether it is
-    an error (400 when the server does not terminate the input itself)."""
+    A short read is a client that went away: refused, never decided on part of a body (gunicorn
+    ends the input at the length declared, so reading on gives nothing more)."""
     try:
         body: bytes = environ["wsgi.input"].read(length)
     except (OSError, ValueError) as error:  # what werkzeug's stream turns into a disconnect
         raise ClientDisconnected() from error
     if len(body) < length:
         body += request.get_data(cache=False)
+    if len(body) < length:
+        declared = f"the body ended after {len(body)} of the {length} bytes its Content-Length declares"
+        raise ClientDisconnected(declared)
     return body
 
 

@@ -32,6 +32,7 @@ from webhook.commands.common import (
 from webhook.core.model import GpuNode
 from webhook.server.decision_cache import DEFAULT_CAPACITY as DECISION_CACHE
 from webhook.server.pod_list import PodListError, check_pod_list
+from webhook.server.slow_clients import IO_TIMEOUT
 from webhook.sources import (
     CatalogSource,
     FileInventorySource,
@@ -111,6 +112,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="S",
         help=f"how often to look for a renewed certificate, {BOUNDS} (default: %(default)s)",
     )
+    parser.add_argument(
+        "--io-timeout",
+        type=_seconds,
+        default=IO_TIMEOUT,
+        metavar="S",
+        help="close a connection whose TLS handshake, request read or answer write stalls this long, "
+        f"{BOUNDS} (default: %(default)s)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -129,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         args.threads,
         args.cert_check_seconds,
         decision_cache=args.decision_cache,
+        io_timeout=args.io_timeout,
     )
     WebhookServer(settings, plan.sources, announce=partial(_announce, plan)).run()
     return 0

@@ -20,6 +20,7 @@ from gunicorn.errors import HaltServer
 
 from webhook.server import gunicorn_conf
 from webhook.server.decision_cache import DEFAULT_CAPACITY
+from webhook.server.slow_clients import IO_TIMEOUT, bounded_io
 from webhook.sources import CatalogSource, InventorySource
 from webhook.tls.reload import DEFAULT_INTERVAL, ReloadingContext, TLSFiles
 
@@ -38,6 +39,8 @@ class ServerSettings:
     """Override gunicorn_conf's worker class (the benchmark compares sync and gthread)."""
     decision_cache: int = DEFAULT_CAPACITY
     """Decisions each worker remembers (0: none)."""
+    io_timeout: float = IO_TIMEOUT
+    """Seconds a connection's handshake, read or write may stall (webhook/server/slow_clients.py)."""
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -67,7 +70,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self.cfg.set("bind", [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"])
         self.cfg.set("certfile", str(settings.tls.certificate))
         self.cfg.set("keyfile", str(settings.tls.key))
-        self.cfg.set("ssl_context", self._tls.gunicorn_hook)
+        self.cfg.set("ssl_context", bounded_io(self._tls.gunicorn_hook, settings.io_timeout))
         for name in ("workers", "threads", "worker_class"):
             if getattr(settings, name) is not None:
                 self.cfg.set(name, getattr(settings, name))

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.server.logs import configure_logging
+from webhook.server.slow_clients import QuietTimeouts
 
 METRICS_DIR_PREFIX = "gpu-webhook-metrics-"
 
@@ -62,7 +63,10 @@ control_socket_disable = True  # one fixed path per user: a second server would 
 def on_starting(server: Any) -> None:
     configure_logging()
     prepare_metrics_dir()
-    name_the_listeners(logging.getLogger("gunicorn.error"), server.cfg.bind)
+    log = logging.getLogger("gunicorn.error")
+    name_the_listeners(log, server.cfg.bind)
+    if not any(isinstance(f, QuietTimeouts) for f in log.filters):
+        log.addFilter(QuietTimeouts())
 
 
 class _NameTheListeners(logging.Filter):

@@ -1,0 +1,73 @@
+"""Clients that start a TLS handshake or a request and then stall do not take the webhook down.
+
+gunicorn's gthread worker served each connection on a thread with no timeout: as many stalled
+clients as threads (2 workers x 2 threads here) and nobody was answered, /healthz included.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.server.support import Client, WebhookProcess, vector, write_serving_set
+
+IO_TIMEOUT = 1.0
+STALLED = 6  # more than the 4 threads
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebhookProcess, Client]]:
+    workdir = tmp_path_factory.mktemp("slow")
+    cert_dir = workdir / "certs"
+    write_serving_set(cert_dir)
+    args = ["--cert-dir", str(cert_dir), "--workers", "2", "--threads", "2", "--io-timeout", str(IO_TIMEOUT)]
+    process = WebhookProcess(workdir, args)
+    try:
+        client = Client(process.port, cert_dir / "ca.crt", timeout=20)
+        process.wait_ready(client)
+        yield process, client
+    finally:
+        process.stop()
+
+
+def half_hello(port: int) -> socket.socket:
+    """A TLS record header of a ClientHello and nothing more."""
+    stalled = socket.create_connection(("127.0.0.1", port))
+    stalled.sendall(b"\x16\x03\x01")
+    return stalled
+
+
+def half_request(port: int, ca: Path) -> socket.socket:
+    """A finished handshake, then the headers of a review and one byte of its body."""
+    context = ssl.create_default_context(cafile=str(ca))
+    stalled = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+    head = (
+        b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+    )
+    stalled.sendall(head)
+    return stalled
+
+
+@pytest.mark.parametrize("stall", ["handshake", "body"])
+def test_stalled_clients_do_not_starve_the_others(server: tuple[WebhookProcess, Client], stall: str) -> None:
+    process, client = server
+    ca = process.workdir / "certs" / "ca.crt"
+    stalled = [
+        half_hello(process.port) if stall == "handshake" else half_request(process.port, ca)
+        for _ in range(STALLED)
+    ]
+    try:
+        time.sleep(0.5)  # the stalled connections reach the worker threads first
+        started = time.monotonic()
+        assert client.post("/mutate", vector("create-pod-gpu.json")).status == 200
+        assert client.get("/healthz").status == 200
+        assert time.monotonic() - started < 15  # each stalled connection goes within 2 s; before, never
+    finally:
+        for connection in stalled:
+            connection.close()
+    assert "Traceback" not in process.stderr.read_text(errors="replace")

@@ -1,0 +1,77 @@
+"""Bound how long one connection may hold a worker thread: the TLS handshake and each read or write.
+
+gunicorn's gthread worker waits up to 5 s for a new connection's first bytes, then serves it on
+a thread with a blocking socket and no timeout. A client that sends part of a ClientHello, or of
+a request, and then nothing held that thread for good: threads x workers such clients (8 with
+the defaults on 2 cores) and the webhook answered nobody, `/healthz` included, while the API
+server's calls failed into `failurePolicy`. With a timeout on every socket operation, such a
+thread is back within about IO_TIMEOUT, 5 s: the API server gives up on a call after the
+webhook's `timeoutSeconds` (5 in deploy/), so a request that takes longer to arrive would be
+answered to nobody. This bounds the harm, it does not make a thread per connection immune to a
+flood of stalled clients: keep the webhook's Service reachable from the API server alone.
+
+The timeout goes on the TLS socket class the SSLContext makes (`sslsocket_class`), since gunicorn
+sets each connection blocking again (`setblocking(True)`, which clears a timeout) before every
+request it reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable
+from typing import Any, Final, cast
+
+IO_TIMEOUT: Final = 5.0
+"""Seconds one handshake, read or write may take before the connection is closed (the default
+of `serve --io-timeout`)."""
+
+ContextHook = Callable[[Any, Any], ssl.SSLContext]
+
+
+class BoundedSSLSocket(ssl.SSLSocket):
+    """A TLS socket whose blocking mode has a timeout, from the handshake on."""
+
+    io_timeout = IO_TIMEOUT
+
+    def setblocking(self, flag: bool) -> None:
+        if flag:
+            self.settimeout(self.io_timeout)
+        else:
+            super().setblocking(False)
+
+    def do_handshake(self, block: bool = False) -> None:
+        if self.gettimeout() is None:
+            self.settimeout(self.io_timeout)
+        super().do_handshake(block)
+
+
+def bounded_io(hook: ContextHook, seconds: float = IO_TIMEOUT) -> ContextHook:
+    """gunicorn's `ssl_context(conf, default_ssl_context_factory)` hook, with its contexts making
+    BoundedSSLSocket connections that time out after `seconds`."""
+    socket_class = cast(
+        type[ssl.SSLSocket], type("BoundedSSLSocket", (BoundedSSLSocket,), {"io_timeout": seconds})
+    )
+
+    def context(conf: Any, default_factory: Any) -> ssl.SSLContext:
+        made = hook(conf, default_factory)
+        made.sslsocket_class = socket_class
+        return made
+
+    return context
+
+
+class QuietTimeouts(logging.Filter):
+    """gunicorn logs a connection that timed out as an error with a traceback ("Socket error
+    processing request."): a slow or stalled client is a warning of one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if record.msg == "Socket error processing request." and isinstance(error, TimeoutError):
+            record.msg, record.args, record.exc_info = (
+                "closed a connection that stalled (--io-timeout)",
+                (),
+                None,
+            )
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True

@@ -20,7 +20,14 @@ from webhook.report.model import (
     priced_sum,
 )
 from webhook.report.prices import base_product, gpu_price, merged_prices, slice_share
-from webhook.report.sharing import NOT_SHARED, WHOLE_GPU, DeviceKind, device_kinds, sharing_of
+from webhook.report.sharing import (
+    NOT_SHARED,
+    WHOLE_GPU,
+    DeviceKind,
+    device_kinds,
+    sharing_of,
+    unrecognised_profile,
+)
 from webhook.report.utilisation import GpuUtilisation
 from webhook.report.waste import WasteFinder
 
@@ -36,6 +43,10 @@ MIG_INVALID_SUFFIX = "-MIG-INVALID"
 MIG_INVALID = (
     "MIG configuration invalid (GPU Feature Discovery labels an invalid single-strategy MIG setup "
     "<model>-MIG-INVALID, with gpu.count, gpu.replicas and gpu.memory 0): no device of it is counted"
+)
+UNRECOGNISED_PROFILE = (
+    "MIG profile '{profile}' of nvidia.com/gpu.product not recognised: its devices are listed, "
+    "but their share of a GPU is unknown, so they count no GPU-equivalents and are not costed"
 )
 _NVIDIA = "nvidia.com/"
 _NOT_DEVICES = tuple(p for p in KNOWN_OTHER_PREFIXES if p.startswith(_NVIDIA))
@@ -117,10 +128,6 @@ def _node_report(node: GpuNode, prices: Mapping[str, float], usage_known: bool) 
     price = gpu_price(node, prices)
     lines = tuple(_line(node, kind, price, usage_known) for kind in device_kinds(node))
     taints = tuple(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect') or ''}" for t in node.taints)
-    if node.product.endswith(MIG_INVALID_SUFFIX):
-        notes: tuple[str, ...] = (MIG_INVALID,)
-    else:
-        notes = () if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,)
     return NodeReport(
         node.name,
         node.product,
@@ -128,10 +135,18 @@ def _node_report(node: GpuNode, prices: Mapping[str, float], usage_known: bool) 
         lines,
         node.accelerator_pods,
         taints,
-        notes,
+        _notes(node, lines),
         usage_known,
         node_state(node),
     )
+
+
+def _notes(node: GpuNode, lines: tuple[DeviceLine, ...]) -> tuple[str, ...]:
+    if node.product.endswith(MIG_INVALID_SUFFIX):
+        return (MIG_INVALID,)
+    unknown = unrecognised_profile(node)
+    notes = (UNRECOGNISED_PROFILE.format(profile=unknown),) if unknown is not None else ()
+    return notes + (() if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,))
 
 
 def node_state(node: GpuNode) -> str:
@@ -152,7 +167,7 @@ def _line(node: GpuNode, kind: DeviceKind, price: float | None, usage_known: boo
         shares=node.allocatable.get(kind.resource, 0),
         held_shares=node.used.get(kind.resource, 0),
         gpu_share=kind.gpu_share,
-        price_per_hour=None if price is None else price * kind.gpu_share,
+        price_per_hour=None if price is None or not kind.recognised else price * kind.gpu_share,
         sharing=kind.sharing.strategy,
         replicas=kind.sharing.replicas,
         usage_known=usage_known,

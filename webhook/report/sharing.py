@@ -14,6 +14,7 @@ from webhook.core.profiles import (
     GPU,
     SHARED_SUFFIX,
     canonical_profile,
+    is_profile_syntax,
     profile_compute_slices,
     profile_from_resource,
 )
@@ -23,6 +24,8 @@ from webhook.inventory.sharing import sharing_of as sharing_of_labels
 from webhook.report.prices import slice_share
 
 GPU_SHARED = GPU + SHARED_SUFFIX
+MIG_INVALID = "INVALID"
+"""The profile GPU Feature Discovery writes for an invalid single-strategy MIG setup."""
 WHOLE_GPU = "gpu"
 """The profile name a report uses for whole GPUs."""
 __all__ = ["NOT_SHARED", "WHOLE_GPU", "DeviceKind", "Sharing", "device_kinds", "sharing_of"]
@@ -35,6 +38,10 @@ class DeviceKind:
     gpu_share: float
     """GPU-equivalents per physical device: 1 for a whole GPU, the compute share for a slice."""
     sharing: Sharing
+    recognised: bool = True
+    """False for a single-strategy profile the report does not know (`<model>-MIG-bogus`): its
+    devices are counted, but their share of a GPU is not known, so they make no GPU-equivalents
+    and have no price."""
 
 
 def device_kinds(node: GpuNode) -> list[DeviceKind]:
@@ -44,7 +51,7 @@ def device_kinds(node: GpuNode) -> list[DeviceKind]:
     present = [kind for kind in every if _present(node, kind[1])] or [
         k for k in every if k[1] in node.allocatable
     ]
-    kinds = [DeviceKind(p, r, s, sharing_of(node, r)) for p, r, s in present]
+    kinds = [DeviceKind(p, r, s, sharing_of(node, r), s > 0) for p, r, s in present]
     whole = [k for k in kinds if k.profile == WHOLE_GPU]
     slices = sorted((k for k in kinds if k.profile != WHOLE_GPU), key=lambda k: (k.gpu_share, k.profile))
     return whole + slices
@@ -64,9 +71,10 @@ def _kinds(node: GpuNode) -> Iterator[tuple[str, str, float]]:
                 profile = canonical_profile(spelled, node_model(node))
                 yield profile, resource, slice_share(node, profile)
     elif node.strategy == "single":
-        profile = _single_profile(node.product)
-        if profile:
-            yield from ((profile, r, slice_share(node, profile)) for r in (GPU, GPU_SHARED))
+        profile = single_profile(node)
+        if profile and profile != MIG_INVALID:  # an invalid MIG setup: nothing of it is counted
+            share = slice_share(node, profile) if unrecognised_profile(node) is None else 0.0
+            yield from ((profile, r, share) for r in (GPU, GPU_SHARED))
     elif node.strategy == "gke":
         profile = node.labels.get(GKE_PARTITION_LABEL, "")  # node.slices: only unshared partitions
         if profile_compute_slices(profile) is not None:
@@ -77,7 +85,23 @@ def _present(node: GpuNode, resource: str) -> bool:
     return node.allocatable.get(resource, 0) > 0 or node.used.get(resource, 0) > 0
 
 
-def _single_profile(product: str) -> str:
-    """`1g.10gb` of `<model>-MIG-1g.10gb` or `<model>-MIG-1g.10gb-SHARED`; empty when not a profile."""
-    profile = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX) if "-MIG-" in product else ""
-    return profile if profile_compute_slices(profile) is not None else ""
+def single_profile(node: GpuNode) -> str:
+    """`1g.10gb` of a single-strategy `<model>-MIG-1g.10gb` or `<model>-MIG-1g.10gb-SHARED`; a
+    profile GPU Feature Discovery wrote without its `+` (it drops the characters a label value
+    cannot hold: `1g.24gbgfx`) by the model's own name (`1g.24gb+gfx`); else the suffix as written."""
+    product = node.product
+    written = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX) if "-MIG-" in product else ""
+    if not written or is_profile_syntax(written):
+        return written
+    model = node_model(node)
+    names = model.profiles if model is not None else ()
+    return next((name for name in names if name.replace("+", "") == written), written)
+
+
+def unrecognised_profile(node: GpuNode) -> str | None:
+    """The profile a single-strategy node's product label names when it is no MIG profile the
+    report knows (`bogus`, a compute-instance profile such as `1c.3g.40gb`); else None."""
+    if node.strategy != "single":
+        return None
+    profile = single_profile(node)
+    return profile if profile and profile != MIG_INVALID and not is_profile_syntax(profile) else None

@@ -278,11 +278,16 @@ def test_bursts_of_events_are_batched_into_few_rebuilds(server: FakeApiServer) -
         source.stop()
 
 
-def test_a_bad_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    ["apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n", "garbage: [\n", "a: b: c\n", "\tx"],
+)
+def test_a_bad_kubeconfig_is_a_clear_error(tmp_path: Path, text: str) -> None:
     path = tmp_path / "kubeconfig"
-    path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n", encoding="utf-8")
-    with pytest.raises(WatchConfigError, match="kubeconfig"):
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(WatchConfigError, match="kubeconfig") as raised:
         ClusterInventorySource(str(path)).start()
+    assert str(path) in str(raised.value) and "\n" not in str(raised.value)
 
 
 def _node(inventory: Inventory, name: str) -> Any:

@@ -77,8 +77,11 @@ def test_a_missing_kubeconfig_is_named(capsys: pytest.CaptureFixture[str], tmp_p
     assert "--kubeconfig" in serve(capsys, "--kubeconfig", str(tmp_path / "config"))
 
 
-def test_an_unusable_kubeconfig_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    (tmp_path / "config").write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+@pytest.mark.parametrize("text", ["apiVersion: v1\nkind: Config\nclusters: []\n", "garbage: [\n", "\tx"])
+def test_an_unusable_kubeconfig_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
+) -> None:
+    (tmp_path / "config").write_text(text)
     assert "--kubeconfig" in serve(capsys, "--kubeconfig", str(tmp_path / "config"))
 
 

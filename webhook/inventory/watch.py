@@ -40,6 +40,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import urllib3
+import yaml
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -405,9 +406,10 @@ class ClusterInventorySource:
             configuration = client.Configuration()
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             return client.ApiClient(configuration)
-        except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+        except (config.ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
             where = f"kubeconfig {self._kubeconfig}" if self._kubeconfig else "in-cluster service account"
-            raise WatchConfigError(f"cannot reach the cluster: {where}: {exc}") from exc
+            why = " ".join(str(exc).split())  # a YAML error's position is on lines of its own
+            raise WatchConfigError(f"cannot reach the cluster: {where}: {why}") from exc
 
     def _all_streams(self, api_client: client.ApiClient) -> list[_Stream]:
         core = client.CoreV1Api(api_client)

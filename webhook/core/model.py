@@ -203,6 +203,17 @@ class SliceOffer:
     so node affinity on it finds them; False where the product came from another label or none."""
 
 
+READY: Final = "ready"
+NODE_STATE_TAINTS: Final = (
+    ("node.kubernetes.io/unreachable", "unreachable"),
+    ("node.kubernetes.io/not-ready", "not-ready"),
+    ("node.kubernetes.io/unschedulable", "cordoned"),
+)
+"""The taints that keep new pods off a node, most serious first (any effect): the node lifecycle
+controller's `unreachable` (the kubelet stopped posting status) and `not-ready`, and the
+`unschedulable` taint that mirrors `spec.unschedulable` (cordoned)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GpuNode:
     name: str
@@ -225,7 +236,22 @@ class GpuNode:
     never tolerates for a pod: not GPU taints (which it adds tolerations for) nor the transient
     `node.kubernetes.io/*` conditions. A spot or team pool's taint is one."""
 
+    @property
+    def state(self) -> str:
+        """`ready`, or why the node takes no new pods (`unreachable`, `not-ready`, `cordoned`),
+        read from its NODE_STATE_TAINTS."""
+        if self.taints:
+            keys = {taint.get("key") for taint in self.taints}
+            for key, state in NODE_STATE_TAINTS:
+                if key in keys:
+                    return state
+        return READY
+
     def free(self, resource: str) -> int:
+        """What a new pod could get of the resource here: none on a node that takes no new pods
+        (its devices nobody holds are not free for the pod being decided)."""
+        if self.taints and self.state != READY:
+            return 0
         return max(0, self.allocatable.get(resource, 0) - self.used.get(resource, 0))
 
 

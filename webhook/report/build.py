@@ -9,7 +9,6 @@ from webhook.core.profiles import GPU
 from webhook.core.resources import KNOWN_OTHER_PREFIXES
 from webhook.inventory.usage import PodUsage
 from webhook.report.model import (
-    READY,
     Costs,
     DeviceLine,
     IdleGpu,
@@ -32,12 +31,6 @@ from webhook.report.utilisation import GpuUtilisation
 from webhook.report.waste import WasteFinder
 
 IDLE_THRESHOLD_PERCENT = 5.0
-_STATE_TAINTS = (
-    ("node.kubernetes.io/unreachable", "unreachable"),
-    ("node.kubernetes.io/not-ready", "not-ready"),
-    ("node.kubernetes.io/unschedulable", "cordoned"),
-)
-"""The taints that keep new pods off a node, most serious first (any effect)."""
 NOTHING_ALLOCATABLE = "no device allocatable (unhealthy, or not yet advertised by the device plugin)"
 MIG_INVALID_SUFFIX = "-MIG-INVALID"
 MIG_INVALID = (
@@ -150,14 +143,9 @@ def _notes(node: GpuNode, lines: tuple[DeviceLine, ...]) -> tuple[str, ...]:
 
 
 def node_state(node: GpuNode) -> str:
-    """Why the node takes no new pods, read from the taints Kubernetes puts on it: the node lifecycle
-    controller's `unreachable` (the kubelet stopped posting status) and `not-ready`, then the
-    `unschedulable` taint that mirrors `spec.unschedulable` (cordoned); else `ready`."""
-    keys = {str(taint.get("key") or "") for taint in node.taints}
-    for key, state in _STATE_TAINTS:
-        if key in keys:
-            return state
-    return READY
+    """Why the node takes no new pods, read from the taints Kubernetes puts on it (GpuNode.state,
+    which the decisions read too: such a node has nothing free for a new pod); else `ready`."""
+    return node.state
 
 
 def _line(node: GpuNode, kind: DeviceKind, price: float | None, usage_known: bool) -> DeviceLine:

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from webhook.core.model import READY
 from webhook.core.profiles import SHARED_SUFFIX
 from webhook.report.prices import base_product
 from webhook.report.sharing import WHOLE_GPU
 
 HOURS_PER_MONTH = 730
-READY = "ready"
 __all__ = ["HOURS_PER_MONTH", "READY", "WHOLE_GPU"]
 
 

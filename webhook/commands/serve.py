@@ -30,6 +30,7 @@ from webhook.commands.common import (
     templates_from,
 )
 from webhook.core.model import GpuNode
+from webhook.report.utilisation import PrometheusError, check_url
 from webhook.server.decision_cache import DEFAULT_CAPACITY as DECISION_CACHE
 from webhook.server.pod_list import PodListError, check_pod_list
 from webhook.server.slow_clients import IO_TIMEOUT
@@ -106,6 +107,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         " (default: %(default)s)",
     )
     parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="Prometheus with dcgm-exporter metrics: the report and dashboard list allocated idle devices",
+    )
+    parser.add_argument(
         "--cert-check-seconds",
         type=_seconds,
         default=DEFAULT_INTERVAL,
@@ -139,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         args.cert_check_seconds,
         decision_cache=args.decision_cache,
         io_timeout=args.io_timeout,
+        prometheus_url=plan.prometheus_url,
     )
     WebhookServer(settings, plan.sources, announce=partial(_announce, plan)).run()
     return 0
@@ -152,11 +159,13 @@ class Plan:
     ca_file: Path | None
     sources: SourcesFactory
     """Builds the (catalog, inventory) sources; called in each worker, after the fork."""
+    prometheus_url: str | None = None
 
 
 def _plan(args: argparse.Namespace) -> Plan:
     host, port = parse_bind(args.bind)
     check_bind(host, port)
+    prometheus = _prometheus_url(args.prometheus)
     templates = _default_path(args.templates, "templates")
     policies = _default_path(args.policies, "policies")
     catalog_from(str(templates), str(policies))
@@ -171,7 +180,15 @@ def _plan(args: argparse.Namespace) -> Plan:
         inventory = partial(_with_templates, inventory, templates_of_pools)
     tls, ca_file = _certificates(Path(args.cert_dir), host, args.client_ca)
     sources = partial(_sources, (templates, policies), inventory, args.reload_seconds)
-    return Plan(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host, tls, ca_file, sources)
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return Plan(address, host, tls, ca_file, sources, prometheus)
+
+
+def _prometheus_url(url: str | None) -> str | None:
+    try:
+        return None if url is None else check_url(url)
+    except PrometheusError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _file_inventory(args: argparse.Namespace) -> Any:

@@ -30,8 +30,9 @@ class PodUsageSource(Protocol):
 
 
 class ReportService:
-    """With `prometheus_url`, utilisation is read at most every `refresh_seconds`; a failed read
-    keeps the last one and is shown as `prometheus_error`."""
+    """With `prometheus_url`, utilisation is read at most every `refresh_seconds`, each query
+    waiting at most `timeout` seconds; a failed read keeps the last one and is shown as
+    `prometheus_error`."""
 
     def __init__(
         self,
@@ -41,6 +42,7 @@ class ReportService:
         prometheus_url: str | None = None,
         window: str = "1h",
         refresh_seconds: float = 60.0,
+        timeout: float = 10.0,
     ) -> None:
         self.inventory_source = inventory_source
         self.catalog_source = catalog_source
@@ -48,6 +50,7 @@ class ReportService:
         self.window = check_window(window)
         self.prometheus_error: str | None = None
         self._refresh_seconds = refresh_seconds
+        self._timeout = timeout
         self._lock = threading.Lock()
         self._finder = WasteFinder()
         self._utilisation: tuple[GpuUtilisation, ...] | None = None
@@ -79,7 +82,7 @@ class ReportService:
             return self._utilisation
         self._read_at = time.monotonic()
         try:
-            self._utilisation = tuple(query_utilisation(self.prometheus_url, self.window))
+            self._utilisation = tuple(query_utilisation(self.prometheus_url, self.window, self._timeout))
             self.prometheus_error = None
         except PrometheusError as exc:
             self.prometheus_error = str(exc)

@@ -24,6 +24,8 @@ from webhook.server.slow_clients import IO_TIMEOUT, bounded_io
 from webhook.sources import CatalogSource, InventorySource
 from webhook.tls.reload import DEFAULT_INTERVAL, ReloadingContext, TLSFiles
 
+PROMETHEUS_TIMEOUT_SECONDS = 5.0
+"""How long one utilisation query may take; the report waits for it at most once a minute."""
 SourcesFactory = Callable[[], tuple[CatalogSource, InventorySource]]
 Announce = Callable[[Sequence[Any]], None]
 
@@ -41,6 +43,8 @@ class ServerSettings:
     """Decisions each worker remembers (0: none)."""
     io_timeout: float = IO_TIMEOUT
     """Seconds a connection's handshake, read or write may stall (webhook/server/slow_clients.py)."""
+    prometheus_url: str | None = None
+    """Prometheus with dcgm-exporter metrics, for the report's idle devices (None: not read)."""
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -57,7 +61,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self._address = concrete_address(settings.bind)
         self._sources = sources
         self._announce = announce
-        self._app_factory = app_factory or partial(_webhook_app, decision_cache=settings.decision_cache)
+        self._app_factory = app_factory or partial(
+            _webhook_app, decision_cache=settings.decision_cache, prometheus_url=settings.prometheus_url
+        )
         self._tls = ReloadingContext(settings.tls, settings.cert_check_seconds)
         super().__init__(prog="gpu-webhook serve")
 
@@ -125,8 +131,12 @@ def concrete_address(bind: str) -> tuple[str, int]:
         return host, int(probe.getsockname()[1])
 
 
-def _webhook_app(sources: SourcesFactory, decision_cache: int = DEFAULT_CAPACITY) -> Any:
-    """The webhook app with the report routes and inventory gauges, built in each worker."""
+def _webhook_app(
+    sources: SourcesFactory, decision_cache: int = DEFAULT_CAPACITY, prometheus_url: str | None = None
+) -> Any:
+    """The webhook app with the report routes and inventory gauges, built in each worker; with
+    `prometheus_url` the report reads utilisation there (each query bounded by
+    PROMETHEUS_TIMEOUT_SECONDS; a failed read is shown on the dashboard, never an error)."""
     from webhook.report.service import ReportService
     from webhook.server.app import create_app
     from webhook.server.metrics import create_metrics
@@ -134,7 +144,9 @@ def _webhook_app(sources: SourcesFactory, decision_cache: int = DEFAULT_CAPACITY
 
     metrics = create_metrics()  # first: it points prometheus-client at the workers' shared files
     catalog, inventory = sources()
-    service = ReportService(inventory, catalog)
+    service = ReportService(
+        inventory, catalog, prometheus_url=prometheus_url, timeout=PROMETHEUS_TIMEOUT_SECONDS
+    )
     gauges = report_metrics(inventory, catalog, service)
     app = create_app(
         catalog, inventory, metrics=metrics, extra_metrics=[gauges], decision_cache=decision_cache

@@ -121,6 +121,15 @@ def test_text_and_csv_show_the_state() -> None:
     assert {r["node"]: r["state"] for r in rows if r["section"] == "device"} == STATES
     (total,) = [r for r in rows if r["section"] == "total-unschedulable"]
     assert total["cost_per_hour"] == "60.0000"
+    (profile,) = [r for r in rows if r["section"] == "profile"]
+    assert (profile["free"], profile["unschedulable"], profile["unschedulable_cost_per_hour"]) == (
+        "18",
+        "15",
+        "60.0000",
+    )
+    (by_profile,) = [line for line in text.splitlines() if line.startswith(f"{H100} gpu ")]
+    assert by_profile.split()[2:6] == ["20", "2", "18", "$12.00"]
+    assert "15 of the free on nodes taking no new pods ($60.00/h)" in by_profile
 
 
 def test_the_dashboard_marks_nodes_taking_no_new_pods(tmp_path: Path) -> None:

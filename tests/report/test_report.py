@@ -216,3 +216,25 @@ def test_cli_report_from_a_cluster(tmp_path: Path, capsys: pytest.CaptureFixture
     whole = next(n for n in data["nodes"] if n["name"] == "w")["devices"][0]
     assert (whole["allocated"], whole["free"]) == (1, 3)
     assert [w["name"] for w in data["wasteful"]] == ["nb"]
+
+
+def _profile_table(text: str) -> list[list[str]]:
+    lines = text.splitlines()
+    start = lines.index("BY MODEL AND SLICE (all nodes together)") + 1
+    end = lines.index("", start)
+    assert lines[start].split()[:5] == ["PRODUCT", "DEVICE", "ALLOC", "USED", "FREE"]
+    return [line.split() for line in lines[start + 1 : end]]
+
+
+def test_text_and_csv_give_the_totals_per_model_and_slice(example: Report) -> None:
+    by_profile = example.to_dict()["totals"]["byProfile"]
+    expected = [
+        [r["product"], r["profile"], str(r["allocatable"]), str(r["allocated"]), str(r["free"])]
+        for r in by_profile
+    ]
+    assert [row[:5] for row in _profile_table(render(example, "text"))] == expected
+    rows = [r for r in csv.DictReader(io.StringIO(render(example, "csv"))) if r["section"] == "profile"]
+    fields = ("product", "profile", "allocatable", "allocated", "free")
+    assert [[r[f] for f in fields] for r in rows] == expected
+    h100 = next(r for r in rows if (r["product"], r["profile"]) == ("NVIDIA-H100-80GB-HBM3", "gpu"))
+    assert float(h100["cost_per_hour"]) == pytest.approx(2 * H100_PRICE, abs=1e-3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Any
 
 from webhook.report.model import HOURS_PER_MONTH, DeviceLine, Report, number
 
@@ -31,6 +32,8 @@ CSV_FIELDS = (
     "resource",
     "state",
     "notes",
+    "unschedulable",
+    "unschedulable_cost_per_hour",
 )
 
 
@@ -46,6 +49,10 @@ _LEFT, _RIGHT = "<", ">"
 _NODE_COLUMNS = tuple(
     (name, _RIGHT if name in ("ALLOC", "USED", "FREE", "FREE $/h") else _LEFT)
     for name in ("NODE", "PRODUCT", "STATE", "DEVICE", "ALLOC", "USED", "FREE", "FREE $/h", "NOTES")
+)
+_PROFILE_COLUMNS = tuple(
+    (name, _RIGHT if name in ("ALLOC", "USED", "FREE", "FREE $/h") else _LEFT)
+    for name in ("PRODUCT", "DEVICE", "ALLOC", "USED", "FREE", "FREE $/h", "NOTES")
 )
 
 
@@ -80,6 +87,7 @@ def render_text(report: Report) -> str:
             "note: no pods given (--pods or --kubeconfig): allocated counts are unknown, shown as 0; "
             "what is free and its cost are unknown, shown as -"
         )
+    lines += _profile_lines(report)
     lines += _unaccounted_lines(report)
     lines += _cost_lines(report)
     lines += _waste_lines(report)
@@ -117,6 +125,30 @@ def _notes(line: DeviceLine) -> str:
         notes.append(f"{line.sharing} x{line.replicas}: {line.held_shares}/{line.shares} shares allocated")
     if line.over_allocated > 0:
         notes.append(f"OVER-ALLOCATED by {_count(line.over_allocated)}")
+    return "; ".join(notes)
+
+
+def _profile_lines(report: Report) -> list[str]:
+    """The totals per GPU model and slice (JSON's totals.byProfile)."""
+    rows: list[tuple[str, ...]] = []
+    for row in report.totals_by_profile():
+        free = "-" if row["free"] is None else str(row["free"])
+        rows.append(
+            (str(row["product"]), str(row["profile"]), str(row["allocatable"]), str(row["allocated"]), free)
+            + (_money(row["unallocatedCostPerHour"]), _profile_notes(row))
+        )
+    if not rows:
+        return []
+    return ["", "BY MODEL AND SLICE (all nodes together)", *_table(_PROFILE_COLUMNS, rows)]
+
+
+def _profile_notes(row: dict[str, Any]) -> str:
+    notes = []
+    if row["unschedulable"]:
+        cost = _money(row["unschedulableCostPerHour"])
+        notes.append(f"{row['unschedulable']} of the free on nodes taking no new pods ({cost}/h)")
+    if row["overAllocated"]:
+        notes.append(f"OVER-ALLOCATED by {row['overAllocated']}")
     return "; ".join(notes)
 
 
@@ -195,6 +227,8 @@ def render_csv(report: Report) -> str:
                 _row("node", node.name, node.product, strategy=node.strategy)
                 | {"state": node.state, "notes": "; ".join(node.notes)}
             )
+    for total in report.totals_by_profile():
+        writer.writerow(_profile_row(total))
     for pod in report.wasteful:
         writer.writerow(
             _row("wasteful", pod.node, "", profile=pod.profile, namespace=pod.namespace, pod=pod.name)
@@ -222,6 +256,20 @@ def render_csv(report: Report) -> str:
     ):
         writer.writerow(_row(f"total-{name}", "", "") | _costs(hourly))
     return buffer.getvalue()
+
+
+def _profile_row(total: dict[str, Any]) -> dict[str, object]:
+    """A `profile` row: the totals of one GPU model and slice; `free` and the costs blank when unknown."""
+    unschedulable_cost = total["unschedulableCostPerHour"]
+    return (
+        _row("profile", "", total["product"], profile=total["profile"])
+        | {"allocatable": total["allocatable"], "allocated": total["allocated"]}
+        | {"free": "" if total["free"] is None else total["free"]}
+        | {"over_allocated": total["overAllocated"]}
+        | _costs(total["unallocatedCostPerHour"])
+        | {"unschedulable": "" if total["unschedulable"] is None else total["unschedulable"]}
+        | {"unschedulable_cost_per_hour": "" if unschedulable_cost is None else f"{unschedulable_cost:.4f}"}
+    )
 
 
 def _row(section: str, node: str, product: str, **fields: str) -> dict[str, object]:

@@ -148,15 +148,29 @@ def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str,
         )
     seen[name] = where
     _check_shapes(f"{path}: {where} ({name})", node)
-    status = node.get("status")
+    status = node.get("status") or {}
     for section in ("capacity", "allocatable"):
-        counts = status.get(section) if isinstance(status, Mapping) else None
-        for resource, value in counts.items() if isinstance(counts, Mapping) else ():
+        for resource, value in (status.get(section) or {}).items():
             if str(resource).startswith(_COUNTED_PREFIX) and not _whole(value):
                 raise InventoryError(
                     f'{path}: {where} ({name}): status.{section}["{resource}"]: {value!r} is not a whole '
                     "number of devices"
                 )
+    _check_within_capacity(f"{path}: {where} ({name})", status)
+
+
+def _check_within_capacity(where: str, status: Mapping[str, Any]) -> None:
+    """Kubernetes never reports more of a device allocatable than the node's capacity (allocatable
+    is capacity less what the node keeps back): a file that does was edited by hand, wrongly."""
+    capacity, allocatable = status.get("capacity") or {}, status.get("allocatable") or {}
+    for resource, value in allocatable.items():
+        if not str(resource).startswith(_COUNTED_PREFIX) or resource not in capacity:
+            continue
+        if parse_quantity(value) > parse_quantity(capacity[resource]):
+            raise InventoryError(
+                f'{where}: status.allocatable["{resource}"]: {value!r} is more than its capacity '
+                f"{capacity[resource]!r} (status.capacity), which Kubernetes never reports"
+            )
 
 
 def _check_shapes(where: str, node: Mapping[str, Any]) -> None:
@@ -166,7 +180,8 @@ def _check_shapes(where: str, node: Mapping[str, Any]) -> None:
     for field in ("labels", "annotations"):
         values = _typed(where, f"metadata.{field}", metadata.get(field), Mapping, "a mapping of strings")
         for key, value in (values or {}).items():
-            _typed(where, f'metadata.{field}["{key}"]', value, str, "a string")
+            if not isinstance(value, str):  # null too: `key:` with nothing after it (an empty value is "")
+                raise InventoryError(f'{where}: metadata.{field}["{key}"]: {_wrong(value, "a string")}')
     spec = _typed(where, "spec", node.get("spec"), Mapping, "a mapping") or {}
     taints = _typed(where, "spec.taints", spec.get("taints"), list, "a list of taints") or []
     for index, taint in enumerate(taints):

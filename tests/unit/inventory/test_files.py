@@ -171,6 +171,25 @@ BAD_NODE_LISTS = {
         ["(a)", "spec.taints", "expected a list"],
     ),
     "taint-a-number": ("kind: Node\nmetadata: {name: a}\nspec: {taints: [1]}\n", ["spec.taints[0]"]),
+    "label-null": (
+        "kind: Node\nmetadata: {name: a, labels: {nvidia.com/gpu.product: }}\n",
+        ["(a)", 'metadata.labels["nvidia.com/gpu.product"]', "expected a string"],
+    ),
+    "annotation-null": (
+        "kind: Node\nmetadata: {name: a, annotations: {note: null}}\n",
+        ["(a)", 'metadata.annotations["note"]', "expected a string"],
+    ),
+    "allocatable-above-capacity": (
+        "kind: Node\nmetadata: {name: a}\n"
+        "status: {capacity: {nvidia.com/gpu: 4}, allocatable: {nvidia.com/gpu: 8}}\n",
+        ["(a)", 'status.allocatable["nvidia.com/gpu"]', "status.capacity"],
+    ),
+    "allocatable-above-capacity-in-another-spelling": (
+        "kind: Node\nmetadata: {name: a}\n"
+        'status: {capacity: {nvidia.com/mig-1g.10gb: "2000m"},\n'
+        '  allocatable: {nvidia.com/mig-1g.10gb: "1k"}}\n',
+        ["(a)", 'status.allocatable["nvidia.com/mig-1g.10gb"]'],
+    ),
 }
 
 
@@ -189,6 +208,17 @@ def test_a_file_that_is_not_utf8_names_line_column_and_offset(tmp_path: Path) ->
     with pytest.raises(InventoryError) as caught:
         load_inventory(path)
     assert f"{path}:2:19:" in str(caught.value) and "offset 29" in str(caught.value)
+
+
+def test_an_empty_label_value_and_allocatable_below_capacity_load(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.yaml"
+    text = (
+        'kind: Node\nmetadata: {name: a, labels: {team: ""}}\n'
+        "status: {capacity: {nvidia.com/gpu: 8, cpu: 4}, allocatable: {nvidia.com/gpu: 7, cpu: 8}}\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    (node,) = load_inventory(path).nodes
+    assert node.allocatable["nvidia.com/gpu"] == 7 and node.labels["team"] == ""
 
 
 def test_whole_counts_in_every_spelling_load(tmp_path: Path) -> None:

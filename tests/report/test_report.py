@@ -238,3 +238,38 @@ def test_text_and_csv_give_the_totals_per_model_and_slice(example: Report) -> No
     assert [[r[f] for f in fields] for r in rows] == expected
     h100 = next(r for r in rows if (r["product"], r["profile"]) == ("NVIDIA-H100-80GB-HBM3", "gpu"))
     assert float(h100["cost_per_hour"]) == pytest.approx(2 * H100_PRICE, abs=1e-3)
+
+
+POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n  nodeName: a100-mig-0\n"
+BAD_PODS = {
+    "a Node": ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n", "kind"),
+    "nodeName a number": (POD.replace("a100-mig-0", "5") + "  containers: []\n", "spec.nodeName"),
+    "containers a string": (POD + '  containers: "oops"\n', "spec.containers"),
+    "a limit that is no quantity": (
+        POD + "  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: x}}\n",
+        "spec.containers[name=c].resources.limits['nvidia.com/gpu']",
+    ),
+    "a negative limit": (
+        POD + '  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: "-3"}}\n',
+        "spec.containers[name=c].resources.limits['nvidia.com/gpu']",
+    ),
+    "a fraction of a device": (
+        POD + '  containers:\n  - name: c\n    resources: {limits: {nvidia.com/mig-1g.10gb: "1.5"}}\n',
+        "spec.containers[name=c].resources.limits['nvidia.com/mig-1g.10gb']",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PODS)
+def test_report_refuses_a_pod_list_serve_would_refuse(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
+) -> None:
+    """Each problem named with the file, the pod and the field; exit 2, no report printed."""
+    text, field = BAD_PODS[case]
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(text)
+    assert main(["report", "--inventory", str(EXAMPLE_NODES), "--pods", str(pods)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert str(pods) in err and field in err
+    assert "(n)" in err if case == "a Node" else "(ns/p)" in err

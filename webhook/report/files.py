@@ -9,18 +9,16 @@ from webhook.core.model import Inventory
 from webhook.inventory.files import InventoryError, read_inventory_objects
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import PodUsage, pod_usage
-from webhook.manifests import read_manifests
+from webhook.server.pod_list import PodListError, read_pod_list
 
 
 def load_pods(path: str | Path) -> list[dict[str, Any]]:
-    """Every Pod in the file (a List, multi-document YAML or JSON); InventoryError names the file."""
-    manifests, errors = read_manifests([str(path)])
-    if errors:
-        raise InventoryError("; ".join(errors))
-    others = [m for m in manifests if m.kind != "Pod"]
-    if others:
-        raise InventoryError(f"{others[0].source}: kind {others[0].kind or 'none'!r}, expected Pod")
-    return [m.obj for m in manifests]
+    """Every Pod in the file (a List, multi-document YAML or JSON), checked as `serve --pods` checks
+    them (webhook/server/pod_list.py): InventoryError names file, pod and field of every problem."""
+    try:
+        return read_pod_list(Path(path))
+    except PodListError as exc:
+        raise InventoryError(f"--pods: {exc}".replace("\n", "\n  ")) from exc
 
 
 def load_with_pods(nodes_path: str | Path, pods_path: str | Path | None) -> tuple[Inventory, list[PodUsage]]:

@@ -28,13 +28,33 @@ class PodListError(ValueError):
 
 def check_pod_list(path: Path) -> int:
     """The number of pods in the file; PodListError listing every problem otherwise."""
+    return len(read_pod_list(path))
+
+
+def read_pod_list(path: Path) -> list[dict[str, Any]]:
+    """The pods of the file (`serve --pods`, `report --pods`); PodListError listing every problem
+    (file, document and item, field) otherwise."""
     manifests, errors = read_manifests([str(path)])
     problems = list(errors)
     for manifest in manifests:
-        problems.extend(f"{manifest.source}: {problem}" for problem in pod_problems(manifest))
+        problems.extend(f"{_where(manifest)}: {problem}" for problem in pod_problems(manifest))
     if problems:
         raise PodListError("\n".join(problems))
-    return len(manifests)
+    return [manifest.obj for manifest in manifests]
+
+
+def _where(manifest: Manifest) -> str:
+    """The file, document and item, and the pod's namespace/name where it has them."""
+    metadata = manifest.obj.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if not isinstance(name, str) or not name:
+        return manifest.source
+    return (
+        f"{manifest.source} ({namespace}/{name})"
+        if isinstance(namespace, str)
+        else f"{manifest.source} ({name})"
+    )
 
 
 def pod_problems(manifest: Manifest) -> Iterator[str]:
@@ -73,11 +93,19 @@ def _quantities(spec: Mapping[str, Any]) -> Iterator[str]:
 
 
 def _quantity_problems(path: str, quantities: Mapping[str, Any]) -> Iterator[str]:
+    """Quantities the API server refuses: not a quantity, negative, or a fraction of an extended
+    resource (a name with a domain, `nvidia.com/gpu`), which are counted in whole units."""
     for resource, value in quantities.items():
+        where = f"{path}[{str(resource)!r}]"
         try:
-            parse_quantity(value)
+            quantity = parse_quantity(value)
         except ValueError:
-            yield f"{path}[{str(resource)!r}]: {value!r} is not a quantity"
+            yield f"{where}: {value!r} is not a quantity"
+            continue
+        if quantity < 0:
+            yield f"{where}: {value!r} is negative"
+        elif "/" in str(resource) and quantity != quantity.to_integral_value():
+            yield f"{where}: {value!r} is not a whole number (an extended resource counts whole units)"
 
 
 def _mapping(pod: Mapping[str, Any], field: str) -> Mapping[str, Any]:

@@ -318,9 +318,27 @@ def test_a_price_that_is_not_a_finite_number_is_refused(tmp_path: Path, price: s
     problems = lint_paths([tmp_path])
     assert located(tmp_path, problems) == {("policies/p.yaml", 8, "spec.prices.NVIDIA-H100-80GB-HBM3")}
     assert len(problems) == 1
-    assert "finite" in problems[0].message or "minimum" in problems[0].message
+    assert any(word in problems[0].message for word in ("finite", "minimum", "maximum"))
     with pytest.raises(CatalogError):
         load_catalog([tmp_path])
+
+
+@pytest.mark.parametrize("price", ["1.0e+308", "1000000.01"])
+def test_a_price_whose_costs_would_overflow_is_refused(tmp_path: Path, price: str) -> None:
+    """A GPU-hour priced beyond 1000000 (in any currency) would make costs `inf` (`$inf` in text,
+    `Infinity` in JSON, which is not JSON)."""
+    body = f'  namespaces: ["x"]\n  prices:\n    NVIDIA-H100-80GB-HBM3: {price}\n'
+    write(tmp_path, {"policies/p.yaml": policy("p", body)})
+    problems = lint_paths([tmp_path])
+    assert located(tmp_path, problems) == {("policies/p.yaml", 8, "spec.prices.NVIDIA-H100-80GB-HBM3")}
+    with pytest.raises(CatalogError):
+        load_catalog([tmp_path])
+
+
+def test_the_highest_price_loads(tmp_path: Path) -> None:
+    body = '  namespaces: ["x"]\n  prices:\n    NVIDIA-H100-80GB-HBM3: 1000000\n'
+    write(tmp_path, {"policies/p.yaml": policy("p", body)})
+    assert lint_paths([tmp_path]) == []
 
 
 def test_a_template_defined_twice_is_one_problem_not_also_a_tie(tmp_path: Path) -> None:

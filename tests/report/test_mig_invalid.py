@@ -107,3 +107,20 @@ def test_pods_holding_its_devices_are_unaccounted(tmp_path: Path) -> None:
     page = dashboard_page(tmp_path, NODES, [pod])
     (section,) = re.findall(r'<section id="unaccounted">(.*?)</section>', page, re.S)
     assert "held" in section and "MIG configuration is invalid" in section
+
+
+@pytest.mark.parametrize("state", ["failed", "pending", "rebooting"])
+def test_a_mig_reconfiguration_short_of_success_is_noted(state: str) -> None:
+    node = whole_node("reconf", H100, 8)
+    labels = {"nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/mig.config.state": state}
+    node["metadata"]["labels"].update(labels | {"nvidia.com/mig.strategy": "mixed"})
+    done = whole_node("done", H100, 8)
+    done["metadata"]["labels"].update(labels | {"nvidia.com/mig.config.state": "success"})
+    catalog = make_catalog(policy_doc("all", prices={H100: PRICE}))
+    report = build_report(build_inventory([node, done], []), catalog, [])
+    notes = {n["name"]: n["notes"] for n in report.to_dict()["nodes"]}
+    (note,) = notes["reconf"]
+    assert f"nvidia.com/mig.config.state={state}" in note and "all-1g.10gb" in note
+    assert notes["done"] == []
+    (row,) = [r for r in render(report, "text").splitlines() if r.startswith("reconf ")]
+    assert f"mig.config.state={state}" in row

@@ -37,6 +37,10 @@ MIG_INVALID = (
     "MIG configuration invalid (GPU Feature Discovery labels an invalid single-strategy MIG setup "
     "<model>-MIG-INVALID, with gpu.count, gpu.replicas and gpu.memory 0): no device of it is counted"
 )
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
+MIG_CONFIG_STATES = {"failed": "failed", "pending": "in progress", "rebooting": "in progress"}
+"""The states MIG Manager leaves in `nvidia.com/mig.config.state` short of `success`."""
 UNRECOGNISED_PROFILE = (
     "MIG profile '{profile}' of nvidia.com/gpu.product not recognised: its devices are listed, "
     "but their share of a GPU is unknown, so they count no GPU-equivalents and are not costed"
@@ -138,8 +142,23 @@ def _notes(node: GpuNode, lines: tuple[DeviceLine, ...]) -> tuple[str, ...]:
     if node.product.endswith(MIG_INVALID_SUFFIX):
         return (MIG_INVALID,)
     unknown = unrecognised_profile(node)
-    notes = (UNRECOGNISED_PROFILE.format(profile=unknown),) if unknown is not None else ()
+    notes: tuple[str, ...] = (UNRECOGNISED_PROFILE.format(profile=unknown),) if unknown is not None else ()
+    notes += _mig_config_notes(node)
     return notes + (() if any(line.shares > 0 for line in lines) else (NOTHING_ALLOCATABLE,))
+
+
+def _mig_config_notes(node: GpuNode) -> tuple[str, ...]:
+    """MIG Manager's `nvidia.com/mig.config.state` when it is not `success` (MIG.md §2.3): the
+    devices shown may not be the MIG configuration the node is labelled for."""
+    state = node.labels.get(MIG_CONFIG_STATE_LABEL, "")
+    why = MIG_CONFIG_STATES.get(state)
+    if why is None:
+        return ()
+    config = node.labels.get(MIG_CONFIG_LABEL, "?")
+    return (
+        f"MIG reconfiguration {why} ({MIG_CONFIG_STATE_LABEL}={state}, {MIG_CONFIG_LABEL}={config}): "
+        "the devices shown may not be that configuration",
+    )
 
 
 def node_state(node: GpuNode) -> str:

@@ -224,6 +224,26 @@ def test_missing_kubeconfig_is_a_clear_error(certs: Run, tmp_path: Path) -> None
     assert code == 1 and str(tmp_path / "nope") in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("garbage: [\n", "not valid YAML"),
+        ("current-context: x\ncontexts: [{name: x, context: 5}]\n", "not a valid kubeconfig"),
+        ("[1, 2]\n", "cannot load"),
+    ],
+    ids=["not-yaml", "context-not-a-map", "not-a-map"],
+)
+def test_an_unusable_kubeconfig_is_one_message(certs: Run, tmp_path: Path, text: str, says: str) -> None:
+    kubeconfig = tmp_path / "bogus.kc"
+    kubeconfig.write_text(text, encoding="utf-8")
+    code, out, err = certs(
+        "--out-dir", str(tmp_path / "tls"), "--patch-webhooks", "--kubeconfig", str(kubeconfig)
+    )
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert says in err and str(kubeconfig) in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "tls").exists()
+
+
 def test_the_installed_command_fails_cleanly_too(tmp_path: Path) -> None:
     kubeconfig = write_kubeconfig(
         tmp_path / "kc", f"https://127.0.0.1:{_closed_port()}", make_ca().certificate_pem()

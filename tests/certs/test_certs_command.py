@@ -160,6 +160,7 @@ def test_secret_file_is_private_renewable_and_leaves_stdout_to_the_bundle(certs:
         (["--out-dir", "d", "--apply"], "--apply"),
         (["--secret", "s", "--apply", "--secret-file", "f"], "--secret-file"),
         (["--secret", "Not A Name"], "--secret"),
+        (["--out-dir", "d", "--ip", "fe80::1%eth0"], "cannot name a zone"),
     ],
 )
 def test_bad_arguments_are_named(

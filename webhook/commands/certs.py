@@ -141,9 +141,15 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def _ip(text: str) -> str:
     try:
-        return str(ipaddress.ip_address(text))
+        address = ipaddress.ip_address(text)
     except ValueError as exc:
         raise UsageError(f"--ip {text!r} is not an IP address") from exc
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id is not None:
+        zone = f"%{address.scope_id}"
+        raise UsageError(
+            f"--ip {text!r}: a certificate cannot name a zone ({zone}); give the address without it"
+        )
+    return str(address)
 
 
 def _duration(text: str, option: str) -> dt.timedelta:

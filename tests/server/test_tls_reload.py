@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import ssl
@@ -130,3 +131,17 @@ def test_unusable_files_are_named(tmp_path: Path, broken: str) -> None:
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(TLSFilesError, match="tls.crt"):
         TLSFiles.in_directory(tmp_path).digest()
+
+
+def test_a_missing_certificate_is_logged_once_while_it_stays_missing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    served = reloading.current()
+    (tmp_path / "tls.crt").unlink()
+    with caplog.at_level(logging.WARNING, logger="gpu_webhook.tls"):
+        for _ in range(5):
+            assert reloading.current() is served
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "tls.crt" in warnings[0]

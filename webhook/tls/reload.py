@@ -122,14 +122,22 @@ class ReloadingContext:
             connection.context = newest
 
     def _reload_if_changed(self) -> None:
+        """Load files that differ from the ones served; unusable ones are retried every interval
+        (a certificate that is not valid yet becomes usable without changing) but logged once."""
         self._checked = time.monotonic()
         digest = ""
         try:
             digest = self._files.digest()
-            if digest not in (self._digest, self._rejected):
-                self._load(digest)
+            if digest == self._digest:
+                self._rejected = ""
+                return
+            self._load(digest)
         except TLSFilesError as exc:
-            self._rejected = digest  # logged once per content; retried when the files change again
+            self._refuse(f"{digest}\0{exc}", exc)
+
+    def _refuse(self, key: str, exc: TLSFilesError) -> None:
+        if key != self._rejected:
+            self._rejected = key
             self._log.warning("certificate reload failed; serving the previous certificate: %s", exc)
 
     def _load(self, digest: str) -> None:
@@ -137,6 +145,7 @@ class ReloadingContext:
         context = server_context(self._files)
         context.sni_callback = self._on_client_hello
         self._context, self._digest, self._checked = context, digest, time.monotonic()
+        self._rejected = ""
         self._log.info("serving certificate %s", describe_certificate(self._files.certificate))
 
 

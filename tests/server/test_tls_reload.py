@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import socket
 import ssl
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
 
+from tests.conftest import ROOT
 from tests.server.support import write_serving_set
+from tests.server.test_serve_command import run_to_exit
 from webhook.tls.certgen import CA_FILE, KeyPair, make_ca, make_serving, write_pair
 from webhook.tls.reload import ReloadingContext, TLSFiles, TLSFilesError, server_context
 
@@ -145,3 +152,79 @@ def test_a_missing_certificate_is_logged_once_while_it_stays_missing(
             assert reloading.current() is served
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "tls.crt" in warnings[0]
+
+
+def write_dated_pair(directory: Path, ca: KeyPair, not_before: dt.datetime, not_after: dt.datetime) -> int:
+    """tls.crt and tls.key for localhost valid from `not_before` to `not_after`; the serial."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, "localhost")])
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(ca.certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .sign(ca.key, hashes.SHA256())
+    )
+    pair = KeyPair(certificate, key)
+    (directory / "tls.key").write_bytes(pair.key_pem())
+    (directory / "tls.crt").write_bytes(pair.certificate_pem())
+    return int(certificate.serial_number)
+
+
+NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
+EXPIRED = (NOW - dt.timedelta(days=30), NOW - dt.timedelta(days=1))
+NOT_YET_VALID = (NOW + dt.timedelta(days=1), NOW + dt.timedelta(days=30))
+
+
+@pytest.mark.parametrize(
+    ("window", "says"), [(EXPIRED, "expired (notAfter"), (NOT_YET_VALID, "not valid yet (notBefore")]
+)
+def test_a_certificate_outside_its_validity_is_refused_naming_file_and_date(
+    tmp_path: Path, window: tuple[dt.datetime, dt.datetime], says: str
+) -> None:
+    write_dated_pair(tmp_path, make_ca(), *window)
+    with pytest.raises(TLSFilesError) as refused:
+        server_context(TLSFiles.in_directory(tmp_path))
+    message = str(refused.value)
+    assert str(tmp_path / "tls.crt") in message and says in message
+    assert f"{window[1 if window is EXPIRED else 0]:%Y-%m-%d %H:%M:%S} UTC" in message
+
+
+def test_serve_refuses_to_start_with_an_expired_certificate(tmp_path: Path) -> None:
+    """The real command exits with code 2 naming the file and its notAfter, before it serves."""
+    ca = write_serving_set(tmp_path)
+    write_dated_pair(tmp_path, ca, *EXPIRED)
+    command = [sys.executable, "-m", "webhook", "serve", "--bind", "127.0.0.1:0", "--workers", "1"]
+    result = run_to_exit([*command, "--cert-dir", str(tmp_path)], ROOT, timeout=30)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert str(tmp_path / "tls.crt") in result.stderr and f"notAfter {EXPIRED[1]:%Y-%m-%d}" in result.stderr
+
+
+@pytest.mark.parametrize("window", [EXPIRED, NOT_YET_VALID], ids=["expired", "not-yet-valid"])
+def test_a_renewal_outside_its_validity_keeps_the_last_good_certificate(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, window: tuple[dt.datetime, dt.datetime]
+) -> None:
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    good = handshake(reloading.current(), tmp_path / CA_FILE, "localhost")
+    write_dated_pair(tmp_path, ca, *window)
+    with caplog.at_level(logging.WARNING, logger="gpu_webhook.tls"):
+        for _ in range(3):
+            assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == good
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "tls.crt" in warnings[0]
+
+
+def test_a_certificate_that_becomes_valid_is_picked_up_without_changing(tmp_path: Path) -> None:
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    good = handshake(reloading.current(), tmp_path / CA_FILE, "localhost")
+    starts = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(seconds=2)
+    renewed = write_dated_pair(tmp_path, ca, starts, starts + dt.timedelta(days=1))
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == good
+    time.sleep((starts - dt.datetime.now(dt.UTC)).total_seconds() + 0.2)
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == renewed

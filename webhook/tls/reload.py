@@ -5,11 +5,13 @@ so the files' digest is compared, at most every `interval` seconds, when a TLS h
 starts. Every context this module builds carries an `sni_callback` (OpenSSL calls it for
 every ClientHello, with or without SNI) that moves the connection to the newest context, so
 a server that built its SSLContext once still serves the renewed certificate, and no
-connection in flight is touched. A half-written or mismatched pair keeps the last good one.
+connection in flight is touched. A half-written or mismatched pair, or a certificate that has
+expired or is not valid yet, keeps the last good one.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
 import ssl
@@ -57,14 +59,18 @@ class TLSFiles:
         return hasher.hexdigest()
 
 
-def server_context(files: TLSFiles) -> ssl.SSLContext:
-    """A TLS 1.2+ server context; with a client CA, clients must present a certificate it signed."""
+def server_context(files: TLSFiles, now: dt.datetime | None = None) -> ssl.SSLContext:
+    """A TLS 1.2+ server context; with a client CA, clients must present a certificate it signed.
+
+    A serving certificate that has expired or is not yet valid at `now` is refused: every
+    handshake with it would fail."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         context.load_cert_chain(certfile=str(files.certificate), keyfile=str(files.key))
     except (OSError, ssl.SSLError) as exc:
         raise TLSFilesError(f"cannot load {files.certificate} with {files.key}: {_reason(exc)}") from exc
+    check_validity(files.certificate, now or dt.datetime.now(dt.UTC))
     if files.client_ca is not None:
         try:
             context.load_verify_locations(cafile=str(files.client_ca))
@@ -72,6 +78,31 @@ def server_context(files: TLSFiles) -> ssl.SSLContext:
             raise TLSFilesError(f"cannot load client CA {files.client_ca}: {_reason(exc)}") from exc
         context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+def check_validity(path: Path, now: dt.datetime) -> None:
+    """TLSFilesError naming `path` and the date unless every certificate in it is valid at `now`."""
+    try:
+        certificates = x509.load_pem_x509_certificates(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise TLSFilesError(f"cannot read {path}: {exc}") from exc
+    for index, certificate in enumerate(certificates):
+        problem = _outside_validity(certificate, now)
+        if problem:
+            which = (
+                "the certificate"
+                if index == 0
+                else f"the chain certificate {certificate.subject.rfc4514_string()}"
+            )
+            raise TLSFilesError(f"{path}: {which} {problem}")
+
+
+def _outside_validity(certificate: x509.Certificate, now: dt.datetime) -> str:
+    if certificate.not_valid_after_utc <= now:
+        return f"expired (notAfter {certificate.not_valid_after_utc:%Y-%m-%d %H:%M:%S} UTC); renew it"
+    if certificate.not_valid_before_utc > now:
+        return f"is not valid yet (notBefore {certificate.not_valid_before_utc:%Y-%m-%d %H:%M:%S} UTC)"
+    return ""
 
 
 def _reason(exc: OSError | ssl.SSLError) -> str:

@@ -142,6 +142,28 @@ def test_secret_file_is_private_renewable_and_leaves_stdout_to_the_bundle(certs:
 
 
 @pytest.mark.parametrize(
+    ("change", "args", "says"),
+    [
+        ("name", ["--secret", "renamed"], "holds Secret gpu-webhook/tls, not gpu-webhook/renamed"),
+        ("namespace", ["--secret", "tls", "--namespace", "other"], "not other/tls"),
+        ("type", ["--secret", "tls"], "has type Opaque"),
+    ],
+)
+def test_a_secret_file_holding_another_secret_is_not_overwritten(
+    certs: Run, tmp_path: Path, change: str, args: list[str], says: str
+) -> None:
+    path = tmp_path / "secret.yaml"
+    assert certs("--secret", "tls", "--secret-file", str(path))[0] == 0
+    if change == "type":
+        secret = yaml.safe_load(path.read_text())
+        path.write_text(yaml.safe_dump({**secret, "type": "Opaque"}))
+    before = path.read_bytes()
+    code, out, err = certs(*args, "--secret-file", str(path))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert str(path) in err and says in err and path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
     ("args", "names"),
     [
         (["--out-dir", "d", "--ip", "not-an-ip"], "--ip"),

@@ -91,7 +91,24 @@ class ManifestStore:
             raise BundleError(f"{self.path}: cannot read the Secret manifest: {exc}") from exc
         if not isinstance(secret, dict):
             raise BundleError(f"{self.path}: not a Secret manifest")
+        self._check_identity(secret)
         return from_files(files_from_secret(secret, str(self.path)), str(self.path))
+
+    def _check_identity(self, secret: dict[str, Any]) -> None:
+        """The file must hold this Secret, of type kubernetes.io/tls, as the cluster store insists."""
+        metadata = secret.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        held = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        if held != f"{self.namespace}/{self.name}":
+            raise BundleError(
+                f"{self.path} holds Secret {held}, not {self.namespace}/{self.name} (--namespace, --secret); "
+                "use another --secret-file or remove it"
+            )
+        if secret.get("type") != "kubernetes.io/tls":
+            kind = secret.get("type") or "Opaque (no type)"
+            raise BundleError(
+                f"{self.path}: Secret {held} has type {kind}, not kubernetes.io/tls; remove it first"
+            )
 
     def save(self, certs: CertSet) -> None:
         text = yaml.safe_dump(secret_manifest(self.name, self.namespace, certs.files()), sort_keys=False)

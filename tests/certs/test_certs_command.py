@@ -182,6 +182,7 @@ def test_a_secret_file_holding_another_secret_is_not_overwritten(
         (["--out-dir", "d", "--apply"], "--apply"),
         (["--secret", "s", "--apply", "--secret-file", "f"], "--secret-file"),
         (["--secret", "Not A Name"], "--secret"),
+        (["--secret", "*.x"], "not a valid Secret name"),
         (["--out-dir", "d", "--ip", "fe80::1%eth0"], "cannot name a zone"),
     ],
 )

@@ -27,7 +27,9 @@ from webhook.tls.stores import CertStore, ClusterStore, DirStore, ManifestStore
 
 EXIT_FAILED = 1
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_NAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
+_DNS_NAME = re.compile(r"^(\*\.)?" + _DNS_SUBDOMAIN.pattern[1:])
+"""A certificate's DNS name may start with a wildcard label; an object's name (DNS-1123 subdomain) may not."""
 _DURATION = re.compile(r"^(\d+)([dhm]?)$")
 _UNITS = {"d": "days", "": "days", "h": "hours", "m": "minutes"}
 _PER_DAY = {"days": 1, "hours": 24, "minutes": 24 * 60}
@@ -131,8 +133,10 @@ def _check_names(args: argparse.Namespace) -> None:
     for name in args.dns:
         if len(name) > 253 or not _DNS_NAME.match(name):
             raise UsageError(f"--dns {name!r} is not a DNS name")
-    if args.secret is not None and (len(args.secret) > 253 or not _DNS_NAME.match(args.secret)):
-        raise UsageError(f"--secret {args.secret!r} is not a valid Secret name")
+    if args.secret is not None and (len(args.secret) > 253 or not _DNS_SUBDOMAIN.match(args.secret)):
+        raise UsageError(
+            f"--secret {args.secret!r} is not a valid Secret name (lowercase letters, digits, '-' and '.')"
+        )
     if args.secret is None and (args.secret_file or args.apply):
         raise UsageError("--secret-file and --apply need --secret")
     if args.secret_file and args.apply:

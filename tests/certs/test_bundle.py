@@ -145,3 +145,13 @@ def test_non_ec_keys_are_refused_with_a_reason() -> None:
     )
     with pytest.raises(BundleError, match="EC keys only"):
         from_files(files, "dir")
+
+
+def test_a_leaf_certificate_in_ca_crt_and_ca_key_is_refused_as_the_signing_ca() -> None:
+    ca = make_ca()
+    leaf = make_serving(ca, ["leaf.example"])
+    files = dict(renew(CertSet(), PLAN, NOW).certs.files())
+    files[CA_FILE], files[CA_KEY_FILE] = leaf.certificate_pem(), leaf.key_pem()
+    with pytest.raises(BundleError, match=f"dir/{CA_FILE}: .*leaf.example.* is not a CA"):
+        from_files(files, "dir")
+    assert CertSet((leaf.certificate,), leaf.key).signer() is None

@@ -209,6 +209,18 @@ def test_unreadable_existing_certificate_names_the_file(certs: Run, tmp_path: Pa
     assert code == 2 and str(directory / "ca.crt") in err and "Traceback" not in err
 
 
+def test_a_leaf_certificate_as_ca_is_refused_and_nothing_is_written(certs: Run, tmp_path: Path) -> None:
+    directory = tmp_path / "tls"
+    directory.mkdir()
+    leaf = make_serving(make_ca(), ["leaf.example"])
+    (directory / "ca.crt").write_bytes(leaf.certificate_pem())
+    (directory / "ca.key").write_bytes(leaf.key_pem())
+    code, out, err = certs("--out-dir", str(directory))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert str(directory / "ca.crt") in err and "is not a CA" in err
+    assert sorted(p.name for p in directory.iterdir()) == ["ca.crt", "ca.key"]
+
+
 def test_unwritable_directory_is_a_clear_error(certs: Run, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("a file, not a directory")

@@ -44,7 +44,12 @@ class CertSet:
         return b"".join(_cert_pem(c) for c in self.authorities)
 
     def signer(self) -> x509.Certificate | None:
-        """The CA certificate in the bundle that belongs to `ca_key`."""
+        """The CA certificate in the bundle that belongs to `ca_key` (a non-CA one never signs)."""
+        certificate = self.key_certificate()
+        return certificate if certificate is not None and is_ca(certificate) else None
+
+    def key_certificate(self) -> x509.Certificate | None:
+        """The certificate in the bundle that belongs to `ca_key`, CA or not."""
         if self.ca_key is None:
             return None
         wanted = _public_der(self.ca_key.public_key())
@@ -170,7 +175,32 @@ def from_files(files: Mapping[str, bytes], where: str) -> CertSet:
     if CERT_FILE in files and KEY_FILE in files:
         certificates = _load_certs(files[CERT_FILE], f"{where}/{CERT_FILE}")
         serving = KeyPair(certificates[0], _load_key(files[KEY_FILE], f"{where}/{KEY_FILE}"))
-    return CertSet(authorities, ca_key, serving)
+    certs = CertSet(authorities, ca_key, serving)
+    _check_signer(certs, where)
+    return certs
+
+
+def is_ca(certificate: x509.Certificate) -> bool:
+    """basicConstraints CA:TRUE and, when keyUsage is present, keyCertSign."""
+    try:
+        if not certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca:
+            return False
+    except x509.ExtensionNotFound:
+        return False
+    try:
+        return certificate.extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign
+    except x509.ExtensionNotFound:
+        return True
+
+
+def _check_signer(certs: CertSet, where: str) -> None:
+    """BundleError when ca.key belongs to a certificate that may not sign others (a leaf)."""
+    certificate = certs.key_certificate()
+    if certificate is not None and not is_ca(certificate):
+        raise BundleError(
+            f"{where}/{CA_FILE}: the certificate of {CA_KEY_FILE} ({_describe(certificate)}) is not a CA "
+            "(no basicConstraints CA:TRUE with keyCertSign); put a CA certificate and its key there"
+        )
 
 
 def _load_certs(data: bytes, where: str) -> list[x509.Certificate]:

@@ -280,6 +280,33 @@ def test_an_unusable_kubeconfig_is_one_message(certs: Run, tmp_path: Path, text:
     assert not (tmp_path / "tls").exists()
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("where", ["--out-dir", "--secret"])
+@pytest.mark.parametrize("stdout", ["full", "closed"])
+def test_an_unwritable_stdout_is_one_message(tmp_path: Path, where: str, stdout: str) -> None:
+    target = str(tmp_path / "tls") if where == "--out-dir" else "gpu-webhook-tls"
+    redirect = ">/dev/full" if stdout == "full" else ">&-"
+    script = f'"$0" -m webhook certs {where} "$1" {redirect}'
+    result = subprocess.run(
+        ["sh", "-c", script, sys.executable, target],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    problem = "stdout is closed" if stdout == "closed" else "No space left on device"
+    what = "the CA bundle" if where == "--out-dir" else "the Secret manifest"
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"cannot write {what} to stdout: {problem}" in result.stderr
+    if where == "--out-dir":
+        assert sorted(p.name for p in (tmp_path / "tls").iterdir()) == [
+            "ca.crt",
+            "ca.key",
+            "tls.crt",
+            "tls.key",
+        ]
+
+
 def test_the_installed_command_fails_cleanly_too(tmp_path: Path) -> None:
     kubeconfig = write_kubeconfig(
         tmp_path / "kc", f"https://127.0.0.1:{_closed_port()}", make_ca().certificate_pem()

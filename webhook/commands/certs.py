@@ -23,6 +23,7 @@ from kubernetes.client import ApiClient
 from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, error
 from webhook.tls import cluster
 from webhook.tls.bundle import BundleError, Outcome, Renewal, renew, service_hosts
+from webhook.tls.files import write_stdout
 from webhook.tls.stores import CertStore, ClusterStore, DirStore, ManifestStore
 
 EXIT_FAILED = 1
@@ -107,8 +108,18 @@ def run(args: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_FAILED
     _report(outcome, store)
-    if store.prints_bundle:
-        sys.stdout.write(outcome.certs.bundle_pem().decode("ascii"))
+    return _print_bundle(outcome, store)
+
+
+def _print_bundle(outcome: Outcome, store: CertStore) -> int:
+    """The CA bundle on stdout, unless the set itself went there; the set is stored already."""
+    if not store.prints_bundle:
+        return EXIT_OK
+    try:
+        write_stdout(outcome.certs.bundle_pem().decode("ascii"), "the CA bundle")
+    except OSError as exc:
+        error(f"{exc} (the certificates in {store.describe()} are stored)")
+        return EXIT_FAILED
     return EXIT_OK
 
 

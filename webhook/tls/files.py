@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -44,3 +45,26 @@ def _sync_directory(directory: Path) -> None:
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
+
+
+def write_stdout(text: str, what: str) -> None:
+    """Write `text` to stdout and flush it; OSError saying `what` could not be written when
+    stdout is closed (`>&-`) or refuses the data (a full disk, `/dev/full`, a closed pipe)."""
+    stream = sys.stdout
+    if stream is None:
+        raise OSError(f"cannot write {what} to stdout: stdout is closed")
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError) as exc:
+        _discard_stdout()
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise OSError(f"cannot write {what} to stdout: {reason}") from exc
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so the data still buffered does not fail again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

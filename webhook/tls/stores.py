@@ -6,7 +6,6 @@ back. Write errors surface as OSError or ClusterError naming the file or object.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,7 +15,7 @@ from kubernetes.client import ApiClient
 from webhook.tls import cluster
 from webhook.tls.bundle import FILES, BundleError, CertSet, files_from_secret, from_files, secret_manifest
 from webhook.tls.certgen import CA_KEY_FILE, KEY_FILE
-from webhook.tls.files import PRIVATE_MODE, PUBLIC_MODE, write_atomically
+from webhook.tls.files import PRIVATE_MODE, PUBLIC_MODE, write_atomically, write_stdout
 
 _PRIVATE = (CA_KEY_FILE, KEY_FILE)
 
@@ -113,7 +112,7 @@ class ManifestStore:
     def save(self, certs: CertSet) -> None:
         text = yaml.safe_dump(secret_manifest(self.name, self.namespace, certs.files()), sort_keys=False)
         if self.path is None:
-            sys.stdout.write(text)
+            write_stdout(text, "the Secret manifest")
         else:
             write_atomically(self.path, text.encode("utf-8"), PRIVATE_MODE)
 

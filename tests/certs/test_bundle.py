@@ -155,3 +155,23 @@ def test_a_leaf_certificate_in_ca_crt_and_ca_key_is_refused_as_the_signing_ca() 
     with pytest.raises(BundleError, match=f"dir/{CA_FILE}: .*leaf.example.* is not a CA"):
         from_files(files, "dir")
     assert CertSet((leaf.certificate,), leaf.key).signer() is None
+
+
+@pytest.mark.parametrize(("present", "missing"), [(CERT_FILE, KEY_FILE), (KEY_FILE, CERT_FILE)])
+def test_half_a_serving_pair_is_reissued_naming_the_missing_file(present: str, missing: str) -> None:
+    files = dict(renew(CertSet(), PLAN, NOW).certs.files())
+    del files[missing]
+    changes = renew(from_files(files, "dir"), PLAN, NOW).changes
+    assert len(changes) == 1 and changes[0].endswith(f"({missing} is missing)")
+
+
+def test_every_expired_ca_is_named_as_the_reason_for_a_new_one() -> None:
+    when = NOW + 20 * DAY
+    with_key = _set_with(ca_days=10, serving_days=5)
+    changes = renew(with_key, PLAN, when).changes
+    ends = f"{with_key.authorities[0].not_valid_after_utc:%Y-%m-%d}"
+    assert changes[0].startswith("dropped expired CA")
+    assert changes[1].endswith(f"(the CA of {CA_KEY_FILE} expired {ends})")
+    assert changes[2].endswith(f"(its CA expired {ends})")
+    without_key = CertSet(with_key.authorities, None, with_key.serving)
+    assert renew(without_key, PLAN, when).changes[1].endswith("(every CA in the bundle has expired)")

@@ -105,6 +105,24 @@ def test_renewal_keeps_the_ca_and_rotation_bundles_both_cas(certs: Run, tmp_path
     assert version.startswith("TLSv1.")
 
 
+def test_during_a_rotation_nothing_due_names_the_ca_tls_crt_depends_on(certs: Run, tmp_path: Path) -> None:
+    directory = tmp_path / "tls"
+    directory.mkdir()
+    ca = make_ca(days=60)
+    serving = make_serving(ca, SERVICE_NAMES, days=50)
+    for name, data in (("ca.crt", ca.certificate_pem()), ("ca.key", ca.key_pem())):
+        (directory / name).write_bytes(data)
+    (directory / "tls.crt").write_bytes(serving.certificate_pem())
+    (directory / "tls.key").write_bytes(serving.key_pem())
+    code, out, err = certs("--out-dir", str(directory))
+    assert code == 0 and "created CA" in err and "issued serving" not in err
+    new_ca = x509.load_pem_x509_certificates(out.encode())[1]
+    code, _, err = certs("--out-dir", str(directory))
+    assert code == 0 and "nothing changed" in err
+    assert f"its CA until {ca.certificate.not_valid_after_utc:%Y-%m-%d}" in err
+    assert f"the next CA, until {new_ca.not_valid_after_utc:%Y-%m-%d}" in err
+
+
 def test_only_the_serving_certificate_renews_when_the_ca_is_fine(certs: Run, tmp_path: Path) -> None:
     directory = tmp_path / "tls"
     ca = make_ca()
@@ -183,6 +201,7 @@ def test_a_secret_file_holding_another_secret_is_not_overwritten(
         (["--secret", "s", "--apply", "--secret-file", "f"], "--secret-file"),
         (["--secret", "Not A Name"], "--secret"),
         (["--secret", "*.x"], "not a valid Secret name"),
+        (["--out-dir", "d", "--ca-days", "30"], "--ca-renew-before 90d must be shorter than --ca-days 30"),
         (["--out-dir", "d", "--ip", "fe80::1%eth0"], "cannot name a zone"),
     ],
 )

@@ -22,7 +22,7 @@ from kubernetes.client import ApiClient
 
 from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, error
 from webhook.tls import cluster
-from webhook.tls.bundle import BundleError, Outcome, Renewal, renew, service_hosts
+from webhook.tls.bundle import BundleError, CertSet, Outcome, Renewal, renew, service_hosts
 from webhook.tls.files import write_stdout
 from webhook.tls.stores import CertStore, ClusterStore, DirStore, ManifestStore
 
@@ -130,7 +130,9 @@ def _renewal(args: argparse.Namespace) -> Renewal:
     if renew_before >= dt.timedelta(days=args.days):
         raise UsageError(f"--renew-before {args.renew_before} must be shorter than --days {args.days}")
     if ca_renew_before >= dt.timedelta(days=args.ca_days):
-        raise UsageError(f"--ca-renew-before {args.ca_renew_before} must be shorter than --ca-days")
+        raise UsageError(
+            f"--ca-renew-before {args.ca_renew_before} must be shorter than --ca-days {args.ca_days}"
+        )
     if ca_renew_before <= renew_before:
         raise UsageError("--ca-renew-before must be longer than --renew-before (the CAs need an overlap)")
     hosts = service_hosts(args.service, args.namespace, [*args.dns, *(_ip(i) for i in args.ip)])
@@ -226,11 +228,20 @@ def _patch_webhooks(api: ApiClient, args: argparse.Namespace, bundle: bytes) -> 
 def _report(outcome: Outcome, store: CertStore) -> None:
     for change in outcome.changes:
         print(f"{store.describe()}: {change}", file=sys.stderr)
-    serving, signer = outcome.certs.serving, outcome.certs.signer()
-    if not outcome.changes and serving is not None and signer is not None:
-        until = f"serving certificate until {serving.certificate.not_valid_after_utc:%Y-%m-%d}"
+    if not outcome.changes:
         print(
-            f"{store.describe()}: nothing changed; nothing is due ({until}, "
-            f"CA until {signer.not_valid_after_utc:%Y-%m-%d})",
+            f"{store.describe()}: nothing changed; nothing is due ({_validity(outcome.certs)})",
             file=sys.stderr,
         )
+
+
+def _validity(certs: CertSet) -> str:
+    """`serving certificate until ..., its CA until ...`, and the next CA when a rotation is under way."""
+    serving, issuer, signer = certs.serving, certs.serving_issuer(), certs.signer()
+    if serving is None or issuer is None or signer is None:
+        return "incomplete set"
+    text = f"serving certificate until {serving.certificate.not_valid_after_utc:%Y-%m-%d}, "
+    text += f"its CA until {issuer.not_valid_after_utc:%Y-%m-%d}"
+    if signer != issuer:
+        text += f"; the next CA, until {signer.not_valid_after_utc:%Y-%m-%d}, signs the next one"
+    return text

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cryptography import x509
@@ -39,6 +39,8 @@ class CertSet:
     authorities: tuple[x509.Certificate, ...] = ()
     ca_key: ec.EllipticCurvePrivateKey | None = None
     serving: KeyPair | None = None
+    missing: str = ""
+    """The file of the serving pair that was missing while the other one was there."""
 
     def bundle_pem(self) -> bytes:
         return b"".join(_cert_pem(c) for c in self.authorities)
@@ -54,6 +56,10 @@ class CertSet:
             return None
         wanted = _public_der(self.ca_key.public_key())
         return next((c for c in self.authorities if _public_der(c.public_key()) == wanted), None)
+
+    def serving_issuer(self) -> x509.Certificate | None:
+        """The CA in the bundle that signed the serving certificate."""
+        return _issuer(self.serving.certificate, self.authorities) if self.serving else None
 
     def files(self) -> dict[str, bytes]:
         signer = self.signer()
@@ -92,44 +98,59 @@ def service_hosts(service: str, namespace: str, extra: Sequence[str] = ()) -> tu
 def renew(current: CertSet, plan: Renewal, now: dt.datetime) -> Outcome:
     changes: list[str] = []
     authorities = tuple(c for c in current.authorities if c.not_valid_after_utc > now)
-    changes += [f"dropped expired CA {_describe(c)}" for c in current.authorities if c not in authorities]
-    certs = CertSet(authorities, current.ca_key, current.serving)
-    ca_reason = _ca_due(certs, plan, now)
+    expired = tuple(c for c in current.authorities if c not in authorities)
+    changes += [f"dropped expired CA {_describe(c)}" for c in expired]
+    certs = replace(current, authorities=authorities)
+    ca_reason = _ca_due(certs, plan, now, expired)
     if ca_reason:
         certs = _add_new_ca(certs, plan, now)
         changes.append(f"created CA {_describe(certs.authorities[-1])} ({ca_reason})")
-    serving_reason = _serving_due(certs, plan, now)
+    serving_reason = _serving_due(certs, plan, now, expired)
     if serving_reason:
         serving = _issue_serving(certs, plan)
-        certs = CertSet(certs.authorities, certs.ca_key, serving)
+        certs = replace(certs, serving=serving, missing="")
         changes.append(f"issued serving certificate {_describe(serving.certificate)} ({serving_reason})")
     return Outcome(certs, tuple(changes))
 
 
-def _ca_due(certs: CertSet, plan: Renewal, now: dt.datetime) -> str:
+def _ca_due(certs: CertSet, plan: Renewal, now: dt.datetime, expired: Sequence[x509.Certificate]) -> str:
     signer = certs.signer()
     if signer is None:
-        return "no usable CA key" if certs.authorities else "no CA yet"
+        return _why_no_signer(certs, expired)
     if signer.not_valid_after_utc - now <= plan.ca_renew_before:
         return f"the CA expires {signer.not_valid_after_utc:%Y-%m-%d}; the old CA stays in the bundle"
     return ""
 
 
+def _why_no_signer(certs: CertSet, expired: Sequence[x509.Certificate]) -> str:
+    lost = CertSet(tuple(expired), certs.ca_key).signer()
+    if lost is not None:
+        return f"the CA of {CA_KEY_FILE} expired {lost.not_valid_after_utc:%Y-%m-%d}"
+    if certs.authorities:
+        return "no usable CA key"
+    return "every CA in the bundle has expired" if expired else "no CA yet"
+
+
 def _add_new_ca(certs: CertSet, plan: Renewal, now: dt.datetime) -> CertSet:
     ca = make_ca(common_name=f"gpu-webhook-ca-{now:%Y%m%d%H%M%S}", days=plan.ca_days)
-    return CertSet((*certs.authorities, ca.certificate), ca.key, certs.serving)
+    return replace(certs, authorities=(*certs.authorities, ca.certificate), ca_key=ca.key)
 
 
-def _serving_due(certs: CertSet, plan: Renewal, now: dt.datetime) -> str:
+def _serving_due(certs: CertSet, plan: Renewal, now: dt.datetime, expired: Sequence[x509.Certificate]) -> str:
     serving = certs.serving
     if serving is None:
-        return "no serving certificate yet"
+        return f"{certs.missing} is missing" if certs.missing else "no serving certificate yet"
     certificate = serving.certificate
     if _public_der(serving.key.public_key()) != _public_der(certificate.public_key()):
         return "tls.key does not belong to tls.crt"
     issuer = _issuer(certificate, certs.authorities)
     if issuer is None:
-        return "not signed by a CA in the bundle"
+        lost = _issuer(certificate, expired)
+        return (
+            f"its CA expired {lost.not_valid_after_utc:%Y-%m-%d}"
+            if lost
+            else "not signed by a CA in the bundle"
+        )
     if set(_hosts_of(certificate)) != set(plan.hosts):
         return "the host names changed"
     ends = min(certificate.not_valid_after_utc, issuer.not_valid_after_utc)
@@ -171,11 +192,13 @@ def from_files(files: Mapping[str, bytes], where: str) -> CertSet:
     """Read a stored set (any part may be missing); BundleError names the unreadable file."""
     authorities = tuple(_load_certs(files[CA_FILE], f"{where}/{CA_FILE}")) if CA_FILE in files else ()
     ca_key = _load_key(files[CA_KEY_FILE], f"{where}/{CA_KEY_FILE}") if CA_KEY_FILE in files else None
-    serving = None
+    serving, missing = None, ""
     if CERT_FILE in files and KEY_FILE in files:
         certificates = _load_certs(files[CERT_FILE], f"{where}/{CERT_FILE}")
         serving = KeyPair(certificates[0], _load_key(files[KEY_FILE], f"{where}/{KEY_FILE}"))
-    certs = CertSet(authorities, ca_key, serving)
+    elif CERT_FILE in files or KEY_FILE in files:
+        missing = KEY_FILE if CERT_FILE in files else CERT_FILE
+    certs = CertSet(authorities, ca_key, serving, missing)
     _check_signer(certs, where)
     return certs
 

@@ -153,6 +153,16 @@ def test_cert_manager_serving_certificate_matches_what_the_webhooks_call(rendere
     assert [c["spec"]["secretName"] for c in ca] == [issuer["spec"]["ca"]["secretName"]]
 
 
+def test_cert_manager_keeps_the_ca_key_when_it_renews_the_ca(rendered: Any) -> None:
+    """cert-manager >= 1.18 defaults rotationPolicy to Always: a renewed CA would get a new key,
+    and the serving certificate signed by the old one would no longer chain to the injected CA."""
+    objects = rendered("cert-manager")
+    ca = [c for c in objects if c["kind"] == "Certificate" and c["spec"].get("isCA")]
+    assert ca and all(c["spec"]["privateKey"]["rotationPolicy"] == "Never" for c in ca)
+    serving = one(objects, "Certificate", "gpu-webhook-serving")
+    assert serving["spec"]["privateKey"]["rotationPolicy"] == "Always"
+
+
 def test_container_args_are_accepted_by_the_cli(rendered: Any) -> None:
     objects = rendered("default")
     job = one(objects, "Job", "gpu-webhook-certs")["spec"]["template"]["spec"]["containers"][0]

@@ -310,7 +310,12 @@ def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TL
     try:
         server_context(files)
     except TLSFilesError as exc:
-        raise UsageError(str(exc)) from exc
+        hint = (
+            f" (or delete {certificate} and {key}: serve then makes a new self-signed set)"
+            if "expired" in str(exc)
+            else ""
+        )
+        raise UsageError(f"{exc}{hint}") from exc
     ca_file = directory / CA_FILE
     return files, ca_file if ca_file.exists() else None
 

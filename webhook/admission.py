@@ -110,7 +110,16 @@ def _decode(raw: bytes) -> object:
     except RecursionError:
         raise ReviewError("TooDeep", "", "the body nests deeper than the JSON parser allows") from None
     except ValueError as exc:
-        raise ReviewError("NotJson", "", f"the body is not JSON: {_clip(str(exc), 200)}") from None
+        raise ReviewError("NotJson", "", f"the body is not JSON: {_json_problem(exc)}") from None
+
+
+def _json_problem(exc: ValueError) -> str:
+    """What the parser said, without its advice to the programmer: Python refuses integers of
+    more than 4,300 digits (CVE-2020-10735) and says how to raise that limit."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "a number has more digits than a JSON number may have here (4300)"
+    return _clip(text, 200)
 
 
 def parse_review(document: object) -> Review:

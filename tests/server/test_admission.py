@@ -49,6 +49,12 @@ def test_bodies_that_are_not_reviews(body: bytes, code: str, field: str) -> None
     assert (error.code, error.field, error.status, error.uid) == (code, field, 400, None)
 
 
+def test_a_number_too_long_to_parse_is_not_json_without_python_advice() -> None:
+    error = review_error(b'{"request": {"uid": "x", "n": ' + b"9" * 5000 + b"}}")
+    assert error.code == "NotJson" and "4300" in error.message
+    assert "sys." not in error.message
+
+
 @pytest.mark.parametrize(
     ("change", "code", "field"),
     [

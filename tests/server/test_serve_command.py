@@ -65,7 +65,9 @@ def test_a_bad_bind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize("option", ["--templates", "--policies", "--inventory"])
 def test_a_missing_path_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str) -> None:
-    assert str(tmp_path / "nowhere") in serve(capsys, option, str(tmp_path / "nowhere"))
+    assert f"{option}: no such file or directory: {tmp_path / 'nowhere'}" in serve(
+        capsys, option, str(tmp_path / "nowhere")
+    )
 
 
 def test_a_catalog_that_does_not_load_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

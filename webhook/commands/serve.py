@@ -166,8 +166,8 @@ def _plan(args: argparse.Namespace) -> Plan:
     host, port = parse_bind(args.bind)
     check_bind(host, port)
     prometheus = _prometheus_url(args.prometheus)
-    templates = _default_path(args.templates, "templates")
-    policies = _default_path(args.policies, "policies")
+    templates = _default_path(args.templates, "templates", "--templates")
+    policies = _default_path(args.policies, "policies", "--policies")
     catalog_from(str(templates), str(policies))
     if args.kubeconfig or args.in_cluster:
         if args.pods:
@@ -193,7 +193,7 @@ def _prometheus_url(url: str | None) -> str | None:
 
 def _file_inventory(args: argparse.Namespace) -> Any:
     """Nodes from a file, with the pods bound to them when a pod list is given (or by default)."""
-    path = _default_path(args.inventory, DEFAULT_INVENTORY)
+    path = _default_path(args.inventory, DEFAULT_INVENTORY, "--inventory")
     inventory_from(str(path))
     pods = args.pods
     if pods is None and args.inventory is None:
@@ -249,11 +249,11 @@ def check_bind(host: str, port: int) -> None:
         raise UsageError(f"--bind {host}:{port}: cannot listen there: {exc.strerror or exc}") from exc
 
 
-def _default_path(given: str | None, relative: str) -> Path:
+def _default_path(given: str | None, relative: str, option: str) -> Path:
     """What the user named; else the path under the working directory, else in this checkout."""
     path = Path(given) if given is not None else _here_or_in_checkout(relative)
     if not path.exists():
-        raise UsageError(f"no such file or directory: {given or relative}")
+        raise UsageError(f"{option}: no such file or directory: {given or relative}")
     return path
 
 

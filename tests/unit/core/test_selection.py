@@ -111,17 +111,18 @@ def test_kept_whole_beside_larger_slices_names_them(unit_catalog: Catalog, only_
     )
 
 
+def single_gpu_vllm_containers(count: int) -> dict[str, Any]:
+    """A vLLM pod of `count` containers, each asking for one GPU."""
+    builder = make_pod().container("c0", image="vllm/vllm-openai", gpu=1)
+    for index in range(1, count):
+        builder = builder.container(f"c{index}", gpu=1)
+    return builder.build()
+
+
 def test_kept_whole_for_want_of_slices_on_one_node_says_how_many(
     unit_catalog: Catalog, mixed: Inventory
 ) -> None:
-    three = (
-        make_pod()
-        .container("a", image="vllm/vllm-openai", gpu=1)
-        .container("b", gpu=1)
-        .container("c", gpu=1)
-        .build()
-    )
-    (finding,) = make_env(three, unit_catalog, mixed).plan.findings
+    (finding,) = make_env(single_gpu_vllm_containers(3), unit_catalog, mixed).plan.findings
     assert finding.message.startswith("no node offers 3 MIG slices that fit ")
 
 
@@ -187,16 +188,13 @@ def test_multi_gpu_containers_keep_whole_gpus(unit_catalog: Catalog, mixed: Inve
 
 
 def test_single_gpu_containers_of_one_pod_share_one_node(unit_catalog: Catalog, mixed: Inventory) -> None:
-    two = make_pod().container("a", image="vllm/vllm-openai", gpu=1).container("b", gpu=1).build()
-    three = (
-        make_pod()
-        .container("a", image="vllm/vllm-openai", gpu=1)
-        .container("b", gpu=1)
-        .container("c", gpu=1)
-        .build()
+    assert plan(unit_catalog, single_gpu_vllm_containers(2), mixed) == ("3g.40gb", "mixed", True, [])
+    assert plan(unit_catalog, single_gpu_vllm_containers(3), mixed) == (
+        None,
+        None,
+        False,
+        [("KeptWholeGpu", GPU_LIMIT.format("c0"))],
     )
-    assert plan(unit_catalog, two, mixed) == ("3g.40gb", "mixed", True, [])
-    assert plan(unit_catalog, three, mixed) == (None, None, False, [("KeptWholeGpu", GPU_LIMIT.format("a"))])
 
 
 @pytest.mark.parametrize(

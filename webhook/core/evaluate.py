@@ -61,7 +61,8 @@ def evaluate(
 
 def _placement(spec: dict[str, Any], template: Template | None, context: Context) -> Placement | None:
     expressions = template.inject.node_affinity if template is not None else ()
-    if not context.inventory.has_blocking_taints:
+    inventory = context.inventory
+    if not (inventory.has_blocking_taints or inventory.has_cordoned_nodes):
         return placement_of(spec, expressions)
     return placement_of(spec, expressions, template.inject.tolerations if template is not None else ())
 

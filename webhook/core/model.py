@@ -204,10 +204,12 @@ class SliceOffer:
 
 
 READY: Final = "ready"
+CORDONED: Final = "cordoned"
+UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
 NODE_STATE_TAINTS: Final = (
     ("node.kubernetes.io/unreachable", "unreachable"),
     ("node.kubernetes.io/not-ready", "not-ready"),
-    ("node.kubernetes.io/unschedulable", "cordoned"),
+    (UNSCHEDULABLE_TAINT, CORDONED),
 )
 """The taints that keep new pods off a node, most serious first (any effect): the node lifecycle
 controller's `unreachable` (the kubelet stopped posting status) and `not-ready`, and the
@@ -247,11 +249,15 @@ class GpuNode:
                     return state
         return READY
 
-    def free(self, resource: str) -> int:
+    def free(self, resource: str, cordon_applies: bool = True) -> int:
         """What a new pod could get of the resource here: none on a node that takes no new pods
-        (its devices nobody holds are not free for the pod being decided)."""
-        if self.taints and self.state != READY:
-            return 0
+        (its devices nobody holds are not free for the pod being decided). `cordon_applies`:
+        False for a pod a cordon does not keep off (bound by nodeName, or tolerating the
+        unschedulable taint), which may still take a cordoned node's free devices."""
+        if self.taints:
+            state = self.state
+            if state != READY and (cordon_applies or state != CORDONED):
+                return 0
         return max(0, self.allocatable.get(resource, 0) - self.used.get(resource, 0))
 
 
@@ -309,6 +315,9 @@ class Inventory:
     """Per namespace, its scoped ResourceQuotas that limit NVIDIA resources: each counts for a pod
     its scopes select (`quota_room` holds the unscoped ones, merged)."""
     has_blocking_taints: bool = False
+    has_cordoned_nodes: bool = False
+    """Bound pods were counted and some GPU node is cordoned: a pod's tolerations then decide
+    whether that node's free devices are free for it (Placement.free_on)."""
     """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """What was worked out of this inventory for a pod's node choice (webhook/core/placement.py),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Final
 
-from webhook.core.model import GpuNode, Inventory, SliceOffer, Taint
+from webhook.core.model import UNSCHEDULABLE_TAINT, GpuNode, Inventory, SliceOffer, Taint
 from webhook.core.profiles import GPU
 
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -30,6 +30,7 @@ _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "L
 _NODE_NAME_FIELD: Final = "metadata.name"
 _MEMO_LIMIT: Final = 1024
 _SLICE_STRATEGIES: Final = ("single", "gke")
+_CORDON: Final = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
 
 Rooms = tuple[tuple[int, int], ...]
 """(CPU millicores, memory bytes) allocatable of nodes a pod may run on, distinct pairs."""
@@ -101,6 +102,16 @@ class Placement:
         if self.terms is None:
             return True
         return any(term and all(r.matches(node) for r in term) for term in self.terms)
+
+    def free_on(self, node: GpuNode, resource: str) -> int:
+        """The node's free devices for this pod: a cordon keeps off neither a pod bound to the
+        node by nodeName (the kubelet runs it) nor one that tolerates the unschedulable taint."""
+        return node.free(resource, cordon_applies=not self._passes_cordon(node))
+
+    def _passes_cordon(self, node: GpuNode) -> bool:
+        if self.node_name == node.name:
+            return True
+        return self.tolerations is not None and any(t.tolerates(_CORDON) for t in self.tolerations)
 
     def _tolerates(self, taints: tuple[Taint, ...]) -> bool:
         if self.tolerations is None:
@@ -219,7 +230,9 @@ def _narrowed_offers(inventory: Inventory, placement: Placement) -> dict[SliceOf
         if not nodes:
             continue
         most = max(n.slices.get(offer.profile, 0) for n in nodes)
-        free = None if offer.free_per_node is None else max(n.free(offer.resource) for n in nodes)
+        free = (
+            None if offer.free_per_node is None else max(placement.free_on(n, offer.resource) for n in nodes)
+        )
         narrowed[replace(offer, max_per_node=most, free_per_node=free, node_count=len(nodes))] = offer
     return narrowed
 

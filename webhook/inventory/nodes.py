@@ -16,7 +16,7 @@ from decimal import Decimal
 from sys import intern
 from typing import Any, Final
 
-from webhook.core.model import GpuNode, Inventory, SliceOffer, Strategy, Taint
+from webhook.core.model import CORDONED, GpuNode, Inventory, SliceOffer, Strategy, Taint
 from webhook.core.mutators.packing_affinity import packing_order
 from webhook.core.profiles import (
     GPU,
@@ -332,6 +332,7 @@ def _aggregate(
         packing=_packing(nodes, offers) if usage_known else {},
         members=members,
         has_blocking_taints=any(n.blocking_taints for n in nodes),
+        has_cordoned_nodes=usage_known and any(n.state == CORDONED for n in nodes),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
+from webhook.core.profiles import MIG_PREFIX
 from webhook.core.resources import DEVICE_CLASS_PREFIX, Kind, device_classes, mig_profile_known, suggestion
 
 
@@ -37,6 +38,8 @@ def check(env: Env) -> list[Finding]:
 def _instead(env: Env, resource: str) -> str:
     if resource.startswith(DEVICE_CLASS_PREFIX):
         return suggestion(resource, device_classes(env.inventory.advertised))
-    offers = env.inventory.offers
-    offered = sorted({o.resource for o in offers if o.strategy == "mixed"})
+    inventory = env.inventory
+    offers = inventory.offers
+    served = {r for r in inventory.dra_resources if r.startswith(MIG_PREFIX)}  # DRA's MIG names too
+    offered = sorted({o.resource for o in offers if o.strategy == "mixed"} | served)
     return suggestion(resource, offered, any(o.strategy != "mixed" for o in offers))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.builders import context, make_env, make_inventory, make_node, make_pod
+from tests.conftest import ROOT
+from webhook.commands.common import inventory_from
 from webhook.core.checks import resource_names
 from webhook.core.decide import decide
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
@@ -163,3 +165,25 @@ def test_a_profile_name_with_plus_is_not_checked_as_a_slice(unit_catalog: Catalo
     pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb+me": 1}).build()
     decision = decide(pod, context(unit_catalog, mixed))
     assert [v.code for v in decision.violations] == ["UnknownAcceleratorResource"]
+
+
+@pytest.mark.parametrize(
+    ("inventory_file", "typo", "pointed_at"),
+    [
+        ("examples/inventories/mixed-cluster.yaml", "nvidia.com/mig-2g20gb", "nvidia.com/mig-2g.20gb"),
+        ("tests/inventories/dra-gpus-and-single-mig.yaml", "nvidia.com/mig-1g.12g", "nvidia.com/mig-1g.12gb"),
+        (
+            "tests/inventories/dra-extended-resources.yaml",
+            "deviceclass.resource.kubernetes.io/gpu.nvidia.co",
+            "deviceclass.resource.kubernetes.io/gpu.nvidia.com",
+        ),
+    ],
+)
+def test_a_misspelt_name_is_pointed_at_the_closest_one_the_cluster_serves(
+    unit_catalog: Catalog, inventory_file: str, typo: str, pointed_at: str
+) -> None:
+    """By its nodes (mixed strategy) or by DRA (a DeviceClass's extendedResourceName or name)."""
+    pod = make_pod().container("c", limits={typo: 1}).build()
+    (finding,) = resource_names.check(make_env(pod, unit_catalog, inventory_from(str(ROOT / inventory_file))))
+    assert finding.code == "UnknownAcceleratorResource"
+    assert f"use {pointed_at} " in finding.message

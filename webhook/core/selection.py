@@ -97,16 +97,18 @@ def plan_slice(
         original = admitted_offers(inventory, placement)
         offers = tuple(original)
     pinned = len(offers) < len(inventory.offers)
+    over_quota: tuple[str, ...] = ()
     if quota:
         within = tuple(o for o in offers if _within_quota(o.resource, devices, quota))
         beyond = _only_beyond_quota(offers, within, need, devices, policy)
         if beyond:
             message = _over_quota(need, beyond, quota)
             return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), message),))
+        over_quota = _fitting_profiles([o for o in offers if o not in within], need, devices, policy)
         offers = within
     own = _own_requests(spec, template, inventory) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
-    plan = _plan(view, roomy, need, devices, policy, inventory.usage_known, pinned)
+    plan = _plan(view, roomy, need, devices, policy, Sizing(inventory.usage_known, pinned, over_quota))
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
         if crowded:
@@ -209,27 +211,36 @@ def _over_quota(need: Need, beyond: list[SliceOffer], quota: Mapping[str, int]) 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Sizing:
+    """What the slice choice knows beside the offers: `usage_known` (free devices are counted),
+    `pinned` (the pod's own node choice left out some offers), `over_quota` (profiles that fit
+    but are beyond the namespace's ResourceQuotas), for the plan and its message."""
+
+    usage_known: bool
+    pinned: bool
+    over_quota: tuple[str, ...] = ()
+
+
 def _plan(
-    view: PodView,
-    offers: tuple[SliceOffer, ...],
-    need: Need,
-    devices: int,
-    policy: Policy,
-    usage_known: bool,
-    pinned: bool,
+    view: PodView, offers: tuple[SliceOffer, ...], need: Need, devices: int, policy: Policy, sizing: Sizing
 ) -> Plan:
     fitting = [o for o in offers if _fits(o, need, devices, policy)]
     right_sized = (o for o in fitting if _right_sized(o, need, policy))
     larger = fitting if policy.when_no_slice_fits == "larger" else []
-    if not usage_known:  # the smallest candidate: no need to size up every offer
+    if not sizing.usage_known:  # the smallest candidate: no need to size up every offer
         offer = next(right_sized, None) or next(iter(larger), None)
         if offer is None:
-            return Plan(findings=(_no_fit(view, need, policy, fitting, pinned, devices),))
+            return Plan(findings=(_no_fit(view, need, policy, fitting, sizing, devices),))
         return Plan(offer=offer, rewrite=True)
     candidates = list(right_sized) or larger
     if not candidates:
-        return Plan(findings=(_no_fit(view, need, policy, fitting, pinned, devices),))
+        return Plan(findings=(_no_fit(view, need, policy, fitting, sizing, devices),))
     return _choose_free(view, candidates, fitting, devices, policy)
+
+
+def _fitting_profiles(offers: list[SliceOffer], need: Need, devices: int, policy: Policy) -> tuple[str, ...]:
+    return tuple(sorted({o.profile for o in offers if _fits(o, need, devices, policy)}))
 
 
 def _choose_free(
@@ -329,17 +340,19 @@ def _gpu_path(view: PodView) -> str:
 
 
 def _no_fit(
-    view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer], pinned: bool, devices: int
+    view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer], sizing: Sizing, devices: int
 ) -> Finding:
-    """`pinned`: the pod's own node choice left out some offers, which the message says.
-    `fitting`: the larger slices that fit, which `whenNoSliceFits: whole` or `deny` did not take."""
+    """`fitting`: the larger slices that fit, which `whenNoSliceFits: whole` or `deny` did not
+    take; with those beyond the namespace's quotas (`sizing.over_quota`), said apart."""
     wanted = describe_need(need)
-    where = " on the nodes it admits (its nodeName, nodeSelector, node affinity)" if pinned else ""
-    offered = ", ".join(sorted({o.profile for o in fitting}))
-    if offered:
-        message = f"no right-sized MIG slice for {wanted} is offered{where} (larger: {offered})"
+    where = " on the nodes it admits (its nodeName, nodeSelector, node affinity)" if sizing.pinned else ""
+    larger = [", ".join(sorted({o.profile for o in fitting}))] if fitting else []
+    if sizing.over_quota:
+        larger.append(f"{', '.join(sizing.over_quota)} beyond the namespace's ResourceQuota")
+    if larger:
+        message = f"no right-sized MIG slice for {wanted} is offered{where} (larger: {'; '.join(larger)})"
     elif devices > 1:
-        admits = " it admits" if pinned else ""
+        admits = " it admits" if sizing.pinned else ""
         message = f"no node{admits} offers {devices} MIG slices that fit {wanted}"
     else:
         message = f"no MIG slice that fits {wanted} is offered{where}"

@@ -9,6 +9,7 @@ import pytest
 from tests.builders import (
     A100,
     H100,
+    context,
     gke_node,
     make_env,
     make_inventory,
@@ -17,6 +18,7 @@ from tests.builders import (
     single_node,
     whole_node,
 )
+from webhook.core.decide import decide
 from webhook.core.model import MEMORY_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.inventory.nodes import build_inventory
 
@@ -109,6 +111,22 @@ def test_kept_whole_beside_larger_slices_names_them(unit_catalog: Catalog, only_
     assert finding.message == (
         "no right-sized MIG slice for 8Gi and 14% compute is offered (larger: 3g.40gb); kept the whole GPU"
     )
+
+
+def test_a_larger_slice_beyond_the_quota_is_named_as_such(unit_catalog: Catalog) -> None:
+    """Only 3g.40gb is offered for an 8Gi need, and the namespace's quota limits whole GPUs and
+    not 3g.40gb: `deny` denies, naming the slice and the quota (it said no slice fits)."""
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpus", "namespace": "prod-a"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+        "status": {"used": {"requests.nvidia.com/gpu": "0"}},
+    }
+    nodes = [mixed_node("big-slices", A100, {"3g.40gb": (2, 40192)}), whole_node("w", A100, 8)]
+    decision = decide(tei(), context(unit_catalog, build_inventory(nodes, quotas=[quota]), "prod-a"))
+    (finding,) = [v for v in decision.violations if v.code == "NoSliceFits"]
+    assert "(larger: 3g.40gb beyond the namespace's ResourceQuota)" in finding.message
 
 
 def single_gpu_vllm_containers(count: int) -> dict[str, Any]:

@@ -26,12 +26,15 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         return []
     original: dict[str, str] = {}
     paths: list[str] = []
+    none_asked = _asking_for_none(env)
     for group, index, container in containers(pod, base):
         limit = section_of(container, "limits", base, group, index).get(GPU)
         if limit is None:
             continue
-        original[name_of(container)] = str(limit)
-        paths.append(f'{base}.{group}[name={name_of(container)}].resources.limits["{GPU}"]')
+        name = name_of(container)
+        original[name] = str(limit)
+        if name not in none_asked:  # a 0 is renamed along, but that container gets no slice
+            paths.append(f'{base}.{group}[name={name}].resources.limits["{GPU}"]')
         if offer.resource != GPU:
             _rename(container["resources"], offer.resource)
     annotations = child(metadata(pod, meta), "annotations", meta)
@@ -40,6 +43,10 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     via = offer.resource if offer.resource != GPU else f"{GPU} on {offer.strategy} MIG nodes"
     message = f"{GPU} -> {offer.profile} slice ({via}): fits {describe_need(env.need)}"
     return [Finding("RewrittenToMig", path, message) for path in paths]
+
+
+def _asking_for_none(env: Env) -> set[str]:
+    return {c.name for c in env.view.containers if any(a.resource == GPU and a.count == 0 for a in c.accel)}
 
 
 def original_request_json(limits: dict[str, str]) -> str:

@@ -83,3 +83,16 @@ def test_a_pod_that_carries_the_profile_annotation_is_not_rewritten_again(
     )
     mutated, found = apply(mig_rewrite.mutate, unit_catalog, pod, mixed)
     assert (mutated, found) == (pod, [])
+
+
+def test_a_container_asking_for_no_gpu_is_not_said_to_be_rewritten(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .container("sidecar", limits={"nvidia.com/gpu": 0})
+        .build()
+    )
+    _, found = apply(mig_rewrite.mutate, unit_catalog, pod, mixed)
+    assert found == [("RewrittenToMig", 'spec.containers[name=vllm].resources.limits["nvidia.com/gpu"]')]

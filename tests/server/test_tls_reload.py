@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import signal
 import socket
 import ssl
 import sys
@@ -18,7 +19,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.conftest import ROOT
-from tests.server.support import write_serving_set
+from tests.server.support import Client, WebhookProcess, write_serving_set
 from tests.server.test_serve_command import run_to_exit
 from webhook.tls.certgen import CA_FILE, KeyPair, make_ca, make_serving, write_pair
 from webhook.tls.reload import ReloadingContext, TLSFiles, TLSFilesError, server_context
@@ -229,3 +230,34 @@ def test_a_certificate_that_becomes_valid_is_picked_up_without_changing(tmp_path
     assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == good
     time.sleep((starts - dt.datetime.now(dt.UTC)).total_seconds() + 0.2)
     assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == renewed
+
+
+def test_a_restarted_worker_keeps_serving_the_certificate_that_went_bad_meanwhile(tmp_path: Path) -> None:
+    """Each worker starts from the context the master loaded: a worker gunicorn starts again
+    after the files went bad serves the last good certificate instead of failing handshakes."""
+    cert_dir = tmp_path / "certs"
+    ca = write_serving_set(cert_dir)
+    args = ["--cert-dir", str(cert_dir), "--workers", "2", "--threads", "1", "--cert-check-seconds", "0.1"]
+    process = WebhookProcess(tmp_path, args)
+    try:
+        client = Client(process.port, cert_dir / CA_FILE, timeout=10)
+        process.wait_ready(client)
+        good = client.served_serial()
+        write_dated_pair(cert_dir, ca, *EXPIRED)
+        first = worker_pids(process)
+        for pid in first:
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while len(worker_pids(process) - first) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(worker_pids(process) - first) == 2, process.output()
+        time.sleep(0.3)  # past the check interval: the expired files are looked at and refused
+        assert [client.get("/healthz").status for _ in range(20)] == [200] * 20
+        assert client.served_serial() == good
+    finally:
+        process.stop()
+
+
+def worker_pids(process: WebhookProcess) -> set[int]:
+    """The workers that have started: each logs its catalog once."""
+    return {line["pid"] for line in process.log_lines() if line["event"] == "catalog_loaded"}

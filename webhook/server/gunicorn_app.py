@@ -92,6 +92,13 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             print(f"\nError: {exc}\n", file=sys.stderr, flush=True)
             sys.exit(1)
 
+    def load_tls(self) -> None:
+        """Load the certificate in the master (gunicorn_conf.on_starting), before any worker
+        forks: each worker, a restarted one too, starts with this context as its last good one.
+        Loaded first in each worker, a certificate that had since gone bad (expired, half
+        written) left a new worker nothing to serve, and every handshake failed."""
+        self._tls.current()
+
     def announce(self, addresses: Sequence[Any]) -> None:
         """Called by gunicorn_conf.when_ready; with reuse_port the workers bind, so none are known
         yet and the address this server chose is announced."""

@@ -63,6 +63,9 @@ control_socket_disable = True  # one fixed path per user: a second server would 
 def on_starting(server: Any) -> None:
     configure_logging()
     prepare_metrics_dir()
+    load_tls = getattr(server.app, "load_tls", None)
+    if callable(load_tls):
+        load_tls()
     log = logging.getLogger("gunicorn.error")
     name_the_listeners(log, server.cfg.bind)
     if not any(isinstance(f, QuietTimeouts) for f in log.filters):

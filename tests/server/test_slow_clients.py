@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,14 +54,37 @@ def half_request(port: int, ca: Path) -> socket.socket:
     return stalled
 
 
-@pytest.mark.parametrize("stall", ["handshake", "body"])
+def dripping_headers(port: int, ca: Path, stop: threading.Event) -> socket.socket:
+    """A finished handshake, then a header line every half second, for ever: each read gets
+    something within the timeout, the request never ends."""
+    context = ssl.create_default_context(cafile=str(ca))
+    dripping = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+    dripping.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")
+
+    def drip() -> None:
+        number = 0
+        while not stop.wait(IO_TIMEOUT / 2):
+            number += 1
+            try:
+                dripping.sendall(f"X-Drip-{number}: 1\r\n".encode())
+            except OSError:
+                return  # the server closed it
+
+    threading.Thread(target=drip, daemon=True).start()
+    return dripping
+
+
+@pytest.mark.parametrize("stall", ["handshake", "body", "dripping headers"])
 def test_stalled_clients_do_not_starve_the_others(server: tuple[WebhookProcess, Client], stall: str) -> None:
     process, client = server
     ca = process.workdir / "certs" / "ca.crt"
-    stalled = [
-        half_hello(process.port) if stall == "handshake" else half_request(process.port, ca)
-        for _ in range(STALLED)
-    ]
+    stop = threading.Event()
+    opened = {
+        "handshake": lambda: half_hello(process.port),
+        "body": lambda: half_request(process.port, ca),
+        "dripping headers": lambda: dripping_headers(process.port, ca, stop),
+    }[stall]
+    stalled = [opened() for _ in range(STALLED)]
     try:
         time.sleep(0.5)  # the stalled connections reach the worker threads first
         started = time.monotonic()
@@ -68,6 +92,7 @@ def test_stalled_clients_do_not_starve_the_others(server: tuple[WebhookProcess, 
         assert client.get("/healthz").status == 200
         assert time.monotonic() - started < 15  # each stalled connection goes within 2 s; before, never
     finally:
+        stop.set()
         for connection in stalled:
             connection.close()
     assert "Traceback" not in process.stderr.read_text(errors="replace")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 from collections.abc import Callable
 from typing import Any, Final, cast
 
@@ -30,12 +31,16 @@ ContextHook = Callable[[Any, Any], ssl.SSLContext]
 
 
 class BoundedSSLSocket(ssl.SSLSocket):
-    """A TLS socket whose blocking mode has a timeout, from the handshake on."""
+    """A TLS socket whose blocking mode has a timeout, from the handshake on; and a request (its
+    headers and body) must have arrived within the timeout of its first read, so a client that
+    trickles a byte now and then does not hold the thread either."""
 
     io_timeout = IO_TIMEOUT
+    read_deadline: float | None = None
 
     def setblocking(self, flag: bool) -> None:
-        if flag:
+        if flag:  # gunicorn, before each request it reads
+            self.read_deadline = time.monotonic() + self.io_timeout
             self.settimeout(self.io_timeout)
         else:
             super().setblocking(False)
@@ -43,7 +48,30 @@ class BoundedSSLSocket(ssl.SSLSocket):
     def do_handshake(self, block: bool = False) -> None:
         if self.gettimeout() is None:
             self.settimeout(self.io_timeout)
+            self.read_deadline = time.monotonic() + self.io_timeout
         super().do_handshake(block)
+
+    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
+        self._before_read()
+        return super().recv(buflen, flags)
+
+    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
+        self._before_read()
+        return super().recv_into(buffer, nbytes, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        if self.gettimeout() not in (None, 0.0):
+            self.settimeout(self.io_timeout)  # an answer gets the whole timeout, whatever the read left
+        super().sendall(data, flags)
+
+    def _before_read(self) -> None:
+        deadline = self.read_deadline
+        if deadline is None or self.gettimeout() in (None, 0.0):
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive within --io-timeout")
+        self.settimeout(min(self.io_timeout, left))
 
 
 def bounded_io(hook: ContextHook, seconds: float = IO_TIMEOUT) -> ContextHook:

@@ -273,3 +273,19 @@ def test_report_refuses_a_pod_list_serve_would_refuse(
     assert out == "" and "Traceback" not in err
     assert str(pods) in err and field in err
     assert "(n)" in err if case == "a Node" else "(ns/p)" in err
+
+
+def test_csv_profile_rows_add_up_to_the_device_rows_to_the_cent(example: Report) -> None:
+    # per month is computed from the unrounded hourly cost (1g.10gb on H100 said 8202.72, not 8202.70)
+    rows = list(csv.DictReader(io.StringIO(render(example, "csv"))))
+    for profile in (r for r in rows if r["section"] == "profile" and r["cost_per_month"]):
+        devices = [
+            r
+            for r in rows
+            if r["section"] == "device"
+            and r["profile"] == profile["profile"]
+            and r["product"].startswith(profile["product"])
+            and r["state"] == "ready"
+        ]
+        monthly = sum(float(r["cost_per_month"]) for r in devices if r["cost_per_month"])
+        assert float(profile["cost_per_month"]) == pytest.approx(monthly, abs=0.011), profile

@@ -209,9 +209,11 @@ class Report:
     unaccounted: tuple[UnaccountedPod, ...] = ()
     """Bound pods holding NVIDIA devices that no node's lines count (see UnaccountedPod)."""
 
-    def totals_by_profile(self) -> list[dict[str, Any]]:
+    def totals_by_profile(self, exact: bool = False) -> list[dict[str, Any]]:
         """Cluster-wide allocatable, allocated and free per (product, profile); `unschedulable` is
-        the part of free on nodes that take no new pods, costed apart from the unallocated."""
+        the part of free on nodes that take no new pods, costed apart from the unallocated. Costs
+        are rounded to 4 decimals unless `exact` (for figures computed from them, such as per month)."""
+        cost = (lambda value: value) if exact else _maybe
         rows: dict[tuple[str, str], list[float]] = {}
         costs: dict[tuple[str, str], tuple[list[float | None], list[float | None]]] = {}
         for node in self.nodes:
@@ -230,8 +232,8 @@ class Report:
             {"product": key[0], "profile": key[1], "allocatable": number(a), "allocated": number(b)}
             | {"free": number(c) if known else None, "overAllocated": number(d)}
             | {"unschedulable": number(e) if known else None}
-            | {"unallocatedCostPerHour": _maybe(priced_sum(costs[key][0])) if known else None}
-            | {"unschedulableCostPerHour": _maybe(priced_sum(costs[key][1])) if known else None}
+            | {"unallocatedCostPerHour": cost(priced_sum(costs[key][0])) if known else None}
+            | {"unschedulableCostPerHour": cost(priced_sum(costs[key][1])) if known else None}
             for key, (a, b, c, d, e) in sorted(rows.items())
         ]
 

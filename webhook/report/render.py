@@ -227,7 +227,7 @@ def render_csv(report: Report) -> str:
                 _row("node", node.name, node.product, strategy=node.strategy)
                 | {"state": node.state, "notes": "; ".join(node.notes)}
             )
-    for total in report.totals_by_profile():
+    for total in report.totals_by_profile(exact=True):
         writer.writerow(_profile_row(total))
     for pod in report.wasteful:
         writer.writerow(

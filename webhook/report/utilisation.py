@@ -117,7 +117,7 @@ def reading_from_series(series: Mapping[str, Any], metric: str, scale: float) ->
     except (KeyError, IndexError, TypeError, ValueError):
         return None
     hostname = str(labels.get("Hostname") or labels.get("kubernetes_node") or "")
-    if not hostname or value != value:  # NaN: no samples in the window
+    if not hostname or not 0.0 <= value <= 100.0:  # NaN (no samples in the window), +-Inf, out of range
         return None
     return GpuUtilisation(
         hostname=hostname,

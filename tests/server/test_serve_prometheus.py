@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
+from tests.report.test_prometheus_answers import Odd
 from webhook.cli import main
 from webhook.report.files import StaticUsageInventorySource
 from webhook.report.utilisation import GPU_UTIL
@@ -98,6 +99,21 @@ def test_a_prometheus_that_cannot_be_reached_leaves_the_dashboard_up() -> None:
     card, page = _idle_card("http://127.0.0.1:9")  # discard: nothing listens
     assert 'id="idle-hint">no utilisation read from Prometheus' in card
     assert "Prometheus: http://127.0.0.1:9" in page
+
+
+@pytest.mark.parametrize("mode", ["list", "error-list", "deep", "metric-string"])
+def test_a_prometheus_answering_oddly_is_named_on_the_dashboard(mode: str) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/{mode}"
+        card, page = _idle_card(url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'id="idle-hint">no utilisation read from Prometheus' in card
+    assert f"Prometheus: {url}" in page
 
 
 @pytest.mark.parametrize("prometheus", [3.0], indirect=True)

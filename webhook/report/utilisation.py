@@ -11,6 +11,7 @@ exporter's) and the device's move to `exported_pod`/`exported_namespace`, which 
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import urllib.error
@@ -22,6 +23,8 @@ from typing import Any
 
 ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+_ERROR_BYTES = 64 * 1024
+"""How much of an HTTP error's body is read for Prometheus's message."""
 _WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
 
@@ -100,14 +103,55 @@ def _query(url: str, promql: str, timeout: float) -> list[Mapping[str, Any]]:
             body = json.loads(response.read())
     except urllib.error.HTTPError as exc:
         raise PrometheusError(f"{url}: {promql}: HTTP {exc.code}: {_error_text(exc)}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise PrometheusError(f"{url}: cannot reach Prometheus: {getattr(exc, 'reason', exc)}") from exc
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        raise PrometheusError(f"{url}: cannot reach Prometheus: {getattr(exc, 'reason', exc)!s}") from exc
     except ValueError as exc:
         raise PrometheusError(f"{url}: the answer to {promql} is not JSON") from exc
-    if body.get("status") != "success" or body.get("data", {}).get("resultType") != "vector":
-        raise PrometheusError(f"{url}: {promql}: {body.get('error') or 'unexpected answer'}")
-    result = body["data"].get("result") or []
-    return [r for r in result if isinstance(r, Mapping)]
+    except RecursionError as exc:
+        raise PrometheusError(f"{url}: the answer to {promql} is JSON nested too deep") from exc
+    problem = _vector_problem(body)
+    if problem:
+        raise PrometheusError(f"{url}: {promql}: {problem}")
+    result: list[Mapping[str, Any]] = body["data"]["result"]
+    return result
+
+
+def _vector_problem(body: object) -> str:
+    """What keeps `body` from being a successful instant-query answer with a vector result:
+    Prometheus's own error, or where the answer differs from what Prometheus sends."""
+    if not isinstance(body, dict):
+        return f"the answer is {_json_kind(body)}, not a Prometheus answer (an object)"
+    if body.get("status") != "success":
+        return _clip(str(body.get("error") or f"the answer's status is {_clip(repr(body.get('status')))}"))
+    data = body.get("data")
+    if not isinstance(data, dict):
+        return f"the answer's data is {_json_kind(data)}, not an object"
+    if data.get("resultType") != "vector":
+        return f"the answer's data.resultType is {_clip(repr(data.get('resultType')))}, not 'vector'"
+    result = data.get("result")
+    if not isinstance(result, list):
+        return f"the answer's data.result is {_json_kind(result)}, not a list"
+    for index, item in enumerate(result):
+        if not _is_sample(item):
+            sample = '{"metric": {labels}, "value": [time, "number"]}'
+            return f"the answer's data.result[{index}] is not a sample {sample}"
+    return ""
+
+
+def _is_sample(item: object) -> bool:
+    if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
+        return False
+    value = item.get("value")
+    return isinstance(value, list) and len(value) == 2
+
+
+def _json_kind(value: object) -> str:
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def reading_from_series(series: Mapping[str, Any], metric: str, scale: float) -> GpuUtilisation | None:
@@ -134,7 +178,10 @@ def reading_from_series(series: Mapping[str, Any], metric: str, scale: float) ->
 
 
 def _error_text(exc: urllib.error.HTTPError) -> str:
+    """Prometheus's `error` when the body is its JSON error answer, else the HTTP reason."""
     try:
-        return str(json.loads(exc.read()).get("error") or exc.reason)
-    except ValueError:
+        body = json.loads(exc.read(_ERROR_BYTES))
+    except (ValueError, RecursionError, OSError, http.client.HTTPException):
         return str(exc.reason)
+    error = body.get("error") if isinstance(body, dict) else None
+    return _clip(str(error)) if error else str(exc.reason)

@@ -4,9 +4,11 @@ too slow is a clear error naming the URL, never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -15,7 +17,14 @@ import pytest
 
 from tests.conftest import ROOT
 from webhook.cli import main
-from webhook.report.utilisation import ENGINE_ACTIVE, GPU_UTIL, reading_from_series
+from webhook.report.utilisation import (
+    ENGINE_ACTIVE,
+    GPU_UTIL,
+    MAX_ANSWER_BYTES,
+    PrometheusError,
+    query_utilisation,
+    reading_from_series,
+)
 
 NODES = ROOT / "examples" / "inventories" / "mixed-cluster.yaml"
 PODS = ROOT / "examples" / "inventories" / "mixed-cluster-pods.yaml"
@@ -91,3 +100,67 @@ def test_an_engine_ratio_above_1_is_ignored_and_the_bounds_are_kept() -> None:
         reading = reading_from_series({"metric": LABELS, "value": [0, value]}, GPU_UTIL, scale)
         assert reading is not None and reading.percent == expected
         assert math.isfinite(json.loads(json.dumps(reading.percent)))
+
+
+EMPTY = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+
+
+class Trickling(BaseHTTPRequestHandler):
+    """/drip: headers at once, then the body a byte every 0.2 s (each read well within any socket
+    timeout); /drip-headers: the status line that slowly too; /big: a vector over the size cap."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        with contextlib.suppress(OSError):  # the client hung up
+            getattr(self, "_" + self.path.split("/")[1].replace("-", "_"))()
+
+    def _drip(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(EMPTY)))
+        self.end_headers()
+        self._slowly(EMPTY)
+
+    def _drip_headers(self) -> None:
+        self._slowly(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(EMPTY) + EMPTY)
+
+    def _slowly(self, data: bytes) -> None:
+        for byte in data:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(0.2)
+
+    def _big(self) -> None:
+        sample = b'{"metric":{"Hostname":"n","gpu":"0"},"value":[0,"50"]},'
+        self.send_response(200)
+        self.end_headers()  # no length: the body ends when the connection closes
+        self.wfile.write(b'{"status":"success","data":{"resultType":"vector","result":[')
+        for _ in range(MAX_ANSWER_BYTES // (len(sample) * 1000) + 2):
+            self.wfile.write(sample * 1000)
+        self.wfile.write(sample[:-1] + b"]}}")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def trickling() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickling)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("path", ["drip", "drip-headers"])
+def test_a_trickling_prometheus_is_given_up_at_the_deadline(trickling: str, path: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(PrometheusError, match="no whole answer in time") as caught:
+        query_utilisation(f"{trickling}/{path}", "1h", timeout=1.0)
+    assert time.monotonic() - started < 1.8
+    assert f"{trickling}/{path}" in str(caught.value)
+
+
+def test_an_answer_over_the_cap_is_an_error_not_read_whole(trickling: str) -> None:
+    with pytest.raises(PrometheusError, match=r"the answer is over 16 MiB") as caught:
+        query_utilisation(f"{trickling}/big", "1h", timeout=30.0)
+    assert f"{trickling}/big" in str(caught.value)

@@ -11,9 +11,14 @@ exporter's) and the device's move to `exported_pod`/`exported_namespace`, which 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import http.client
 import json
 import re
+import socket
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,6 +28,15 @@ from typing import Any
 
 ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+MAX_ANSWER_BYTES = 16 * 2**20
+"""The most of one answer read: 5,000 GPUs each split into 7 MIG devices are 35,000 series of
+~330 bytes with the labels asked for (`by` below), ~11.5 MiB; whole GPUs a seventh of that. A
+bigger answer is refused as an error, not read whole (300 MB took 1.5 GB of a 512Mi worker)."""
+LABELS = (
+    "Hostname", "kubernetes_node", "gpu", "UUID", "modelName", "GPU_I_PROFILE", "GPU_I_ID",
+    "exported_namespace", "namespace", "exported_pod", "pod",
+)  # fmt: skip
+"""The labels a reading is made of; the query keeps only these (dcgm-exporter sends ~20)."""
 _ERROR_BYTES = 64 * 1024
 """How much of an HTTP error's body is read for Prometheus's message."""
 _WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
@@ -84,36 +98,144 @@ def _url_problem(url: str) -> str:
 
 
 def query_utilisation(url: str, window: str, timeout: float = 10.0) -> list[GpuUtilisation]:
-    """Average utilisation per GPU or MIG device over the window, engine-active first."""
+    """Average utilisation per GPU or MIG device over the window, engine-active first; the whole
+    read (both queries, from connecting to the last byte) is given up after `timeout` seconds."""
     check_url(url)
     check_window(window)
+    deadline = time.monotonic() + timeout
     found: dict[tuple[str, str, str, str], GpuUtilisation] = {}
     for metric, scale in ((ENGINE_ACTIVE, 100.0), (GPU_UTIL, 1.0)):
-        for series in _query(url, f"avg_over_time({metric}[{window}])", timeout):
+        for series in _query(url, f"avg_over_time({metric}[{window}])", deadline):
             reading = reading_from_series(series, metric, scale)
             if reading is not None:
                 found.setdefault((reading.hostname, reading.gpu, reading.uuid, reading.instance), reading)
     return sorted(found.values(), key=lambda r: (r.hostname, r.gpu, r.instance))
 
 
-def _query(url: str, promql: str, timeout: float) -> list[Mapping[str, Any]]:
-    endpoint = url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+def _query(url: str, promql: str, deadline: float) -> list[Mapping[str, Any]]:
+    """The vector `promql` (named so in errors) gives, averaged by the LABELS a reading takes."""
+    grouped = f"avg by ({', '.join(LABELS)}) ({promql})"
+    endpoint = url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": grouped})
+    watch = _Watch(deadline)
     try:
-        with urllib.request.urlopen(endpoint, timeout=timeout) as response:  # noqa: S310 - an http(s) URL
-            body = json.loads(response.read())
+        body = json.loads(_read(endpoint, watch, deadline))
     except urllib.error.HTTPError as exc:
         raise PrometheusError(f"{url}: {promql}: HTTP {exc.code}: {_error_text(exc)}") from exc
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        if watch.expired:
+            raise PrometheusError(f"{url}: {promql}: no whole answer in time") from exc
         raise PrometheusError(f"{url}: cannot reach Prometheus: {getattr(exc, 'reason', exc)!s}") from exc
+    except _TooBig as exc:
+        raise PrometheusError(
+            f"{url}: {promql}: the answer is over {MAX_ANSWER_BYTES // 2**20} MiB, more than "
+            "dcgm-exporter's series of 35,000 GPUs or MIG devices; not read"
+        ) from exc
     except ValueError as exc:
         raise PrometheusError(f"{url}: the answer to {promql} is not JSON") from exc
     except RecursionError as exc:
         raise PrometheusError(f"{url}: the answer to {promql} is JSON nested too deep") from exc
+    finally:
+        watch.cancel()
     problem = _vector_problem(body)
     if problem:
         raise PrometheusError(f"{url}: {promql}: {problem}")
     result: list[Mapping[str, Any]] = body["data"]["result"]
     return result
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _read(endpoint: str, watch: _Watch, deadline: float) -> bytes:
+    """The answer's body, at most MAX_ANSWER_BYTES; the watch cuts the connection at the deadline
+    (a socket timeout bounds each read only, and one byte a second would never trip it)."""
+    opener = urllib.request.build_opener(_HTTPHandler(watch), _HTTPSHandler(watch))
+    timeout = max(deadline - time.monotonic(), 0.001)
+    with opener.open(endpoint, timeout=timeout) as response:
+        body: bytes = response.read(MAX_ANSWER_BYTES + 1)
+    if watch.expired:
+        raise TimeoutError  # what was read before the cut is not the whole answer
+    if len(body) > MAX_ANSWER_BYTES:
+        raise _TooBig
+    return body
+
+
+class _Watch:
+    """Shuts down the sockets handed to it when the deadline passes, so a read blocked on them
+    ends at once (in connect or the TLS handshake the socket timeout, at most the time left, does)."""
+
+    def __init__(self, deadline: float) -> None:
+        self.expired = False
+        self._done = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(deadline - time.monotonic(), 0.0), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def attach(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _cut(sock)
+
+    def cancel(self) -> None:
+        """Called before the sockets are closed: the watch never touches a closed one."""
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+            for sock in self._sockets:
+                _cut(sock)
+
+
+def _cut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed by the peer
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain call: TLS sockets keep their state
+
+
+class _WatchedHTTP(http.client.HTTPConnection):
+    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watch = watch
+
+    def connect(self) -> None:
+        super().connect()
+        self._watch.attach(self.sock)
+
+
+class _WatchedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watch = watch
+
+    def connect(self) -> None:
+        super().connect()
+        self._watch.attach(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self._watch = watch
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTP, watch=self._watch), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self._watch = watch
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTPS, watch=self._watch), req)
 
 
 def _vector_problem(body: object) -> str:

@@ -12,5 +12,5 @@ class FixedReport:
     def ready(self) -> bool:
         return True
 
-    def current(self) -> Report:
+    def current(self, refresh: bool = True) -> Report:
         return self._report

@@ -35,9 +35,13 @@ def _answer(query: str) -> dict[str, Any]:
     return {"status": "success", "data": {"resultType": "vector", "result": result}}
 
 
+ASKED: list[str] = []
+
+
 def _prometheus(delay: float) -> Callable[..., BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            ASKED.append(self.path)
             time.sleep(delay)
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("query", [""])[0]
             body = json.dumps(_answer(query)).encode()
@@ -125,6 +129,46 @@ def test_a_prometheus_that_hangs_is_waited_for_only_so_long(
     _, page = _idle_card(prometheus)
     assert time.monotonic() - started < 2.5
     assert f"Prometheus: {prometheus}" in page
+
+
+def _timed_get(client: Any, path: str) -> tuple[float, str]:
+    started = time.monotonic()
+    response = client.get(path)
+    assert response.status_code == 200, path
+    return time.monotonic() - started, response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("prometheus", [3.0], indirect=True)
+def test_while_a_dashboard_waits_on_prometheus_the_rest_answers_at_once(
+    prometheus: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gunicorn_app, "PROMETHEUS_TIMEOUT_SECONDS", 2.0)
+    app = gunicorn_app._webhook_app(_sources, prometheus_url=prometheus)
+    first: list[tuple[float, str]] = []
+    refresh = threading.Thread(target=lambda: first.append(_timed_get(app.test_client(), "/dashboard")))
+    refresh.start()
+    time.sleep(0.5)  # the first dashboard is reading Prometheus now
+    client = app.test_client()
+    for path in ("/metrics", "/dashboard", "/report", "/metrics"):
+        took, text = _timed_get(client, path)
+        assert took < 0.5, path
+        if path == "/dashboard":
+            assert 'id="idle-hint">no utilisation read from Prometheus yet' in text
+    assert "gpu_webhook_devices_allocatable" in text
+    refresh.join()
+    took, page = first[0]
+    assert 1.5 < took < 2.8
+    assert f"Prometheus: {prometheus}" in page and "no whole answer in time" in page
+
+
+def test_metrics_never_ask_prometheus(prometheus: str) -> None:
+    app = gunicorn_app._webhook_app(_sources, prometheus_url=prometheus)
+    ASKED.clear()
+    for _ in range(3):
+        assert "gpu_webhook_devices_allocatable" in app.test_client().get("/metrics").get_data(as_text=True)
+    assert ASKED == []
+    _idle_card(prometheus)
+    assert ASKED  # the dashboard does
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "prometheus:9090", "http://"])

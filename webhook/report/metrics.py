@@ -36,7 +36,7 @@ class InventoryCollector(Collector):
         synced.add_metric([], 1.0 if ready else 0.0)
         yield synced
         if ready:
-            yield from _families(self._service.current())
+            yield from _families(self._service.current(refresh=False))  # never waits on Prometheus
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         return iter(())

@@ -30,9 +30,12 @@ class PodUsageSource(Protocol):
 
 
 class ReportService:
-    """With `prometheus_url`, utilisation is read at most every `refresh_seconds`, each query
-    waiting at most `timeout` seconds; a failed read keeps the last one and is shown as
-    `prometheus_error`."""
+    """With `prometheus_url`, utilisation is read at most every `refresh_seconds`, each read given
+    up after `timeout` seconds; a failed read keeps the last one and is shown as `prometheus_error`.
+
+    One read is in flight at a time, by the caller that found it due, and no lock is held while it
+    waits on Prometheus: everyone else (reviews, /metrics, other dashboards) goes on at once with the
+    last reading, or none yet."""
 
     def __init__(
         self,
@@ -55,16 +58,18 @@ class ReportService:
         self._finder = WasteFinder()
         self._utilisation: tuple[GpuUtilisation, ...] | None = None
         self._read_at = float("-inf")
+        self._reading = False
         self._last: _Built | None = None
 
     def ready(self) -> bool:
         return self.inventory_source.ready() and self.catalog_source.ready()
 
-    def current(self) -> Report:
-        """The report of the sources' current snapshots (call only when ready())."""
+    def current(self, refresh: bool = True) -> Report:
+        """The report of the sources' current snapshots (call only when ready()). With `refresh`
+        False (the /metrics gauges, which need no utilisation) Prometheus is never asked."""
         inventory, catalog = self.inventory_source.current(), self.catalog_source.current()
+        utilisation = self._read_utilisation() if refresh else self._utilisation
         with self._lock:
-            utilisation = self._read_utilisation()
             last = self._last
             if last is not None and last[0] is inventory and last[1] is catalog and last[2] is utilisation:
                 return last[3]
@@ -78,12 +83,25 @@ class ReportService:
             return report
 
     def _read_utilisation(self) -> tuple[GpuUtilisation, ...] | None:
-        if self.prometheus_url is None or time.monotonic() - self._read_at < self._refresh_seconds:
-            return self._utilisation
-        self._read_at = time.monotonic()
+        """A fresh reading when one is due and none is in flight, else the last one at once."""
+        url = self.prometheus_url
+        with self._lock:
+            due = time.monotonic() - self._read_at >= self._refresh_seconds
+            if url is None or self._reading or not due:
+                return self._utilisation
+            self._reading = True
+            self._read_at = time.monotonic()
         try:
-            self._utilisation = tuple(query_utilisation(self.prometheus_url, self.window, self._timeout))
-            self.prometheus_error = None
+            self._finish_read(tuple(query_utilisation(url, self.window, self._timeout)), None)
         except PrometheusError as exc:
-            self.prometheus_error = str(exc)
+            self._finish_read(None, str(exc))
+        finally:
+            with self._lock:
+                self._reading = False
         return self._utilisation
+
+    def _finish_read(self, utilisation: tuple[GpuUtilisation, ...] | None, error: str | None) -> None:
+        with self._lock:
+            if utilisation is not None:
+                self._utilisation = utilisation
+            self.prometheus_error = error

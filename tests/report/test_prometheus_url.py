@@ -20,6 +20,10 @@ BAD_URLS = [
     "http://prometheus:99999",
     "https://prometheus:90 90",
     "http://prometheus:9090/api?x=1",
+    "http://user:s3cret@prometheus:9090",
+    "https://s3cret@prometheus/",
+    "ftp://user:s3cret@prometheus",
+    "http://user:s3cret@[::1",
     "",
 ]
 
@@ -31,6 +35,13 @@ def test_a_url_that_is_not_http_is_refused_up_front(url: str, capsys: pytest.Cap
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--prometheus" in err and "Traceback" not in err and "absent.yaml" not in err
+    assert "s3cret" not in err
+
+
+def test_credentials_are_refused_and_never_echoed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--inventory", "absent.yaml", "--prometheus", "http://u:s3cret@prom:9090"]) == 2
+    err = capsys.readouterr().err
+    assert "credentials" in err and "http://***@prom:9090" in err and "s3cret" not in err
 
 
 @pytest.mark.parametrize("url", BAD_URLS)

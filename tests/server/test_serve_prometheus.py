@@ -171,12 +171,12 @@ def test_metrics_never_ask_prometheus(prometheus: str) -> None:
     assert ASKED  # the dashboard does
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "prometheus:9090", "http://"])
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "prometheus:9090", "http://", "http://u:s3cret@prom"])
 def test_serve_refuses_a_url_that_is_not_prometheus(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["serve", "--bind", "127.0.0.1:0", "--prometheus", url]) == 2
     err = capsys.readouterr().err
-    assert "--prometheus" in err and "Traceback" not in err
+    assert "--prometheus" in err and "Traceback" not in err and "s3cret" not in err
     assert not (tmp_path / ".gpu-webhook").exists()  # refused before any certificate is made

@@ -39,6 +39,7 @@ LABELS = (
 """The labels a reading is made of; the query keeps only these (dcgm-exporter sends ~20)."""
 _ERROR_BYTES = 64 * 1024
 """How much of an HTTP error's body is read for Prometheus's message."""
+_USERINFO = re.compile(r"//[^/?#]*@")
 _WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
 
@@ -73,9 +74,15 @@ def check_url(url: str) -> str:
     problem = _url_problem(url)
     if problem:
         raise PrometheusError(
-            f"--prometheus {url!r} is not a Prometheus URL such as http://prometheus:9090: {problem}"
+            f"--prometheus {_without_credentials(url)!r} is not a Prometheus URL such as "
+            f"http://prometheus:9090: {problem}"
         )
     return url
+
+
+def _without_credentials(url: str) -> str:
+    """The URL with any user:password@ masked, for messages (they reach an unauthenticated page)."""
+    return _USERINFO.sub("//***@", url)
 
 
 def _url_problem(url: str) -> str:
@@ -92,6 +99,11 @@ def _url_problem(url: str) -> str:
         return "it names no host"
     if port == 0:
         return "port 0"
+    if "@" in parts.netloc:
+        return (
+            "it holds credentials (user:password@), which are never sent and would show in errors; "
+            "Prometheus is read without authentication"
+        )
     if parts.query or parts.fragment:
         return "it has a query or fragment; give the server's base URL"
     return ""

@@ -12,7 +12,9 @@ from tests.certs.helpers import SERVICE_NAMES, verify_chain
 from webhook.tls.bundle import BundleError, CertSet, Renewal, from_files, renew, service_hosts
 from webhook.tls.certgen import CA_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE, make_ca, make_serving
 
-NOW = dt.datetime.now(dt.UTC)
+NOW = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+"""An hour ahead: certificates made later in the run (valid from five minutes before they are
+made) are still valid at NOW however long the suite takes to reach these tests."""
 DAY = dt.timedelta(days=1)
 PLAN = Renewal(hosts=service_hosts("gpu-webhook", "gpu-webhook"))
 
@@ -175,3 +177,26 @@ def test_every_expired_ca_is_named_as_the_reason_for_a_new_one() -> None:
     assert changes[2].endswith(f"(its CA expired {ends})")
     without_key = CertSet(with_key.authorities, None, with_key.serving)
     assert renew(without_key, PLAN, when).changes[1].endswith("(every CA in the bundle has expired)")
+
+
+def test_a_serving_certificate_not_valid_yet_is_reissued_as_serve_refuses_it() -> None:
+    ca = make_ca()
+    tomorrow = NOW + DAY
+    certs = CertSet((ca.certificate,), ca.key, make_serving(ca, PLAN.hosts, 30, not_before=tomorrow))
+    outcome = renew(certs, PLAN, NOW)
+    assert len(outcome.changes) == 1 and outcome.certs.authorities == certs.authorities
+    assert outcome.changes[0].endswith(f"(it is not valid yet (notBefore {tomorrow:%Y-%m-%d %H:%M:%S} UTC))")
+    verify_chain(outcome.certs.files()[CERT_FILE], outcome.certs.bundle_pem(), SERVICE_NAMES[0], NOW)
+
+
+def test_a_ca_not_valid_yet_gets_a_new_ca_that_reissues_the_serving_certificate() -> None:
+    tomorrow = NOW + DAY
+    future = make_ca(days=3650, not_before=tomorrow)
+    certs = CertSet((future.certificate,), future.key, make_serving(future, PLAN.hosts, 300))
+    outcome = renew(certs, PLAN, NOW)
+    assert outcome.certs.authorities[0] == future.certificate and len(outcome.certs.authorities) == 2
+    assert outcome.certs.signer() == outcome.certs.authorities[1]
+    assert "(the CA is not valid yet (notBefore" in outcome.changes[0]
+    assert "(its CA is not valid yet (notBefore" in outcome.changes[1]
+    verify_chain(outcome.certs.files()[CERT_FILE], outcome.certs.bundle_pem(), SERVICE_NAMES[0], NOW)
+    assert renew(outcome.certs, PLAN, NOW).changes == ()

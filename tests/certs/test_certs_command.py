@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import os
 import socket
 import ssl
@@ -22,6 +23,7 @@ from tests.certs.helpers import SERVICE_NAMES, handshake, verify_chain
 from webhook.cli import main
 from webhook.tls.bundle import service_hosts
 from webhook.tls.certgen import make_ca, make_serving
+from webhook.tls.reload import check_validity
 
 Run = Callable[..., tuple[int, str, str]]
 
@@ -134,6 +136,23 @@ def test_only_the_serving_certificate_renews_when_the_ca_is_fine(certs: Run, tmp
     code, out, _ = certs("--out-dir", str(directory), "--renew-before", "45d")
     assert code == 0 and out == ca.certificate_pem().decode()
     verify_chain((directory / "tls.crt").read_bytes(), out.encode(), SERVICE_NAMES[0])
+
+
+@pytest.mark.parametrize("future", ["tls.crt", "ca.crt"])
+def test_a_set_serve_refuses_as_not_valid_yet_is_reissued(certs: Run, tmp_path: Path, future: str) -> None:
+    directory = tmp_path / "tls"
+    directory.mkdir()
+    tomorrow = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+    ca = make_ca(not_before=tomorrow if future == "ca.crt" else None)
+    serving = make_serving(ca, SERVICE_NAMES, not_before=tomorrow if future == "tls.crt" else None)
+    for name, data in (("ca.crt", ca.certificate_pem()), ("ca.key", ca.key_pem())):
+        (directory / name).write_bytes(data)
+    (directory / "tls.crt").write_bytes(serving.certificate_pem())
+    (directory / "tls.key").write_bytes(serving.key_pem())
+    code, out, err = certs("--out-dir", str(directory))
+    assert code == 0 and "nothing changed" not in err and "not valid yet (notBefore" in err
+    check_validity(directory / "tls.crt", dt.datetime.now(dt.UTC))  # what `serve` checks
+    verify_chain((directory / "tls.crt").read_bytes(), out.encode(), SERVICE_NAMES[2])
 
 
 def test_secret_manifest_is_a_valid_tls_secret(certs: Run) -> None:

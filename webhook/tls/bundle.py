@@ -117,9 +117,16 @@ def _ca_due(certs: CertSet, plan: Renewal, now: dt.datetime, expired: Sequence[x
     signer = certs.signer()
     if signer is None:
         return _why_no_signer(certs, expired)
+    if signer.not_valid_before_utc > now:
+        return f"the CA is {_not_valid_yet(signer)}; it stays in the bundle"
     if signer.not_valid_after_utc - now <= plan.ca_renew_before:
         return f"the CA expires {signer.not_valid_after_utc:%Y-%m-%d}; the old CA stays in the bundle"
     return ""
+
+
+def _not_valid_yet(certificate: x509.Certificate) -> str:
+    """`not valid yet (notBefore ...)`, as `serve` words it when it refuses such a certificate."""
+    return f"not valid yet (notBefore {certificate.not_valid_before_utc:%Y-%m-%d %H:%M:%S} UTC)"
 
 
 def _why_no_signer(certs: CertSet, expired: Sequence[x509.Certificate]) -> str:
@@ -153,6 +160,17 @@ def _serving_due(certs: CertSet, plan: Renewal, now: dt.datetime, expired: Seque
         )
     if set(_hosts_of(certificate)) != set(plan.hosts):
         return "the host names changed"
+    return _serving_time_due(certificate, issuer, plan, now)
+
+
+def _serving_time_due(
+    certificate: x509.Certificate, issuer: x509.Certificate, plan: Renewal, now: dt.datetime
+) -> str:
+    """Why a serving certificate signed by a CA of the bundle is due by its dates, or ""."""
+    if certificate.not_valid_before_utc > now:
+        return f"it is {_not_valid_yet(certificate)}"
+    if issuer.not_valid_before_utc > now:
+        return f"its CA is {_not_valid_yet(issuer)}"
     ends = min(certificate.not_valid_after_utc, issuer.not_valid_after_utc)
     if ends - now <= plan.renew_before:
         return f"it or its CA expires {ends:%Y-%m-%d}"

@@ -43,17 +43,21 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def make_ca(common_name: str = "gpu-webhook-ca", days: int = 3650) -> KeyPair:
+def make_ca(
+    common_name: str = "gpu-webhook-ca", days: int = 3650, not_before: dt.datetime | None = None
+) -> KeyPair:
+    """A self-signed CA valid for `days`, from `not_before` (default: five minutes ago, for clock skew)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = _now()
+    start = not_before or now - dt.timedelta(minutes=5)
     certificate = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_before(start)
         .not_valid_after(now + dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
@@ -77,16 +81,22 @@ def make_ca(common_name: str = "gpu-webhook-ca", days: int = 3650) -> KeyPair:
 
 
 def make_serving(
-    ca: KeyPair, hosts: Sequence[str], days: int = 365, not_after: dt.datetime | None = None
+    ca: KeyPair,
+    hosts: Sequence[str],
+    days: int = 365,
+    not_after: dt.datetime | None = None,
+    not_before: dt.datetime | None = None,
 ) -> KeyPair:
     """A serving certificate for DNS names and IP addresses, signed by the CA.
 
-    `not_after`, when given, caps the validity (a certificate should not outlive its CA).
+    `not_after`, when given, caps the validity (a certificate should not outlive its CA);
+    `not_before` defaults to five minutes ago (for clock skew).
     """
     if not hosts:
         raise ValueError("a serving certificate needs at least one host")
     key = ec.generate_private_key(ec.SECP256R1())
     now = _now()
+    start = not_before or now - dt.timedelta(minutes=5)
     expires = now + dt.timedelta(days=days)
     if not_after is not None:
         expires = min(expires, not_after)
@@ -96,7 +106,7 @@ def make_serving(
         .issuer_name(ca.certificate.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_before(start)
         .not_valid_after(expires)
         .add_extension(x509.SubjectAlternativeName([_general_name(h) for h in hosts]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)

@@ -200,3 +200,11 @@ def test_a_ca_not_valid_yet_gets_a_new_ca_that_reissues_the_serving_certificate(
     assert "(its CA is not valid yet (notBefore" in outcome.changes[1]
     verify_chain(outcome.certs.files()[CERT_FILE], outcome.certs.bundle_pem(), SERVICE_NAMES[0], NOW)
     assert renew(outcome.certs, PLAN, NOW).changes == ()
+
+
+def test_an_expired_serving_certificate_is_said_to_have_expired() -> None:
+    certs = _set_with(ca_days=3650, serving_days=10)
+    assert certs.serving is not None
+    ended = certs.serving.certificate.not_valid_after_utc
+    changes = renew(certs, PLAN, NOW + 20 * DAY).changes
+    assert len(changes) == 1 and changes[0].endswith(f"(it expired {ended:%Y-%m-%d})")

@@ -171,6 +171,8 @@ def _serving_time_due(
         return f"it is {_not_valid_yet(certificate)}"
     if issuer.not_valid_before_utc > now:
         return f"its CA is {_not_valid_yet(issuer)}"
+    if certificate.not_valid_after_utc <= now:
+        return f"it expired {certificate.not_valid_after_utc:%Y-%m-%d}"
     ends = min(certificate.not_valid_after_utc, issuer.not_valid_after_utc)
     if ends - now <= plan.renew_before:
         return f"it or its CA expires {ends:%Y-%m-%d}"

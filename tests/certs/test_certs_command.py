@@ -178,6 +178,35 @@ def test_secret_file_is_private_renewable_and_leaves_stdout_to_the_bundle(certs:
     assert code == 0 and again == out and "nothing changed" in err and path.read_bytes() == before
 
 
+def test_a_secret_file_with_string_data_keeps_its_ca(certs: Run, tmp_path: Path) -> None:
+    path = tmp_path / "secret.yaml"
+    code, out, _ = certs("--secret", "tls", "--secret-file", str(path))
+    assert code == 0
+    secret = yaml.safe_load(path.read_text())
+    plain = {key: base64.b64decode(value).decode() for key, value in secret.pop("data").items()}
+    path.write_text(yaml.safe_dump({**secret, "stringData": plain}))
+    code, again, err = certs("--secret", "tls", "--secret-file", str(path))
+    assert code == 0 and again == out and "nothing changed" in err
+
+
+@pytest.mark.parametrize(
+    ("string_data", "says"),
+    [
+        (["not", "a", "map"], "stringData is not a map"),
+        ({"tls.crt": 5}, "stringData.tls.crt is not a string"),
+    ],
+)
+def test_a_secret_file_with_unusable_string_data_is_named(
+    certs: Run, tmp_path: Path, string_data: object, says: str
+) -> None:
+    path = tmp_path / "secret.yaml"
+    assert certs("--secret", "tls", "--secret-file", str(path))[0] == 0
+    path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "stringData": string_data}))
+    before = path.read_bytes()
+    code, out, err = certs("--secret", "tls", "--secret-file", str(path))
+    assert code == 2 and out == "" and f"{path}: {says}" in err and path.read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("change", "args", "says"),
     [

@@ -294,15 +294,33 @@ def secret_manifest(name: str, namespace: str, files: Mapping[str, bytes]) -> di
 
 
 def files_from_secret(secret: Mapping[str, Any], where: str) -> dict[str, bytes]:
-    """The decoded data of a Secret (a manifest or an API object); BundleError if it is not one."""
+    """The decoded data of a Secret (a manifest or an API object); BundleError if it is not one.
+
+    A manifest may give keys as plain text under stringData; like the API server, which merges
+    stringData into data, a key there wins over the same key under data."""
     data = secret.get("data") or {}
+    text = secret.get("stringData") or {}
     if secret.get("kind", "Secret") != "Secret" or not isinstance(data, dict):
         raise BundleError(f"{where}: not a Secret with a data map")
+    if not isinstance(text, dict):
+        raise BundleError(f"{where}: stringData is not a map")
     files: dict[str, bytes] = {}
     for key in FILES:
-        if key in data:
-            try:
-                files[key] = base64.b64decode(str(data[key]), validate=True)
-            except ValueError as exc:
-                raise BundleError(f"{where}: data.{key} is not base64 ({exc})") from exc
+        if key in text:
+            files[key] = _string_data(text[key], key, where)
+        elif key in data:
+            files[key] = _data(data[key], key, where)
     return files
+
+
+def _string_data(value: Any, key: str, where: str) -> bytes:
+    if not isinstance(value, str):
+        raise BundleError(f"{where}: stringData.{key} is not a string")
+    return value.encode("utf-8")
+
+
+def _data(value: Any, key: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except ValueError as exc:
+        raise BundleError(f"{where}: data.{key} is not base64 ({exc})") from exc

@@ -213,6 +213,8 @@ def test_a_secret_file_with_unusable_string_data_is_named(
         ("name", ["--secret", "renamed"], "holds Secret gpu-webhook/tls, not gpu-webhook/renamed"),
         ("namespace", ["--secret", "tls", "--namespace", "other"], "not other/tls"),
         ("type", ["--secret", "tls"], "has type Opaque"),
+        ("no-namespace", ["--secret", "tls"], "holds Secret tls with no namespace, not gpu-webhook/tls"),
+        ("no-name", ["--secret", "tls"], "holds Secret with no name in namespace gpu-webhook, not"),
     ],
 )
 def test_a_secret_file_holding_another_secret_is_not_overwritten(
@@ -220,9 +222,12 @@ def test_a_secret_file_holding_another_secret_is_not_overwritten(
 ) -> None:
     path = tmp_path / "secret.yaml"
     assert certs("--secret", "tls", "--secret-file", str(path))[0] == 0
+    secret = yaml.safe_load(path.read_text())
     if change == "type":
-        secret = yaml.safe_load(path.read_text())
         path.write_text(yaml.safe_dump({**secret, "type": "Opaque"}))
+    elif change.startswith("no-"):
+        del secret["metadata"][change.removeprefix("no-")]
+        path.write_text(yaml.safe_dump(secret))
     before = path.read_bytes()
     code, out, err = certs(*args, "--secret-file", str(path))
     assert code == 2 and out == "" and "Traceback" not in err

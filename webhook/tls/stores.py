@@ -97,8 +97,8 @@ class ManifestStore:
         """The file must hold this Secret, of type kubernetes.io/tls, as the cluster store insists."""
         metadata = secret.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
-        held = f"{metadata.get('namespace')}/{metadata.get('name')}"
-        if held != f"{self.namespace}/{self.name}":
+        held = _held(metadata.get("namespace"), metadata.get("name"))
+        if (metadata.get("namespace"), metadata.get("name")) != (self.namespace, self.name):
             raise BundleError(
                 f"{self.path} holds Secret {held}, not {self.namespace}/{self.name} (--namespace, --secret); "
                 "use another --secret-file or remove it"
@@ -115,6 +115,17 @@ class ManifestStore:
             write_stdout(text, "the Secret manifest")
         else:
             write_atomically(self.path, text.encode("utf-8"), PRIVATE_MODE)
+
+
+def _held(namespace: object, name: object) -> str:
+    """`namespace/name` of a manifest's Secret, saying which of the two it lacks."""
+    if namespace in (None, "") and name in (None, ""):
+        return "with no name and no namespace"
+    if name in (None, ""):
+        return f"with no name in namespace {namespace}"
+    if namespace in (None, ""):
+        return f"{name} with no namespace"
+    return f"{namespace}/{name}"
 
 
 class ClusterStore:

@@ -161,16 +161,26 @@ def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str,
 
 def _check_within_capacity(where: str, status: Mapping[str, Any]) -> None:
     """Kubernetes never reports more of a device allocatable than the node's capacity (allocatable
-    is capacity less what the node keeps back): a file that does was edited by hand, wrongly."""
-    capacity, allocatable = status.get("capacity") or {}, status.get("allocatable") or {}
+    is capacity less what the node keeps back), nor a device in allocatable that its capacity
+    lacks (the kubelet reports both from one list): a file that does was edited by hand, wrongly.
+    A file without status.capacity at all is not checked."""
+    capacity, allocatable = status.get("capacity"), status.get("allocatable") or {}
+    if capacity is None:
+        return
     for resource, value in allocatable.items():
-        if not str(resource).startswith(_COUNTED_PREFIX) or resource not in capacity:
+        if not str(resource).startswith(_COUNTED_PREFIX):
             continue
-        if parse_quantity(value) > parse_quantity(capacity[resource]):
+        if parse_quantity(value) > parse_quantity(capacity.get(resource, 0)):
             raise InventoryError(
                 f'{where}: status.allocatable["{resource}"]: {value!r} is more than its capacity '
-                f"{capacity[resource]!r} (status.capacity), which Kubernetes never reports"
+                f"{_capacity_of(capacity, resource)}, which Kubernetes never reports"
             )
+
+
+def _capacity_of(capacity: Mapping[str, Any], resource: str) -> str:
+    if resource in capacity:
+        return f"{capacity[resource]!r} (status.capacity)"
+    return "0 (status.capacity does not list it)"
 
 
 def _check_shapes(where: str, node: Mapping[str, Any]) -> None:

@@ -190,6 +190,11 @@ BAD_NODE_LISTS = {
         '  allocatable: {nvidia.com/mig-1g.10gb: "1k"}}\n',
         ["(a)", 'status.allocatable["nvidia.com/mig-1g.10gb"]'],
     ),
+    "allocatable-missing-from-capacity": (
+        "kind: Node\nmetadata: {name: a}\n"
+        "status: {capacity: {cpu: 8}, allocatable: {cpu: 8, nvidia.com/gpu: 56}}\n",
+        ["(a)", 'status.allocatable["nvidia.com/gpu"]: 56', "0 (status.capacity does not list it)"],
+    ),
 }
 
 
@@ -219,6 +224,18 @@ def test_an_empty_label_value_and_allocatable_below_capacity_load(tmp_path: Path
     path.write_text(text, encoding="utf-8")
     (node,) = load_inventory(path).nodes
     assert node.allocatable["nvidia.com/gpu"] == 7 and node.labels["team"] == ""
+
+
+def test_a_zero_count_missing_from_capacity_and_a_node_without_capacity_load(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.yaml"
+    text = (
+        "kind: Node\nmetadata: {name: a}\n"
+        "status: {capacity: {nvidia.com/gpu: 8},\n"
+        "  allocatable: {nvidia.com/gpu: 8, nvidia.com/mig-1g.10gb: 0}}\n"
+        "---\nkind: Node\nmetadata: {name: b}\nstatus: {allocatable: {nvidia.com/gpu: 8}}\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    assert [n.name for n in load_inventory(path).nodes] == ["a", "b"]
 
 
 def test_whole_counts_in_every_spelling_load(tmp_path: Path) -> None:

@@ -196,9 +196,21 @@ def _check_shapes(where: str, node: Mapping[str, Any]) -> None:
     taints = _typed(where, "spec.taints", spec.get("taints"), list, "a list of taints") or []
     for index, taint in enumerate(taints):
         _typed(where, f"spec.taints[{index}]", taint, Mapping, "a mapping")
+        _check_taint(where, f"spec.taints[{index}]", taint)
     status = _typed(where, "status", node.get("status"), Mapping, "a mapping") or {}
     for member in ("capacity", "allocatable"):
         _typed(where, f"status.{member}", status.get(member), Mapping, "a mapping of counts")
+
+
+def _check_taint(where: str, field: str, taint: Mapping[str, Any]) -> None:
+    """A taint has a key (the API server requires one); its value and effect, when given, are strings."""
+    key = taint.get("key")
+    if not isinstance(key, str) or key == "":
+        raise InventoryError(
+            f"{where}: {field}.key: {_wrong(key, 'a non-empty string (a taint needs a key)')}"
+        )
+    for member in ("value", "effect"):
+        _typed(where, f"{field}.{member}", taint.get(member), str, "a string")
 
 
 def _typed(where: str, field: str, value: Any, kind: type, expected: str) -> Any:

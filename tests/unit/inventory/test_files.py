@@ -10,7 +10,7 @@ import yaml
 from tests.builders import example_inventory_paths, make_node, whole_node
 from tests.conftest import ROOT
 from webhook.cli import main
-from webhook.inventory.files import InventoryError, load_inventory
+from webhook.inventory.files import InventoryError, iter_nodes, load_inventory
 from webhook.inventory.watch import node_record
 
 NODE_A = whole_node("a", "NVIDIA-L4", 1)
@@ -195,6 +195,18 @@ BAD_NODE_LISTS = {
         "status: {capacity: {cpu: 8}, allocatable: {cpu: 8, nvidia.com/gpu: 56}}\n",
         ["(a)", 'status.allocatable["nvidia.com/gpu"]: 56', "0 (status.capacity does not list it)"],
     ),
+    "taint-key-null": (
+        "kind: Node\nmetadata: {name: a}\nspec: {taints: [{key: null, effect: NoSchedule}]}\n",
+        ["(a)", "spec.taints[0].key", "None (NoneType)", "expected a non-empty string"],
+    ),
+    "taint-without-key": (
+        "kind: Node\nmetadata: {name: a}\nspec: {taints: [{value: x, effect: NoSchedule}]}\n",
+        ["(a)", "spec.taints[0].key"],
+    ),
+    "taint-effect-a-list": (
+        "kind: Node\nmetadata: {name: a}\nspec: {taints: [{key: k, effect: [NoSchedule]}]}\n",
+        ["(a)", "spec.taints[0].effect", "expected a string"],
+    ),
 }
 
 
@@ -236,6 +248,12 @@ def test_a_zero_count_missing_from_capacity_and_a_node_without_capacity_load(tmp
     )
     path.write_text(text, encoding="utf-8")
     assert [n.name for n in load_inventory(path).nodes] == ["a", "b"]
+
+
+def test_a_taint_with_a_key_and_no_value_loads(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.yaml"
+    path.write_text("kind: Node\nmetadata: {name: a}\nspec: {taints: [{key: k, effect: NoSchedule}]}\n")
+    assert [node["metadata"]["name"] for node in iter_nodes(path)] == ["a"]
 
 
 def test_whole_counts_in_every_spelling_load(tmp_path: Path) -> None:

@@ -75,6 +75,8 @@ class FakeApiServer:
         self.gone_as_http = False
         self.refused: dict[str, int] = {}
         """Kinds answered with this HTTP status (404: an API the cluster lacks; 403: not granted)."""
+        self.foreign: dict[tuple[str, bool], bytes] = {}
+        """(kind, watch) answered 200 with this body, as another HTTP server would answer."""
         self.cond = threading.Condition()
         self.stopping = False
         ca = make_ca("fake-apiserver-ca")
@@ -223,6 +225,9 @@ class _Handler(BaseHTTPRequestHandler):
         with self.api.cond:
             self.api.seen.append(Seen(kind, watching, query))
             refused = self.api.refused.get(kind)
+            foreign = self.api.foreign.get((kind, watching))
+        if foreign is not None:
+            return self._raw(foreign)
         if refused is not None:
             return self._status(
                 refused, "NotFound" if refused == 404 else "Forbidden", f"{url.path}: refused"
@@ -315,6 +320,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _status(self, code: int, reason: str, message: str) -> None:
         body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
         self._json(code, {**body, "reason": reason, "message": message})
+
+    def _raw(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _json(self, code: int, body: dict[str, Any]) -> None:
         send_json(self, code, body)

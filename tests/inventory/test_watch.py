@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import random
 import time
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ import pytest
 
 from tests.builders import A100, make_node, make_pod, mixed_node, whole_node
 from tests.inventory.fake_apiserver import FakeApiServer, wait_for
+from webhook.cli import main
 from webhook.core.model import UNKNOWN_INVENTORY, Inventory, ScopedQuota
 from webhook.inventory.watch import POD_FIELD_SELECTOR, ClusterInventorySource, ClusterState, WatchConfigError
 
@@ -364,6 +367,17 @@ def test_a_one_shot_sync_reads_a_missing_dra_api_as_none(server: FakeApiServer) 
     ] and inventory.dra_resources == frozenset()
 
 
+def test_a_one_shot_sync_refuses_an_answer_that_is_not_a_list(
+    server: FakeApiServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.foreign[("pods", False)] = b'{"status": "ok"}'
+    kubeconfig = str(server.kubeconfig())
+    assert main(["report", "--kubeconfig", kubeconfig]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert f"{kubeconfig}: pods: the list answer (HTTP 200) is not a Kubernetes list" in err
+
+
 # --- ResourceQuotas --------------------------------------------------------------------------
 def gpu_quota(namespace: str, hard: int, used: int, cpu_used: str = "1") -> dict[str, Any]:
     limits = {"requests.nvidia.com/gpu": str(hard), "requests.cpu": "64"}
@@ -424,5 +438,62 @@ def test_a_role_without_quotas_reads_as_none(server: FakeApiServer) -> None:
         wait_for(source.ready, what="first sync")
         assert source.current().quota_room == {}
         assert "403" in source.status()["streams"]["resourcequotas"]["absent"]
+    finally:
+        source.stop()
+
+
+FOREIGN = {
+    "object": (json.dumps({"status": "ok", "version": "1.2"}), "a JSON object with keys 'status', 'version'"),
+    "list": ("[1, 2]", "a JSON list"),
+    "html": ("<html>hello</html>", "is not JSON: '<html>hello</html>'"),
+    "kind-without-items": (json.dumps({"kind": "Status", "code": 200}), "of kind 'Status' without items"),
+}
+
+
+@pytest.mark.parametrize(("body", "says"), FOREIGN.values(), ids=FOREIGN.keys())
+def test_an_answer_that_is_not_a_kubernetes_list_is_an_error_that_backs_off(
+    server: FakeApiServer, caplog: pytest.LogCaptureFixture, body: str, says: str
+) -> None:
+    server.foreign[("nodes", False)] = body.encode()
+    source = source_for(server, backoff_base=0.05, backoff_cap=0.4)
+    source.start()
+    try:
+        wait_for(lambda: source.status()["streams"]["nodes"]["errors"] >= 3, what="three failed lists")
+        status = source.status()
+        nodes = status["streams"]["nodes"]
+        assert not source.ready() and not nodes["synced"]
+        assert nodes["lastError"].startswith("nodes: the list answer (HTTP 200) is not")
+        assert says in nodes["lastError"] and "Kubernetes API server?" in nodes["lastError"]
+        assert nodes["recentBackoffSeconds"][2] > nodes["recentBackoffSeconds"][0]
+        assert any("nodes: the list answer" in r.getMessage() for r in caplog.records)
+    finally:
+        source.stop()
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (json.dumps({"status": "ok"}) + "\n", "a watch line is not a watch event"),
+        (json.dumps({"type": "HELLO", "object": {}}) + "\n", "not a watch event: type 'HELLO'"),
+        ("<html>hello</html>", "the watch ended after"),
+        ("", "the watch ended after"),
+    ],
+    ids=["object", "unknown-type", "not-json", "empty"],
+)
+def test_a_watch_answer_that_is_not_a_stream_of_events_backs_off(
+    server: FakeApiServer, caplog: pytest.LogCaptureFixture, body: str, says: str
+) -> None:
+    caplog.set_level(logging.WARNING, logger="webhook.inventory.watch")
+    server.foreign[("pods", True)] = body.encode()
+    source = source_for(server, backoff_base=0.05, backoff_cap=0.4)
+    source.start()
+    try:
+        wait_for(
+            lambda: len(source.status()["streams"]["pods"]["recentBackoffSeconds"]) >= 4, what="backoffs"
+        )
+        delays = source.status()["streams"]["pods"]["recentBackoffSeconds"]
+        assert delays[3] > delays[0], "the backoff grows though each list succeeds"
+        assert len(server.requests("pods", watch=True)) <= 6
+        assert any(says in r.getMessage() for r in caplog.records)
     finally:
         source.stop()

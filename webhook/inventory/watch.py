@@ -4,8 +4,12 @@ DeviceClasses through the `kubernetes` client.
 Each kind runs in its own thread: a paginated list, then watches from the list's
 resourceVersion (bookmarks keep it fresh). An expired resourceVersion (410 Gone, as an HTTP
 status or as an ERROR event) lists again at once; any other error waits a bounded exponential
-backoff with jitter first. Events update a compact ClusterState; another thread publishes a new
-immutable Inventory at most once per `rebuild_interval`, swapped in as one reference.
+backoff with jitter first. An answer no API server gives (a list without `items`, a watch line
+that is not an event: another HTTP server behind the kubeconfig's address) is such an error, and
+a watch that ends early without any event backs off before it watches again; the backoff resets
+only once a watch delivers something, so a stream that lists but cannot watch does not spin.
+Events update a compact ClusterState; another thread publishes a new immutable Inventory at
+most once per `rebuild_interval`, swapped in as one reference.
 
 ResourceQuotas only say what each namespace has left of NVIDIA devices
 (webhook/inventory/quotas.py), DeviceClasses (`resource.k8s.io/v1`) only the extended resources
@@ -34,7 +38,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
@@ -63,6 +67,14 @@ class WatchConfigError(ValueError):
 
 class ResourceExpired(Exception):
     """The resourceVersion or continue token is too old: list again from scratch."""
+
+
+class NotKubernetes(ValueError):
+    """An answer no Kubernetes API server gives; the message says what came back."""
+
+
+_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+_NOT_AN_API_SERVER = "is the kubeconfig's server a Kubernetes API server?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +378,9 @@ class ClusterInventorySource:
                 self._list(stream)
             except ResourceExpired as exc:
                 raise WatchConfigError(f"{stream.name}: the list expired while paging: {exc}") from exc
+            except NotKubernetes as exc:
+                where = self._kubeconfig or "in-cluster service account"
+                raise WatchConfigError(f"{where}: {stream.name}: {exc}") from exc
             except ApiException as exc:
                 if not _absent(stream, exc):
                     raise
@@ -465,7 +480,6 @@ class ClusterInventorySource:
         while not self._stopping.is_set():
             try:
                 self._list(stream)
-                stream.backoff.reset()
                 self._watch(stream)
             except ResourceExpired as exc:
                 stream.relists_after_expiry += 1
@@ -528,31 +542,51 @@ class ClusterInventorySource:
         except ApiException as exc:
             raise _expired_or(exc) from exc
         try:
-            data = json.loads(response.data)
+            data = _list_answer(response.data, response.status)
         finally:
             response.release_conn()
-        if not isinstance(data, dict):
-            raise ValueError(f"{stream.name}: the list response is not an object")
         return data
 
     def _watch(self, stream: _Stream) -> None:
-        """Watch until stopped; a normal end of the stream (server timeout) watches again."""
+        """Watch until stopped; a normal end of the stream (server timeout) watches again, one that
+        ends early without any event after a backoff."""
         while not self._stopping.is_set():
-            stream.current_watch = watch.Watch(return_type=object)  # type: ignore[no-untyped-call]
-            kwargs: dict[str, Any] = {
-                "resource_version": stream.resource_version,
-                "allow_watch_bookmarks": True,
-                "timeout_seconds": self._watch_timeout,
-                "_request_timeout": (10, self._watch_timeout + 30),
-            }
-            if stream.field_selector:
-                kwargs["field_selector"] = stream.field_selector
-            try:
-                events = stream.current_watch.stream(stream.list_fn, **kwargs)  # type: ignore[no-untyped-call]
-                for event in events:
-                    self._handle(stream, event)
-            except ApiException as exc:
-                raise _expired_or(exc) from exc
+            started, seen = time.monotonic(), stream.events + stream.bookmarks
+            self._watch_once(stream)
+            elapsed = time.monotonic() - started
+            if stream.events + stream.bookmarks > seen or elapsed >= self._watch_timeout:
+                stream.backoff.reset()
+            elif not self._stopping.is_set():
+                self._ended_early(stream, elapsed)
+
+    def _ended_early(self, stream: _Stream, elapsed: float) -> None:
+        delay = stream.backoff.next_delay()
+        log.warning(
+            "%s: the watch ended after %.2fs without any event (asked for %ds); watching again in %.2fs",
+            stream.name,
+            elapsed,
+            self._watch_timeout,
+            delay,
+        )
+        self._stopping.wait(delay)
+
+    def _watch_once(self, stream: _Stream) -> None:
+        """One watch request, its events applied as they come."""
+        stream.current_watch = watch.Watch(return_type=object)  # type: ignore[no-untyped-call]
+        kwargs: dict[str, Any] = {
+            "resource_version": stream.resource_version,
+            "allow_watch_bookmarks": True,
+            "timeout_seconds": self._watch_timeout,
+            "_request_timeout": (10, self._watch_timeout + 30),
+        }
+        if stream.field_selector:
+            kwargs["field_selector"] = stream.field_selector
+        try:
+            events = stream.current_watch.stream(stream.list_fn, **kwargs)  # type: ignore[no-untyped-call]
+            for event in _watch_events(events):
+                self._handle(stream, event)
+        except ApiException as exc:
+            raise _expired_or(exc) from exc
 
     def _handle(self, stream: _Stream, event: Mapping[str, Any]) -> None:
         kind, obj = event.get("type"), _mapping(event.get("raw_object"))
@@ -563,12 +597,12 @@ class ClusterInventorySource:
         if version:
             stream.resource_version = str(version)
         stream.expired_in_a_row = 0
+        stream.backoff.reset()
         if kind == "BOOKMARK":
             stream.bookmarks += 1
             return
         changed = stream.apply(str(kind), obj)
         stream.events += 1
-        stream.backoff.reset()
         if changed:
             self._changed()
 
@@ -602,6 +636,64 @@ class ClusterInventorySource:
         self._rebuilds += 1
 
 
+def _list_answer(body: bytes, status: int) -> dict[str, Any]:
+    """A list page as JSON; NotKubernetes, saying what came back, unless it is a Kubernetes list
+    (a `kind` ending in List, with `items`: another HTTP server's 200 is not an empty cluster)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise NotKubernetes(
+            f"the list answer (HTTP {status}) is not JSON: {_excerpt(body)}; {_NOT_AN_API_SERVER}"
+        ) from None
+    kind = data.get("kind") if isinstance(data, dict) else None
+    items = data.get("items") if isinstance(data, dict) else None
+    if not (isinstance(kind, str) and kind.endswith("List") and isinstance(items, list | None)):
+        raise NotKubernetes(
+            f"the list answer (HTTP {status}) is not a Kubernetes list: {_shape(data)}; {_NOT_AN_API_SERVER}"
+        )
+    page: dict[str, Any] = data
+    return page
+
+
+def _watch_events(events: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+    """The watch's events; NotKubernetes for a line that is not one (the client fails on such a
+    line with KeyError or TypeError, or gives None for one that is not JSON: that is skipped)."""
+    iterator = iter(events)
+    while True:
+        try:
+            event = next(iterator)
+        except StopIteration:
+            return
+        except (KeyError, TypeError) as exc:
+            reason = _describe(exc)
+            raise NotKubernetes(
+                f"a watch line is not a watch event ({reason}); {_NOT_AN_API_SERVER}"
+            ) from exc
+        if event is None:
+            continue
+        if not isinstance(event, Mapping) or event.get("type") not in _EVENT_TYPES:
+            shape = f"type {str(event.get('type'))[:40]!r}" if isinstance(event, Mapping) else _shape(event)
+            raise NotKubernetes(f"a watch line is not a watch event: {shape}; {_NOT_AN_API_SERVER}")
+        yield event
+
+
+def _shape(data: object) -> str:
+    """What a JSON answer is, briefly: its kind, else its keys, else its type."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}"
+    if data.get("kind"):
+        return f"a JSON object of kind {str(data['kind'])[:60]!r}" + (
+            "" if "items" in data else " without items"
+        )
+    keys = ", ".join(repr(str(k)[:40]) for k in list(data)[:6])
+    return f"a JSON object with keys {keys} and no kind" if keys else "an empty JSON object"
+
+
+def _excerpt(body: bytes) -> str:
+    text = " ".join(body[:80].decode("utf-8", "replace").split())
+    return repr(text) + ("..." if len(body) > 80 else "")
+
+
 def _expired_or(exc: ApiException) -> Exception:
     """410 Gone, or an expired resourceVersion named another way, means list again."""
     text = f"{exc.reason or ''} {getattr(exc, 'body', '') or ''}"
@@ -618,6 +710,8 @@ def _absent(stream: _Stream, exc: ApiException) -> bool:
 def _describe(exc: Exception) -> str:
     if isinstance(exc, ApiException):
         return f"API server answered {exc.status} {exc.reason}"
+    if isinstance(exc, NotKubernetes):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -142,8 +142,10 @@ def _webhook_app(
     sources: SourcesFactory, decision_cache: int = DEFAULT_CAPACITY, prometheus_url: str | None = None
 ) -> Any:
     """The webhook app with the report routes and inventory gauges, built in each worker; with
-    `prometheus_url` the report reads utilisation there (each query bounded by
-    PROMETHEUS_TIMEOUT_SECONDS; a failed read is shown on the dashboard, never an error)."""
+    `prometheus_url` the report reads utilisation there (the whole read, both queries from
+    connecting to the last byte, within PROMETHEUS_TIMEOUT_SECONDS; one read at a time and no lock
+    held while it waits; /metrics never reads; a failed read is shown on the dashboard, never an
+    error)."""
     from webhook.report.service import ReportService
     from webhook.server.app import create_app
     from webhook.server.metrics import create_metrics

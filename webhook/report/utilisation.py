@@ -222,14 +222,8 @@ class _WatchedHTTP(http.client.HTTPConnection):
         self._watch.attach(self.sock)
 
 
-class _WatchedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._watch = watch
-
-    def connect(self) -> None:
-        super().connect()
-        self._watch.attach(self.sock)
+class _WatchedHTTPS(_WatchedHTTP, http.client.HTTPSConnection):
+    """_WatchedHTTP's watch over HTTPSConnection's connect: the socket attached is the TLS one."""
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):

@@ -7,15 +7,18 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.server.support import write_serving_set
 from webhook.cli import main
 from webhook.report.utilisation import (
     ENGINE_ACTIVE,
@@ -164,3 +167,39 @@ def test_an_answer_over_the_cap_is_an_error_not_read_whole(trickling: str) -> No
     with pytest.raises(PrometheusError, match=r"the answer is over 16 MiB") as caught:
         query_utilisation(f"{trickling}/big", "1h", timeout=30.0)
     assert f"{trickling}/big" in str(caught.value)
+
+
+class Answering(BaseHTTPRequestHandler):
+    """One GPU's engine activity, for every query."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        sample = {"metric": {"Hostname": "a100-0", "gpu": "0", "UUID": "GPU-1"}, "value": [1, "0.25"]}
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [sample]}})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+def test_a_prometheus_over_https_is_read_under_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watched HTTPS connection attaches the TLS socket; the system's trust is used
+    (SSL_CERT_FILE here names the test CA)."""
+    write_serving_set(tmp_path)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answering)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.crt"))
+    try:
+        (reading,) = query_utilisation(f"https://localhost:{server.server_port}", "1h", timeout=5.0)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert reading.hostname == "a100-0"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.server.support import Client, WebhookProcess, vector, write_serving_set
+from webhook.server.slow_clients import bounded_io
 
 IO_TIMEOUT = 1.0
 STALLED = 6  # more than the 4 threads
@@ -96,3 +97,18 @@ def test_stalled_clients_do_not_starve_the_others(server: tuple[WebhookProcess, 
         for connection in stalled:
             connection.close()
     assert "Traceback" not in process.stderr.read_text(errors="replace")
+
+
+def test_a_read_never_waits_longer_than_its_caller_set() -> None:
+    """gunicorn drains a connection it closes with settimeout(2) on the worker's main thread; a
+    read there waited the whole --io-timeout, and a few stalled clients blocked the worker's loop
+    until gunicorn killed it, resetting every connection it held."""
+    context = bounded_io(lambda conf, factory: ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), 20.0)(None, None)
+    ours, theirs = socket.socketpair()
+    with ours, theirs, context.wrap_socket(ours, server_side=True, do_handshake_on_connect=False) as tls:
+        tls.setblocking(True)  # as gunicorn does before each request and before draining
+        tls.settimeout(2.0)
+        started = time.monotonic()
+        with pytest.raises((TimeoutError, ssl.SSLError)):
+            tls.recv(1)
+        assert time.monotonic() - started < 5

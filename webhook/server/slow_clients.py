@@ -65,13 +65,17 @@ class BoundedSSLSocket(ssl.SSLSocket):
         super().sendall(data, flags)
 
     def _before_read(self) -> None:
-        deadline = self.read_deadline
-        if deadline is None or self.gettimeout() in (None, 0.0):
+        """Shorten the timeout to what the request has left; never lengthen one the caller set:
+        gunicorn drains a connection it closes on the worker's main thread with 2 s, and the
+        whole --io-timeout there blocked the worker's loop until gunicorn killed it."""
+        deadline, timeout = self.read_deadline, self.gettimeout()
+        if deadline is None or timeout is None or timeout == 0.0:
             return
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("the request did not arrive within --io-timeout")
-        self.settimeout(min(self.io_timeout, left))
+        if left < timeout:
+            self.settimeout(left)
 
 
 def bounded_io(hook: ContextHook, seconds: float = IO_TIMEOUT) -> ContextHook:

@@ -109,7 +109,7 @@ def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = Fal
     if "mig" not in lower:
         return GPU
     if offered:
-        return f"{_closest(offered, lower)} (of the MIG resources nodes advertise, the closest)"
+        return f"{_closest(offered, lower)} (of the MIG resources the cluster serves, the closest)"
     if slices_as_gpu:
         return (
             f"{GPU}: no node advertises nvidia.com/mig-* names; the MIG nodes (single strategy or "

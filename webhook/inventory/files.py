@@ -10,14 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from webhook.core.model import GpuNode, Inventory
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import is_device_class
 from webhook.inventory.nodes import build_inventory, parse_gpu_nodes
 from webhook.inventory.quotas import is_resource_quota
-from webhook.yamlio import YamlError, read_text
+from webhook.yamlio import YamlError, load_documents, read_text
 
 _COUNTED_PREFIX = "nvidia.com/"
 
@@ -87,16 +85,16 @@ def read_inventory_objects(path: Path) -> InventoryObjects:
 
 
 def _documents(path: Path) -> list[Any]:
+    """The file's documents by position (None for an empty one); a duplicate key is an error at
+    its line, as in manifests and the catalog: a repeated label would silently win."""
     try:
-        text = read_text(path)
-    except YamlError as exc:  # unreadable, or not UTF-8 (then at its line and column)
+        loaded = load_documents(read_text(path), str(path))
+    except YamlError as exc:  # unreadable, not UTF-8, not YAML, a duplicate key: with where
         raise InventoryError(str(exc)) from exc
-    try:
-        return list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        raise InventoryError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+    documents: list[Any] = [None] * (loaded[-1].index + 1 if loaded else 0)
+    for document in loaded:
+        documents[document.index] = document.data
+    return documents
 
 
 def _objects_in(

@@ -290,3 +290,17 @@ def test_the_live_watch_reads_a_label_of_the_wrong_type_as_absent() -> None:
     node["metadata"]["labels"]["nvidia.com/gpu.product"] = ["x"]
     record = node_record(node)
     assert record.gpu is not None and record.gpu.product == "unknown"
+
+
+def test_a_duplicate_key_in_a_node_file_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A repeated label was read silently, the last one winning: an A100 node read as an H100."""
+    path = tmp_path / "nodes.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: a100-0\n  labels:\n"
+        "    nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB\n"
+        "    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n"
+        "status:\n  allocatable: {nvidia.com/gpu: '8'}\n"
+    )
+    with pytest.raises(InventoryError) as refused:
+        load_inventory(path)
+    assert f"{path}:7" in str(refused.value) and "nvidia.com/gpu.product" in str(refused.value)

@@ -154,6 +154,11 @@ def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str,
                     f'{path}: {where} ({name}): status.{section}["{resource}"]: {value!r} is not a whole '
                     "number of devices"
                 )
+            if resource in _ROOM and not _quantity(value):
+                raise InventoryError(
+                    f'{path}: {where} ({name}): status.{section}["{resource}"]: {value!r} is not a '
+                    "quantity the node could have (such as 96, 7910m, 512Gi)"
+                )
     _check_within_capacity(f"{path}: {where} ({name})", status)
 
 
@@ -220,6 +225,19 @@ def _typed(where: str, field: str, value: Any, kind: type, expected: str) -> Any
 
 def _wrong(value: object, expected: str) -> str:
     return f"{value!r} ({type(value).__name__}), expected {expected}"
+
+
+_ROOM = ("cpu", "memory")
+"""What a pod's own CPU and memory are held against: a value that does not parse was read as no
+room, and changed the decision without a word."""
+
+
+def _quantity(value: object) -> bool:
+    try:
+        number = parse_quantity(value)
+    except ValueError:
+        return False
+    return number >= 0
 
 
 def _whole(value: object) -> bool:

@@ -304,3 +304,17 @@ def test_a_duplicate_key_in_a_node_file_is_refused_at_its_line(tmp_path: Path) -
     with pytest.raises(InventoryError) as refused:
         load_inventory(path)
     assert f"{path}:7" in str(refused.value) and "nvidia.com/gpu.product" in str(refused.value)
+
+
+@pytest.mark.parametrize("value", ["lots", "96 cores", "-1Gi", "null"])
+@pytest.mark.parametrize("resource", ["cpu", "memory"])
+def test_cpu_or_memory_that_is_no_quantity_is_refused(tmp_path: Path, resource: str, value: str) -> None:
+    """Read as no room, such a value changed the decision without a word."""
+    path = tmp_path / "nodes.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: a100-0}\n"
+        f"status:\n  allocatable: {{nvidia.com/gpu: '8', {resource}: {value}}}\n"
+    )
+    with pytest.raises(InventoryError) as refused:
+        load_inventory(path)
+    assert f'status.allocatable["{resource}"]' in str(refused.value) and "a100-0" in str(refused.value)

@@ -16,7 +16,7 @@ Pending until one frees up), `deny` rejects the pod and names what is free.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final
@@ -108,7 +108,8 @@ def plan_slice(
         offers = within
     own = _own_requests(spec, template, inventory) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
-    plan = _plan(view, roomy, need, devices, policy, Sizing(inventory.usage_known, pinned, over_quota))
+    sizing = Sizing(inventory.usage_known, pinned, over_quota, roomy)
+    plan = _plan(view, roomy, need, devices, policy, sizing)
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
         if crowded:
@@ -220,6 +221,8 @@ class Sizing:
     usage_known: bool
     pinned: bool
     over_quota: tuple[str, ...] = ()
+    offers: tuple[SliceOffer, ...] = ()
+    """The offers the choice was among, for saying which fitting ones the policy does not allow."""
 
 
 def _plan(
@@ -346,11 +349,15 @@ def _no_fit(
     take; with those beyond the namespace's quotas (`sizing.over_quota`), said apart."""
     wanted = describe_need(need)
     where = " on the nodes it admits (its nodeName, nodeSelector, node affinity)" if sizing.pinned else ""
-    larger = [", ".join(sorted({o.profile for o in fitting}))] if fitting else []
+    parts = [f"larger: {', '.join(sorted({o.profile for o in fitting}))}"] if fitting else []
     if sizing.over_quota:
-        larger.append(f"{', '.join(sizing.over_quota)} beyond the namespace's ResourceQuota")
-    if larger:
-        message = f"no right-sized MIG slice for {wanted} is offered{where} (larger: {'; '.join(larger)})"
+        parts.append(f"{', '.join(sizing.over_quota)} beyond the namespace's ResourceQuota")
+    barred = _barred_by_policy(sizing.offers, need, devices, policy)
+    if barred:
+        parts.append(f"{', '.join(barred)} not allowed by policy {policy.name}")
+    if parts:
+        verb = "may be taken" if sizing.over_quota or barred else "is offered"
+        message = f"no right-sized MIG slice for {wanted} {verb}{where} ({'; '.join(parts)})"
     elif devices > 1:
         admits = " it admits" if sizing.pinned else ""
         message = f"no node{admits} offers {devices} MIG slices that fit {wanted}"
@@ -359,6 +366,21 @@ def _no_fit(
     if policy.when_no_slice_fits == "deny":
         return Finding("NoSliceFits", _gpu_path(view), f"{message}; ask an admin")
     return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; kept the whole GPU")
+
+
+def _barred_by_policy(offers: tuple[SliceOffer, ...], need: Need, devices: int, policy: Policy) -> list[str]:
+    """The profiles that fit but the policy's allowedProfiles leave out (worked out only when no
+    slice was taken, to say so)."""
+    if policy.allowed_profiles is None:
+        return []
+    unrestricted = replace(policy, allowed_profiles=None)
+    return sorted(
+        {
+            o.profile
+            for o in offers
+            if not _fits(o, need, devices, policy) and _fits(o, need, devices, unrestricted)
+        }
+    )
 
 
 @lru_cache(maxsize=256)

@@ -11,13 +11,16 @@ from tests.builders import (
     H100,
     context,
     gke_node,
+    make_catalog,
     make_env,
     make_inventory,
     make_pod,
     mixed_node,
+    policy_doc,
     single_node,
     whole_node,
 )
+from tests.unit.core.conftest import SERVING
 from webhook.core.decide import decide
 from webhook.core.model import MEMORY_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.inventory.nodes import build_inventory
@@ -113,6 +116,18 @@ def test_kept_whole_beside_larger_slices_names_them(unit_catalog: Catalog, only_
     )
 
 
+def test_a_slice_the_policy_does_not_allow_is_named_as_such(mixed: Inventory) -> None:
+    """A policy that allows 1g.10gb alone, and a 25Gi need that only 3g.40gb fits: denied, and the
+    message names 3g.40gb as not allowed (it said no slice that fits is offered)."""
+    narrow = policy_doc(
+        "narrow", ["narrow-*"], mig={"allowedProfiles": ["1g.10gb"], "whenNoSliceFits": "deny"}
+    )
+    catalog = make_catalog(SERVING, narrow)
+    (finding,) = make_env(vllm("25Gi"), catalog, mixed, "narrow-a").plan.findings
+    assert finding.code == "NoSliceFits"
+    assert "3g.40gb not allowed by policy narrow" in finding.message
+
+
 def test_a_larger_slice_beyond_the_quota_is_named_as_such(unit_catalog: Catalog) -> None:
     """Only 3g.40gb is offered for an 8Gi need, and the namespace's quota limits whole GPUs and
     not 3g.40gb: `deny` denies, naming the slice and the quota (it said no slice fits)."""
@@ -126,7 +141,7 @@ def test_a_larger_slice_beyond_the_quota_is_named_as_such(unit_catalog: Catalog)
     nodes = [mixed_node("big-slices", A100, {"3g.40gb": (2, 40192)}), whole_node("w", A100, 8)]
     decision = decide(tei(), context(unit_catalog, build_inventory(nodes, quotas=[quota]), "prod-a"))
     (finding,) = [v for v in decision.violations if v.code == "NoSliceFits"]
-    assert "(larger: 3g.40gb beyond the namespace's ResourceQuota)" in finding.message
+    assert "(3g.40gb beyond the namespace's ResourceQuota)" in finding.message
 
 
 def single_gpu_vllm_containers(count: int) -> dict[str, Any]:

@@ -15,8 +15,8 @@ Pending until one frees up), `deny` rejects the pod and names what is free.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final
@@ -97,18 +97,18 @@ def plan_slice(
         original = admitted_offers(inventory, placement)
         offers = tuple(original)
     pinned = len(offers) < len(inventory.offers)
-    over_quota: tuple[str, ...] = ()
+    left_out: tuple[SliceOffer, ...] = ()
     if quota:
         within = tuple(o for o in offers if _within_quota(o.resource, devices, quota))
         beyond = _only_beyond_quota(offers, within, need, devices, policy)
         if beyond:
             message = _over_quota(need, beyond, quota)
             return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), message),))
-        over_quota = _fitting_profiles([o for o in offers if o not in within], need, devices, policy)
+        left_out = tuple(o for o in offers if o not in within)
         offers = within
     own = _own_requests(spec, template, inventory) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
-    sizing = Sizing(inventory.usage_known, pinned, over_quota, roomy)
+    sizing = Sizing(inventory.usage_known, pinned, roomy, left_out)
     plan = _plan(view, roomy, need, devices, policy, sizing)
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
@@ -215,14 +215,14 @@ def _over_quota(need: Need, beyond: list[SliceOffer], quota: Mapping[str, int]) 
 @dataclass(frozen=True, slots=True)
 class Sizing:
     """What the slice choice knows beside the offers: `usage_known` (free devices are counted),
-    `pinned` (the pod's own node choice left out some offers), `over_quota` (profiles that fit
-    but are beyond the namespace's ResourceQuotas), for the plan and its message."""
+    `pinned` (the pod's own node choice left out some offers), and for the message when no slice
+    is taken, `offers` (those the choice was among) and `left_out` (those the namespace's
+    ResourceQuotas leave out)."""
 
     usage_known: bool
     pinned: bool
-    over_quota: tuple[str, ...] = ()
     offers: tuple[SliceOffer, ...] = ()
-    """The offers the choice was among, for saying which fitting ones the policy does not allow."""
+    left_out: tuple[SliceOffer, ...] = ()
 
 
 def _plan(
@@ -240,10 +240,6 @@ def _plan(
     if not candidates:
         return Plan(findings=(_no_fit(view, need, policy, fitting, sizing, devices),))
     return _choose_free(view, candidates, fitting, devices, policy)
-
-
-def _fitting_profiles(offers: list[SliceOffer], need: Need, devices: int, policy: Policy) -> tuple[str, ...]:
-    return tuple(sorted({o.profile for o in offers if _fits(o, need, devices, policy)}))
 
 
 def _choose_free(
@@ -288,8 +284,15 @@ def _rewritable_devices(view: PodView) -> int:
 
 
 def _fits(offer: SliceOffer, need: Need, devices: int, policy: Policy) -> bool:
-    if policy.allowed_profiles is not None and offer.profile not in policy.allowed_profiles:
-        return False
+    return _allowed(offer, policy) and _holds(offer, need, devices)
+
+
+def _allowed(offer: SliceOffer, policy: Policy) -> bool:
+    return policy.allowed_profiles is None or offer.profile in policy.allowed_profiles
+
+
+def _holds(offer: SliceOffer, need: Need, devices: int) -> bool:
+    """The slice meets the need, and one node has as many as the pod asks for, policy aside."""
     if need.memory_bytes is not None and offer.memory_mib * MIB < need.memory_bytes:
         return False
     if need.compute_share is not None and offer.compute_share + _EPSILON < need.compute_share:
@@ -346,17 +349,19 @@ def _no_fit(
     view: PodView, need: Need, policy: Policy, fitting: list[SliceOffer], sizing: Sizing, devices: int
 ) -> Finding:
     """`fitting`: the larger slices that fit, which `whenNoSliceFits: whole` or `deny` did not
-    take; with those beyond the namespace's quotas (`sizing.over_quota`), said apart."""
+    take; the slices that fit but the quotas or the policy's allowedProfiles leave out are said
+    apart."""
     wanted = describe_need(need)
     where = " on the nodes it admits (its nodeName, nodeSelector, node affinity)" if sizing.pinned else ""
-    parts = [f"larger: {', '.join(sorted({o.profile for o in fitting}))}"] if fitting else []
-    if sizing.over_quota:
-        parts.append(f"{', '.join(sizing.over_quota)} beyond the namespace's ResourceQuota")
-    barred = _barred_by_policy(sizing.offers, need, devices, policy)
+    parts = [f"larger: {', '.join(_profiles(fitting))}"] if fitting else []
+    over_quota = _profiles(o for o in sizing.left_out if _fits(o, need, devices, policy))
+    if over_quota:
+        parts.append(f"{', '.join(over_quota)} beyond the namespace's ResourceQuota")
+    barred = _profiles(o for o in sizing.offers if not _allowed(o, policy) and _holds(o, need, devices))
     if barred:
         parts.append(f"{', '.join(barred)} not allowed by policy {policy.name}")
     if parts:
-        verb = "may be taken" if sizing.over_quota or barred else "is offered"
+        verb = "may be taken" if over_quota or barred else "is offered"
         message = f"no right-sized MIG slice for {wanted} {verb}{where} ({'; '.join(parts)})"
     elif devices > 1:
         admits = " it admits" if sizing.pinned else ""
@@ -368,19 +373,8 @@ def _no_fit(
     return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; kept the whole GPU")
 
 
-def _barred_by_policy(offers: tuple[SliceOffer, ...], need: Need, devices: int, policy: Policy) -> list[str]:
-    """The profiles that fit but the policy's allowedProfiles leave out (worked out only when no
-    slice was taken, to say so)."""
-    if policy.allowed_profiles is None:
-        return []
-    unrestricted = replace(policy, allowed_profiles=None)
-    return sorted(
-        {
-            o.profile
-            for o in offers
-            if not _fits(o, need, devices, policy) and _fits(o, need, devices, unrestricted)
-        }
-    )
+def _profiles(offers: Iterable[SliceOffer]) -> list[str]:
+    return sorted({o.profile for o in offers})
 
 
 @lru_cache(maxsize=256)

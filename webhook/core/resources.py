@@ -58,7 +58,7 @@ def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Ki
         return Kind.MIG
     if name in advertised or name.startswith(KNOWN_OTHER_PREFIXES):
         return Kind.OTHER
-    if name.startswith(DEVICE_CLASS_PREFIX) and device_classes(advertised):
+    if name.startswith(DEVICE_CLASS_PREFIX) and any(n.startswith(DEVICE_CLASS_PREFIX) for n in advertised):
         return Kind.SUSPECT  # the cluster's DeviceClasses are known, and none has this name
     if _looks_like_gpu(name) or (inventory_known and name.startswith("nvidia.com/")):
         return Kind.SUSPECT

@@ -36,9 +36,9 @@ def check(env: Env) -> list[Finding]:
 
 
 def _instead(env: Env, resource: str) -> str:
-    if resource.startswith(DEVICE_CLASS_PREFIX):
-        return suggestion(resource, device_classes(env.inventory.advertised))
     inventory = env.inventory
+    if resource.startswith(DEVICE_CLASS_PREFIX):
+        return suggestion(resource, device_classes(inventory.advertised))
     offers = inventory.offers
     served = {r for r in inventory.dra_resources if r.startswith(MIG_PREFIX)}  # DRA's MIG names too
     offered = sorted({o.resource for o in offers if o.strategy == "mixed"} | served)

@@ -67,9 +67,9 @@ def on_starting(server: Any) -> None:
     if callable(load_tls):
         load_tls()
     log = logging.getLogger("gunicorn.error")
-    name_the_listeners(log, server.cfg.bind)
-    if not any(isinstance(f, QuietTimeouts) for f in log.filters):
-        log.addFilter(QuietTimeouts())
+    addresses = ",".join(f"https://{bind}" for bind in server.cfg.bind)
+    for log_filter in (_NameTheListeners(addresses), QuietTimeouts()):
+        set_filter(log, log_filter)
 
 
 class _NameTheListeners(logging.Filter):
@@ -87,10 +87,11 @@ class _NameTheListeners(logging.Filter):
         return True
 
 
-def name_the_listeners(log: logging.Logger, binds: list[str]) -> None:
-    for old in [f for f in log.filters if isinstance(f, _NameTheListeners)]:
+def set_filter(log: logging.Logger, log_filter: logging.Filter) -> None:
+    """Add `log_filter` in place of any of its class (gunicorn's on_starting may run again)."""
+    for old in [f for f in log.filters if type(f) is type(log_filter)]:
         log.removeFilter(old)
-    log.addFilter(_NameTheListeners(",".join(f"https://{bind}" for bind in binds)))
+    log.addFilter(log_filter)
 
 
 def when_ready(server: Any) -> None:

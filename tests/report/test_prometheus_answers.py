@@ -67,12 +67,23 @@ class Odd(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def odd_prometheus() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    with serving(Odd) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """A fake Prometheus on a free loopback port, over TLS with `tls`; its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"{'https://localhost' if tls else 'http://127.0.0.1'}:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize("mode", sorted(ODD))
@@ -146,12 +157,8 @@ class Trickling(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def trickling() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickling)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with serving(Trickling) as url:
+        yield url
 
 
 @pytest.mark.parametrize("path", ["drip", "drip-headers"])
@@ -191,15 +198,9 @@ def test_a_prometheus_over_https_is_read_under_the_deadline(
     """The watched HTTPS connection attaches the TLS socket; the system's trust is used
     (SSL_CERT_FILE here names the test CA)."""
     write_serving_set(tmp_path)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answering)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.crt"))
-    try:
-        (reading,) = query_utilisation(f"https://localhost:{server.server_port}", "1h", timeout=5.0)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Answering, context) as url:
+        (reading,) = query_utilisation(url, "1h", timeout=5.0)
     assert reading.hostname == "a100-0"

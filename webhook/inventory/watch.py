@@ -554,9 +554,9 @@ class ClusterInventorySource:
             started, seen = time.monotonic(), stream.events + stream.bookmarks
             self._watch_once(stream)
             elapsed = time.monotonic() - started
-            if stream.events + stream.bookmarks > seen or elapsed >= self._watch_timeout:
-                stream.backoff.reset()
-            elif not self._stopping.is_set():
+            if elapsed >= self._watch_timeout:
+                stream.backoff.reset()  # a whole watch; each event resets it too (_handle)
+            elif stream.events + stream.bookmarks == seen and not self._stopping.is_set():
                 self._ended_early(stream, elapsed)
 
     def _ended_early(self, stream: _Stream, elapsed: float) -> None:

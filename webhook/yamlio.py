@@ -6,6 +6,9 @@ because a template author (or a manifest) that writes `resources:` twice loses h
 
 from __future__ import annotations
 
+import datetime
+import json
+import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -208,7 +211,8 @@ CUT = "... (cut)"
 
 
 def excerpt(value: Any, limit: int = EXCERPT) -> str:
-    """repr(value), cut to about `limit` characters and said so; reads only as much as it shows."""
+    """`value` as its YAML reads (`true`, `null`, `"text"`, `{"a": 1}`), cut to about `limit`
+    characters and said so; reads only as much as it shows."""
     pieces: list[str] = []
     length = 0
     for piece in _repr_pieces(value):
@@ -238,8 +242,19 @@ def _repr_pieces(value: Any) -> Iterator[str]:
 
 
 def _short_repr(value: Any) -> str:
-    if isinstance(value, str) and len(value) > 4 * EXCERPT:
-        return repr(value[: 4 * EXCERPT])[:-1]
+    """A scalar as YAML (and JSON) write it, not as Python does: authors never wrote `True`."""
+    if isinstance(value, str):
+        if len(value) > 4 * EXCERPT:
+            return json.dumps(value[: 4 * EXCERPT], ensure_ascii=False)[:-1]
+        return json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    if isinstance(value, datetime.date):  # a YAML timestamp (datetime is a date too)
+        return value.isoformat()
     return repr(value)
 
 

@@ -11,6 +11,7 @@ import yaml
 
 from webhook.authoring.fields import lookup, same_value
 from webhook.core.model import Decision, Violation
+from webhook.yamlio import excerpt
 
 
 @dataclass(frozen=True)
@@ -127,10 +128,16 @@ def _fields(expected: Mapping[str, Any], _: Decision, after: Mapping[str, Any]) 
         if want is None and not exists:
             continue
         if not exists:
-            found.append(Mismatch(f"fields[{path}]", f"expected {want!r}, the field is absent"))
+            found.append(Mismatch(f"fields[{path}]", f"expected {_shown(want)}, the field is absent"))
         elif not same_value(want, got):
-            found.append(Mismatch(f"fields[{path}]", f"expected {want!r}, got {got!r}", _diff(want, got)))
+            message = f"expected {_shown(want)}, got {_shown(got)}"
+            found.append(Mismatch(f"fields[{path}]", message, _diff(want, got)))
     return found
+
+
+def _shown(value: Any) -> str:
+    """A field's value as the suite's YAML writes it (`true`, `null`), long ones cut."""
+    return excerpt(value, 400)
 
 
 def _violations(violations: tuple[Violation, ...]) -> tuple[str, ...]:

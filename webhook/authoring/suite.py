@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 
 from webhook.authoring.fields import FieldPathError, parse_path
 from webhook.catalog import CatalogError, Problem, load_catalog
-from webhook.catalog.schema import clipped
+from webhook.catalog.schema import readable
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.core.reasons import REASONS
 from webhook.core.workloads import is_supported_object
@@ -380,7 +380,7 @@ def _expand_lists(objects: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]
 def _schema_message(error: Any) -> str:
     if error.validator == "additionalProperties":
         return str(error.message).replace("Additional properties are not allowed", "unknown field")
-    return clipped(str(error.message), error.instance)
+    return readable(error)
 
 
 def dotted(path: Sequence[str | int]) -> str:

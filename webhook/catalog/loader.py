@@ -19,7 +19,7 @@ from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
 from webhook.podshape_types import type_name
-from webhook.yamlio import Document, YamlError, iter_yaml_files, key_path, load_file
+from webhook.yamlio import Document, YamlError, excerpt, iter_yaml_files, key_path, load_file
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
@@ -125,7 +125,7 @@ def _read(
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in SCHEMAS:
         line = document.line_of(["kind"])
-        got = "it is missing" if kind is None else f"got {kind!r}"
+        got = "it is missing" if kind is None else f"got {excerpt(kind)}"
         problems.append(Problem(document.source, line, "kind", f"expected one of {sorted(SCHEMAS)}, {got}"))
         return
     errors = schema_errors(kind, data)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import math
 from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from jsonschema import Draft202012Validator
 
-from webhook.yamlio import CUT, excerpt
+from webhook.yamlio import excerpt
 
 SCHEMAS = {"WorkloadTemplate": "template.v1.json", "GpuPolicy": "policy.v1.json"}
 
@@ -55,7 +56,7 @@ def schema_errors(kind: str, data: Any) -> list[SchemaError]:
     reported = [error.path for error in found]
     for path, value in _non_finite(data, []):
         if not any(path[: len(other)] == other for other in reported):
-            found.append(SchemaError(path, f"{value!r} is not a finite number", path))
+            found.append(SchemaError(path, f"{excerpt(value)} is not a finite number", path))
     return sorted(found, key=lambda item: [str(p) for p in item.path])
 
 
@@ -114,14 +115,30 @@ def _message(error: Any) -> str:
         return f"{excerpt(error.instance)} is not valid here: {error.schema['description']}"
     if error.validator == "minimum" and isinstance(error.schema, dict) and error.schema.get("description"):
         return f"{excerpt(error.instance)} is not valid here: it is negative; {error.schema['description']}"
-    return clipped(str(error.message), error.instance)
+    return readable(error)
 
 
-def clipped(message: str, instance: Any) -> str:
-    """A jsonschema message with the value it quotes in full (`[[...]] is not of type 'string'`)
-    cut to an excerpt: a value can be a whole document, which would go to every line of output."""
-    shown = excerpt(instance)
-    if not shown.endswith(CUT):
-        return message
-    full = repr(instance)
-    return message.replace(full, shown) if full in message else message
+def readable(error: Any) -> str:
+    """jsonschema's message with the values it quotes as Python writes them (`True is not of type
+    'string'`, `None is not one of ['a', 'b']`) written as YAML does, and a long value (it can be
+    a whole document, which would go to every line of output) cut to an excerpt."""
+    message = str(error.message)
+    quoted = [error.instance]
+    if error.validator in ("enum", "const"):
+        quoted.append(error.validator_value)
+    for value in quoted:
+        python, shown = repr(value), excerpt(value)
+        if python != shown:
+            message = message.replace(python, shown, 1)
+    return message + _quote_hint(error)
+
+
+_READ_AS: Final = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (datetime.date, "a date"))
+
+
+def _quote_hint(error: Any) -> str:
+    """Where text is wanted, YAML reads `true`, `1.0` and `2024-01-01` unquoted as other things."""
+    if error.validator != "type" or error.validator_value != "string":
+        return ""
+    read_as = next((name for kind, name in _READ_AS if isinstance(error.instance, kind)), "")
+    return f"; YAML read it as {read_as}: write it in quotes for text" if read_as else ""

@@ -293,7 +293,7 @@ def test_a_value_quoted_in_a_message_is_cut_to_an_excerpt(tmp_path: Path) -> Non
     """Four levels (6,561 strings) pass the alias budget; the message still quotes ~80 characters."""
     write(tmp_path, {"t.yaml": laughs(4)})
     (named,) = [p for p in lint_paths([tmp_path]) if p.path == "metadata.name"]
-    assert named.message.startswith("[[[['lol', ") and named.message.endswith(
+    assert named.message.startswith('[[[["lol", ') and named.message.endswith(
         "... (cut) is not of type 'string'"
     )
     assert len(named.message) < 150
@@ -302,13 +302,37 @@ def test_a_value_quoted_in_a_message_is_cut_to_an_excerpt(tmp_path: Path) -> Non
 def test_excerpts_read_only_what_they_show() -> None:
     from webhook.yamlio import excerpt
 
-    assert excerpt({"a": [1, "x"]}) == repr({"a": [1, "x"]})
+    assert excerpt({"a": [1, "x", True, None, 0.5]}) == '{"a": [1, "x", true, null, 0.5]}'
     nested: list[object] = ["lol"] * 9
     for _ in range(12):  # 9**12 strings: read in full this would never end
         nested = [nested] * 9
     shown = excerpt(nested)
     assert shown.endswith("... (cut)") and len(shown) == 80 + len("... (cut)")
-    assert excerpt("x" * 10_000_000).startswith("'xxx") and len(excerpt("x" * 10_000_000)) < 100
+    assert excerpt("x" * 10_000_000).startswith('"xxx') and len(excerpt("x" * 10_000_000)) < 100
+
+
+@pytest.mark.parametrize(
+    ("value", "shown", "read_as"),
+    [("true", "true", "a boolean"), ("1.10", "1.1", "a number"), ("2024-01-01", "2024-01-01", "a date")],
+)
+def test_a_label_value_yaml_reads_as_no_text_is_shown_as_written_and_told_to_be_quoted(
+    tmp_path: Path, value: str, shown: str, read_as: str
+) -> None:
+    match = f"  match:\n    podSelector:\n      matchLabels:\n        team: {value}\n"
+    write(tmp_path, {"t.yaml": template("t", VALID + match)})
+    (problem,) = lint_paths([tmp_path])
+    assert problem.path == "spec.match.podSelector.matchLabels.team"
+    assert problem.message.startswith(f"{shown} is not of type 'string'")
+    assert f"YAML read it as {read_as}: write it in quotes" in problem.message
+
+
+def test_an_enum_message_shows_yaml_values_not_python_ones(tmp_path: Path) -> None:
+    write(tmp_path, {"t.yaml": template("t", VALID.replace("gpu: optional", "gpu: null"))})
+    (problem,) = lint_paths([tmp_path])
+    assert (problem.path, problem.message) == (
+        "spec.accelerator.gpu",
+        'null is not one of ["required", "optional", "forbidden"]',
+    )
 
 
 @pytest.mark.parametrize("price", [".nan", ".inf", "-.inf"])

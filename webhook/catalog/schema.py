@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import decimal
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -137,8 +138,23 @@ _READ_AS: Final = ((bool, "a boolean"), (int, "a number"), (float, "a number"), 
 
 
 def _quote_hint(error: Any) -> str:
-    """Where text is wanted, YAML reads `true`, `1.0` and `2024-01-01` unquoted as other things."""
-    if error.validator != "type" or error.validator_value != "string":
+    """Where text is wanted, YAML reads `true`, `1.0` and `2024-01-01` unquoted as other things;
+    where a number is, it reads quoted ones and (YAML 1.1) `1e6` as text."""
+    if error.validator != "type":
         return ""
-    read_as = next((name for kind, name in _READ_AS if isinstance(error.instance, kind)), "")
-    return f"; YAML read it as {read_as}: write it in quotes for text" if read_as else ""
+    value = error.instance
+    if error.validator_value == "string":
+        read_as = next((name for kind, name in _READ_AS if isinstance(value, kind)), "")
+        return f"; YAML read it as {read_as}: write it in quotes for text" if read_as else ""
+    if error.validator_value in ("number", "integer") and isinstance(value, str) and _is_number(value):
+        if "e" in value.lower():  # PyYAML's floats need a dot and a signed exponent (1.0e+6)
+            return f"; YAML reads this exponent as text: write {decimal.Decimal(value.strip()):f}"
+        return "; write it without quotes for a number"
+    return ""
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False

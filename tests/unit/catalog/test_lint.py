@@ -335,6 +335,23 @@ def test_an_enum_message_shows_yaml_values_not_python_ones(tmp_path: Path) -> No
     )
 
 
+@pytest.mark.parametrize(
+    ("price", "hint"),
+    [
+        ("1e6", "YAML reads this exponent as text: write 1000000"),
+        ('"2.5"', "write it without quotes for a number"),
+    ],
+)
+def test_a_price_yaml_reads_as_text_says_how_to_write_the_number(
+    tmp_path: Path, price: str, hint: str
+) -> None:
+    body = f'  namespaces: ["x"]\n  prices:\n    NVIDIA-H100-80GB-HBM3: {price}\n'
+    write(tmp_path, {"policies/p.yaml": policy("p", body)})
+    (problem,) = lint_paths([tmp_path])
+    assert problem.path == "spec.prices.NVIDIA-H100-80GB-HBM3"
+    assert problem.message.endswith(f"is not of type 'number'; {hint}")
+
+
 @pytest.mark.parametrize("price", [".nan", ".inf", "-.inf"])
 def test_a_price_that_is_not_a_finite_number_is_refused(tmp_path: Path, price: str) -> None:
     body = f'  namespaces: ["x"]\n  prices:\n    NVIDIA-H100-80GB-HBM3: {price}\n'

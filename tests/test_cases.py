@@ -31,8 +31,8 @@ import jsonpatch
 import pytest
 import yaml
 
+from tests.api_rules import validity_problems
 from tests.conftest import INVENTORIES, ROOT, SHARED
-from tests.test_corpus import validity_problems
 from webhook.catalog import load_catalog
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, Decision, Inventory
 from webhook.core.reasons import REASONS

@@ -14,27 +14,24 @@ and the line; where a lenient loader still reads them, their pods are decided to
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Iterator, Mapping
-from functools import cache
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jsonpatch
-import jsonschema
 import pytest
 import yaml
-from kubernetes.utils import parse_quantity
-from kubernetes_validate.utils import latest_version, schema_contents
-from referencing import Registry, Resource
 
-from tests.builders import example_inventory_paths
+from tests.api_rules import validity_problems
+from tests.builders import INVENTORIES, example_inventory_paths
 from tests.conftest import SHARED
 from tests.corpus_pods import pods_in
 from webhook.core.decide import decide
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, Decision, Inventory
 from webhook.core.workloads import SUPPORTED_KINDS, decide_object
-from webhook.inventory.files import load_inventory
+from webhook.inventory.files import iter_nodes, load_inventory
+from webhook.inventory.nodes import build_inventory
+from webhook.report.files import load_pods
 from webhook.yamlio import YamlError, load_documents
 
 CORPUS = SHARED / "corpus" / "manifests"
@@ -58,106 +55,15 @@ pytestmark = pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
 
 
 # ---------------------------------------------------------------------------------------------
-# Validity: the Kubernetes schema (kubernetes-validate) plus the API server rules a schema cannot say
-
-
-@cache
-def _validator(kind: str, api_version: str) -> jsonschema.protocols.Validator | None:
-    version = latest_version()
-    folder = f"kubernetes-json-schema/v{version}-local-strict"
-    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    try:
-        schema = schema_contents(f"{folder}/{kind.lower()}-{group_version}.json", version)
-    except FileNotFoundError:
-        return None
-    definitions = schema_contents(f"{folder}/_definitions.json", version)
-    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
-    return jsonschema.Draft202012Validator(schema, registry=registry)
-
-
-def validity_problems(obj: Mapping[str, Any]) -> set[str]:
-    """Every schema error and API-server rule broken, as `path: problem` (all of them, not the first)."""
-    problems: set[str] = set()
-    validator = _validator(str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
-    if validator is not None:
-        for error in validator.iter_errors(obj):
-            problems.add(f"{'.'.join(map(str, error.absolute_path))}: {error.message}")
-    for where, pod in pods_in(dict(obj)):
-        problems.update(f"{where}: {p}" if where else p for p in _api_rules(pod.get("spec") or {}))
-    return problems
-
-
-def _api_rules(spec: Mapping[str, Any]) -> Iterator[str]:
-    containers = [
-        c for g in ("initContainers", "containers") for c in spec.get(g) or () if isinstance(c, dict)
-    ]
-    volumes = [v.get("name") for v in spec.get("volumes") or () if isinstance(v, dict)]
-    if len(volumes) != len(set(volumes)):
-        yield "spec.volumes: duplicate volume name"
-    names = [c.get("name") for c in containers]
-    if len(names) != len(set(names)):
-        yield "spec.containers: duplicate container name"
-    for container in containers:
-        yield from (
-            f"containers[name={container.get('name')}].{p}" for p in _container_rules(container, volumes)
-        )
-    for toleration in spec.get("tolerations") or ():
-        if (
-            isinstance(toleration, dict)
-            and toleration.get("operator") == "Exists"
-            and toleration.get("value")
-        ):
-            yield "spec.tolerations: a value with operator Exists"
-    yield from _affinity_rules(spec.get("affinity"))
-
-
-def _container_rules(container: Mapping[str, Any], volumes: list[Any]) -> Iterator[str]:
-    found = container.get("resources")
-    resources: dict[str, Any] = found if isinstance(found, dict) else {}
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-    for name, value in requests.items():
-        extended = "/" in str(name) and not str(name).startswith("kubernetes.io/")
-        if extended and name not in limits:
-            yield f"resources.requests[{name}]: limit must be set for non overcommitable resources"
-        elif name in limits and _quantity(value) is not None and _quantity(limits[name]) is not None:
-            if extended and _quantity(value) != _quantity(limits[name]):
-                yield f"resources.requests[{name}]: must be equal to the limit"
-            if not extended and _quantity(value) > _quantity(limits[name]):
-                yield f"resources.requests[{name}]: must be less than or equal to the limit"
-    mounts = [m for m in container.get("volumeMounts") or () if isinstance(m, dict)]
-    paths = [m.get("mountPath") for m in mounts]
-    if len(paths) != len(set(paths)):
-        yield "volumeMounts: duplicate mountPath"
-    for mount in mounts:
-        if mount.get("name") not in volumes:
-            yield f"volumeMounts[{mount.get('name')}]: not found in volumes"
-
-
-def _affinity_rules(affinity: Any) -> Iterator[str]:
-    node = (affinity or {}).get("nodeAffinity") if isinstance(affinity, dict) else None
-    required = (node or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    for term in required.get("nodeSelectorTerms") or ():
-        for expression in (term or {}).get("matchExpressions") or ():
-            wants_values = expression.get("operator") in ("In", "NotIn")
-            if wants_values != bool(expression.get("values")):
-                yield f"affinity: {expression.get('key')} {expression.get('operator')} has wrong values"
-
-
-def _quantity(value: Any) -> Any:
-    try:
-        return parse_quantity(value)  # type: ignore[no-untyped-call]
-    except (ValueError, TypeError, ArithmeticError):
-        return None
-
-
-# ---------------------------------------------------------------------------------------------
 # The corpus
 
 
 @pytest.fixture(scope="module")
 def every_inventory() -> dict[str, Inventory]:
     found = {path.stem: load_inventory(path) for path in example_inventory_paths()}
-    return {**found, "none": UNKNOWN_INVENTORY}
+    nodes, pods = (INVENTORIES / f"mixed-cluster{suffix}.yaml" for suffix in ("", "-pods"))
+    with_pods = build_inventory(list(iter_nodes(nodes)), load_pods(pods))  # packing needs usage
+    return {**found, "mixed-cluster-with-pods": with_pods, "none": UNKNOWN_INVENTORY}
 
 
 def _documents(path: Path) -> tuple[list[Any], YamlError | None]:

@@ -1,9 +1,9 @@
 """Prefer nodes that already run accelerator pods and still have free devices of the chosen slice.
 
-A preferred (soft) node affinity the scheduler weighs: small pods pack onto busy nodes instead
-of spreading one slice per node, which keeps whole nodes free for large jobs. It needs a live
-inventory that counts pods, and it is added to Pods only: a workload's template outlives the
-moment the node list is right. A pod that already prefers nodes by name keeps its preference,
+Preferred (soft) node affinity terms the scheduler weighs, one per node: small pods pack onto
+busy nodes instead of spreading one slice per node, which keeps whole nodes free for large jobs.
+It needs a live inventory that counts pods, and it is added to Pods only: a workload's template
+outlives the moment the node list is right. A pod that already prefers nodes by name keeps its preference,
 so a second pass adds nothing.
 """
 
@@ -36,13 +36,23 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         return []
     base = env.view.base
     affinity = node_affinity(pod, base)
-    preference = {"matchFields": [{"key": _NAME_FIELD, "operator": "In", "values": names}]}
-    child_list(affinity, _PREFERRED, f"{base}.affinity.nodeAffinity").append(
-        {"weight": WEIGHT, "preference": preference}
-    )
+    child_list(affinity, _PREFERRED, f"{base}.affinity.nodeAffinity").extend(_terms(names))
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     message = f"prefers busy nodes with a free {offer.profile}: {shown}"
     return [Finding("PreferredPackedNodes", f"{env.view.base}.affinity.nodeAffinity.{_PREFERRED}", message)]
+
+
+def _terms(names: list[str]) -> list[dict[str, Any]]:
+    """One preferred term per node, fullest first weighing most: the API server allows a single
+    value for `matchFields` (`In` [a, b] is refused: "must be only one value ... for node field
+    selector"), and a hostname label need not be the node's name."""
+    return [
+        {
+            "weight": WEIGHT - rank,
+            "preference": {"matchFields": [{"key": _NAME_FIELD, "operator": "In", "values": [name]}]},
+        }
+        for rank, name in enumerate(names)
+    ]
 
 
 def packed_nodes(inventory: Inventory, offer: SliceOffer, devices: int) -> list[str]:

@@ -1,15 +1,22 @@
-"""YAML documents with line numbers and duplicate-key detection.
+"""YAML documents with line numbers and duplicate-key detection, read as kubectl reads them.
 
 PyYAML silently keeps the last of two equal keys; here that is an error with both lines,
 because a template author (or a manifest) that writes `resources:` twice loses half of it.
+
+Values are what kubectl (sigs.k8s.io/yaml, go-yaml v2) would send the API server, not what
+PyYAML's YAML 1.1 makes of them: `2024-01-01` and `1:30` stay text (no dates, no base-60
+numbers), `1e6` is a number, keys are text (`2:` is "2", `true:` is "true"), and what JSON
+cannot hold (`!!set`, `!!binary`, a list as a key) is an error at its line.
 """
 
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,31 +75,105 @@ class Document:
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_DEPTH = 200
+"""Levels of nesting a document may have (Kubernetes objects have a few dozen at most)."""
+_INT = r"[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+_FLOAT = (
+    r"[-+]?[0-9][0-9_]*(?:\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)|\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+)
+_NOT_JSON = {"set": "a set", "binary": "binary data", "omap": "an ordered map", "pairs": "a list of pairs"}
 
 
 class _DuplicateNotingLoader(yaml.SafeLoader):
-    """Notes every duplicate mapping key (PyYAML keeps the last one without a word)."""
+    """Notes every duplicate mapping key (PyYAML keeps the last one without a word), and reads
+    scalars and keys as kubectl does (see the module's docstring)."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[Duplicate] = []
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        """Refuses values nested deeper than MAX_DEPTH at their line: every reader of the
+        document (schema, decision, messages) walks it recursively."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                problem = f"values nested more than {MAX_DEPTH} levels deep"
+                raise yaml.composer.ComposerError(None, None, problem, mark)
+            node: yaml.Node | None = super().compose_node(parent, index)
+            assert node is not None  # composing at an event always gives a node
+            return node
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """Merge keys (`<<: *anchor`) are expanded as YAML 1.1 says: the mapping's own keys win
         over merged ones, which is not a duplicate; two equal keys of its own are."""
         own = [(k, v) for k, v in node.value if k.tag != MERGE_TAG]
         self.flatten_mapping(node)
-        seen: dict[Any, int] = {}
+        seen: dict[str, int] = {}
         for key_node, _ in own:
-            key = self.construct_object(key_node, deep=True)
-            if not isinstance(key, str | int | float | bool):
-                continue
+            key = self._json_key(key_node)
             line = key_node.start_mark.line + 1
             if key in seen:
-                self.duplicates.append(Duplicate(str(key), line, seen[key]))
+                self.duplicates.append(Duplicate(key, line, seen[key]))
             else:
                 seen[key] = line
-        return super().construct_mapping(node, deep)
+        return {self._json_key(k): self.construct_object(v, deep=deep) for k, v in node.value}
+
+    def _json_key(self, node: yaml.Node) -> str:
+        """A key as JSON holds it: text, as kubectl writes a number or boolean key."""
+        key = self.construct_object(node, deep=True)
+        if isinstance(key, str):
+            return key
+        if isinstance(key, bool):
+            return "true" if key else "false"
+        if isinstance(key, int | float):
+            return str(key)
+        what = "null" if key is None else f"{type(key).__name__} {excerpt(key)}"
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a key must be text, a number or a boolean, not {what}", node.start_mark
+        )
+
+
+def _kubectl_resolvers() -> dict[Any, list[tuple[str, Any]]]:
+    """SafeLoader's implicit resolvers without dates and base-60 numbers, with YAML 1.2's floats."""
+    dropped = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+    kept = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag not in dropped]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    for tag, pattern, firsts in (
+        ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789."),
+        ("tag:yaml.org,2002:int", _INT, "-+0123456789"),
+    ):
+        for first in firsts:
+            kept.setdefault(first, []).append((tag, re.compile(f"^(?:{pattern})$")))
+    return kept
+
+
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """An explicit `!!timestamp`: text, as kubectl sends it."""
+    return str(loader.construct_scalar(node))
+
+
+def _refuse_non_json(loader: yaml.SafeLoader, node: yaml.Node) -> None:
+    name = node.tag.rsplit(":", 1)[-1]
+    problem = f"!!{name} is {_NOT_JSON[name]}, which JSON (and so Kubernetes) cannot hold"
+    raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
+
+
+def _kubectl_constructors() -> dict[Any, Any]:
+    constructors = {**yaml.SafeLoader.yaml_constructors, "tag:yaml.org,2002:timestamp": _timestamp_as_text}
+    constructors.update({f"tag:yaml.org,2002:{name}": _refuse_non_json for name in _NOT_JSON})
+    return constructors
+
+
+_DuplicateNotingLoader.yaml_implicit_resolvers = _kubectl_resolvers()
+_DuplicateNotingLoader.yaml_constructors = _kubectl_constructors()
 
 
 def load_documents(
@@ -130,10 +211,42 @@ def load_documents(
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
+        as_json = _as_json(text, source)
+        if as_json is not None:
+            return as_json
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise YamlError(_describe(source, exc), source, line, _problem(exc), documents) from exc
     return documents
+
+
+def _as_json(text: str, source: str) -> list[Document] | None:
+    """A stream YAML refuses that is JSON, as kubectl reads one that starts with `{` (`jq --tab`
+    indents JSON with tabs, which YAML does not allow); None when it is not JSON either."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_members)
+    except (ValueError, RecursionError):
+        return None
+    if _depth(data) > MAX_DEPTH:
+        return None
+    return [Document(source, 0, data, None)] if data is not None else []
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("duplicate key")
+    return found
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item) for item in value), default=0)
+    return 0
 
 
 ALIAS_BUDGET = 100_000
@@ -303,22 +416,41 @@ def dump_yaml_all(items: Sequence[Any]) -> str:
     return str(yaml.dump_all(items, Dumper=_PlainDumper, sort_keys=False))
 
 
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+"""What a folder's YAML files end with, in any case (JSON is YAML, as kubectl reads it)."""
+
+
 def iter_yaml_files(directory: Path, unreadable: list[OSError] | None = None) -> Iterator[Path]:
     """YAML files under a folder, skipping tests/ and hidden entries: a mounted ConfigMap keeps a
-    second copy of every file in its `..<timestamp>` folder behind the `..data` symlink. A symlink
-    whose target is missing is listed (reading it says so); a folder that cannot be listed goes to
-    `unreadable`, or raises when that is None, instead of reading as empty."""
+    second copy of every file in its `..<timestamp>` folder behind the `..data` symlink. Symlinked
+    folders are followed, each real folder once (a link back up would loop). A symlink whose target
+    is missing is listed (reading it says so); a folder that cannot be listed, and what is no file
+    (a named pipe would block every reader), go to `unreadable`, or raise when that is None."""
 
     def refused(exc: OSError) -> None:
         if unreadable is None:
             raise exc
         unreadable.append(exc)
 
-    for folder, subfolders, names in os.walk(directory, onerror=refused):
+    visited: set[tuple[int, int]] = set()
+    for folder, subfolders, names in os.walk(directory, onerror=refused, followlinks=True):
+        try:
+            status = os.stat(folder)
+        except OSError as exc:
+            refused(exc)
+            continue
+        if (status.st_dev, status.st_ino) in visited:
+            subfolders[:] = []
+            continue
+        visited.add((status.st_dev, status.st_ino))
         subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d != "tests")
         for name in sorted(names):
-            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
-                yield Path(folder) / name
+            if name.lower().endswith(YAML_SUFFIXES) and not name.startswith("."):
+                path = Path(folder) / name
+                if path.exists() and not path.is_file():
+                    refused(OSError(errno.EINVAL, "not a regular file (a pipe or a device)", str(path)))
+                    continue
+                yield path
 
 
 def key_path(node: yaml.Node | None, key: str, line: int) -> list[str | int] | None:
@@ -341,7 +473,7 @@ def key_path(node: yaml.Node | None, key: str, line: int) -> list[str | int] | N
 
 def _child(node: yaml.Node | None, step: str | int) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
+        for key_node, value_node in reversed(node.value):  # the last one wins: own keys follow merged ones
             if getattr(key_node, "value", None) == str(step):
                 found: yaml.Node = value_node
                 return found

@@ -6,6 +6,7 @@ not built, so a typo never reaches the admission path.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -19,7 +20,15 @@ from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
 from webhook.podshape_types import type_name
-from webhook.yamlio import Document, YamlError, excerpt, iter_yaml_files, key_path, load_file
+from webhook.yamlio import (
+    YAML_SUFFIXES,
+    Document,
+    YamlError,
+    excerpt,
+    iter_yaml_files,
+    key_path,
+    load_file,
+)
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
@@ -81,28 +90,47 @@ def _assemble(
 
 def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Document]:
     documents: list[Document] = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            target = f" (a symlink to {os.readlink(path)})" if path.is_symlink() else ""
-            problems.append(Problem(str(path), None, "", f"no such file or directory{target}"))
-            continue
+    for file in _files([Path(raw) for raw in paths], problems):
+        try:
+            documents.extend(load_file(file, report_duplicates=True))
+        except YamlError as exc:
+            documents.extend(exc.documents)
+            problems.append(Problem(str(file), exc.line, "", exc.problem))
+    return documents
+
+
+def _files(given: list[Path], problems: list[Problem]) -> list[Path]:
+    """The files given and those in the folders given, each real file once (a folder given twice,
+    or inside another, is read once); what is missing or unreadable goes to `problems`, and so
+    does finding nothing at all (a mistyped path, more likely than a catalog of nothing)."""
+    found: dict[Path, Path] = {}
+    for path in given:
         unreadable: list[OSError] = []
         files = list(iter_yaml_files(path, unreadable)) if path.is_dir() else [path]
         for exc in unreadable:
             where = exc.filename if exc.filename is not None else path
             problems.append(Problem(str(where), None, "", f"cannot read: {exc.strerror or exc}"))
         for file in files:
-            if not file.exists():  # a symlink whose target is gone
-                target = f" (a symlink to {os.readlink(file)})" if file.is_symlink() else ""
-                problems.append(Problem(str(file), None, "", f"no such file or directory{target}"))
-                continue
-            try:
-                documents.extend(load_file(file, report_duplicates=True))
-            except YamlError as exc:
-                documents.extend(exc.documents)
-                problems.append(Problem(str(file), exc.line, "", exc.problem))
-    return documents
+            if file.exists():
+                found.setdefault(file.resolve(), file)
+            else:
+                problems.append(_missing(file))
+    if not found and not problems:
+        shown = ", ".join(str(path) for path in given) or "(no path)"
+        suffixes = ", ".join(YAML_SUFFIXES)
+        problems.append(Problem(shown, None, "", f"no template or policy files ({suffixes}) here"))
+    return list(found.values())
+
+
+def _missing(path: Path) -> Problem:
+    """A path that is not there, or a symlink whose target is gone or that loops."""
+    try:
+        path.stat()
+        why = "no such file or directory"
+    except OSError as exc:
+        why = "no such file or directory" if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror}"
+    target = f" (a symlink to {os.readlink(path)})" if path.is_symlink() else ""
+    return Problem(str(path), None, "", f"{why}{target}")
 
 
 def _read(

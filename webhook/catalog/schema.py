@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import datetime
-import decimal
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -134,12 +132,12 @@ def readable(error: Any) -> str:
     return message + _quote_hint(error)
 
 
-_READ_AS: Final = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (datetime.date, "a date"))
+_READ_AS: Final = ((bool, "a boolean"), (int, "a number"), (float, "a number"))
 
 
 def _quote_hint(error: Any) -> str:
-    """Where text is wanted, YAML reads `true`, `1.0` and `2024-01-01` unquoted as other things;
-    where a number is, it reads quoted ones and (YAML 1.1) `1e6` as text."""
+    """Where text is wanted, YAML reads `true` and `1.10` unquoted as other things; where a
+    number is, a quoted one is text."""
     if error.validator != "type":
         return ""
     value = error.instance
@@ -147,8 +145,6 @@ def _quote_hint(error: Any) -> str:
         read_as = next((name for kind, name in _READ_AS if isinstance(value, kind)), "")
         return f"; YAML read it as {read_as}: write it in quotes for text" if read_as else ""
     if error.validator_value in ("number", "integer") and isinstance(value, str) and _is_number(value):
-        if "e" in value.lower():  # PyYAML's floats need a dot and a signed exponent (1.0e+6)
-            return f"; YAML reads this exponent as text: write {decimal.Decimal(value.strip()):f}"
         return "; write it without quotes for a number"
     return ""
 

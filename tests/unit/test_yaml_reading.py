@@ -1,0 +1,164 @@
+"""YAML is read as kubectl reads it, and catalog folders are read as a user expects: every file
+once, symlinked folders followed, nothing skipped without a word."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.unit.catalog.test_lint import VALID, policy, template, write
+from webhook.catalog import lint_paths, load_catalog
+from webhook.yamlio import MAX_DEPTH, YamlError, load_documents
+
+
+def read(text: str) -> object:
+    (document,) = load_documents(text, "t.yaml")
+    return document.data
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("2024-01-01", "2024-01-01"),  # no date: text, as kubectl sends it
+        ("2024-01-01T10:00:00Z", "2024-01-01T10:00:00Z"),
+        ("!!timestamp 2024-01-01", "2024-01-01"),
+        ("1:30", "1:30"),  # no base-60 number (PyYAML's YAML 1.1 made it 90)
+        ("1:30.5", "1:30.5"),
+        ("1e6", 1e6),  # a number (PyYAML's YAML 1.1 made it text)
+        ("-2E-3", -2e-3),
+        ("1.5e+3", 1500.0),
+        ("0x1F", 31),
+        ("7", 7),
+        ("1_000", 1000),
+        ("1.5", 1.5),
+        ("yes", True),
+        ("~", None),
+    ],
+)
+def test_scalars_are_what_kubectl_sends(text: str, value: object) -> None:
+    found = read(f"v: {text}\n")
+    assert found == {"v": value} and type(found["v"]) is type(value)  # type: ignore[index]
+
+
+def test_keys_are_text_as_kubectl_writes_them() -> None:
+    assert read("2: a\ntrue: b\n1.5: c\nx: d\n") == {"2": "a", "true": "b", "1.5": "c", "x": "d"}
+
+
+def test_a_number_key_and_a_boolean_key_are_two_keys_not_a_duplicate() -> None:
+    """In Python 1 == True: keys kept as numbers would collide."""
+    assert read("1: a\ntrue: b\n") == {"1": "a", "true": "b"}
+
+
+def test_a_key_written_as_text_and_as_a_number_is_a_duplicate_at_its_line() -> None:
+    with pytest.raises(YamlError) as caught:
+        read('a: 0\n2: x\n"2": y\n')
+    assert caught.value.line == 3 and "duplicate key '2'" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "what"),
+    [
+        ("a: 1\nnull: 2\n", 2, "a key must be text, a number or a boolean, not null"),
+        ("a: 1\n[1, 2]: x\n", 2, "not list"),
+        ("a:\n  b: !!set {x, y}\n", 2, "!!set is a set"),
+        ("a: !!binary aGVsbG8=\n", 1, "!!binary is binary data"),
+        ("a: !!omap [{x: 1}]\n", 1, "!!omap is an ordered map"),
+    ],
+)
+def test_what_json_cannot_hold_is_refused_at_its_line(text: str, line: int, what: str) -> None:
+    with pytest.raises(YamlError) as caught:
+        read(text)
+    assert caught.value.line == line and what in caught.value.problem
+
+
+def test_values_nested_too_deeply_are_refused_at_their_line_not_a_recursion_error() -> None:
+    deep = "a: 1\nb: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n"
+    with pytest.raises(YamlError) as caught:
+        read(deep)
+    assert caught.value.line == 2 and f"nested more than {MAX_DEPTH} levels" in caught.value.problem
+    very_deep = "b: " + "[" * 100_000 + "]" * 100_000 + "\n"
+    with pytest.raises(YamlError):
+        read(very_deep)
+    assert read("b: " + "[" * (MAX_DEPTH - 5) + "]" * (MAX_DEPTH - 5) + "\n")
+
+
+def test_json_indented_with_tabs_is_read_as_kubectl_reads_it() -> None:
+    """`jq --tab` writes tabs, which YAML refuses; kubectl reads a stream starting with `{` as JSON."""
+    assert read('{\n\t"kind": "Pod",\n\t"spec": {\n\t\t"containers": []\n\t}\n}\n') == {
+        "kind": "Pod",
+        "spec": {"containers": []},
+    }
+    with pytest.raises(YamlError):  # a duplicate member is still refused
+        read('{\n\t"a": 1,\n\t"a": 2\n}\n')
+
+
+def test_a_merged_mapping_locates_its_own_keys_at_their_own_lines(tmp_path: Path) -> None:
+    body = (
+        "  kind: batch\n  accelerator:\n    gpu: optional\n  inject:\n"  # 6-9
+        "    labels: &labels\n      team: a\n"  # 10-11
+        "    resources:\n      perGpu:\n        limits:\n"  # 12-14
+        "          <<: {memory: 1Gi}\n          cpu: 2x\n"  # 15-16
+    )
+    write(tmp_path, {"templates/t.yaml": template("t", body)})
+    assert {(p.line, p.path) for p in lint_paths([tmp_path])} == {
+        (16, "spec.inject.resources.perGpu.limits.cpu")
+    }
+
+
+# --- catalog folders --------------------------------------------------------------------------
+
+
+def catalog_in(root: Path) -> None:
+    policies = policy("p", '  namespaces: ["x"]\n')
+    write(root, {"templates/a.yaml": template("a", VALID), "policies/p.yaml": policies})
+
+
+def test_a_symlinked_folder_in_the_templates_is_read(tmp_path: Path) -> None:
+    catalog_in(tmp_path)
+    write(tmp_path, {"extra/b.yaml": template("b", VALID)})
+    (tmp_path / "templates" / "more").symlink_to(tmp_path / "extra")
+    assert set(load_catalog([tmp_path / "templates", tmp_path / "policies"]).templates) == {"a", "b"}
+
+
+def test_a_folder_symlinked_back_up_is_read_once(tmp_path: Path) -> None:
+    catalog_in(tmp_path)
+    (tmp_path / "templates" / "loop").symlink_to(tmp_path / "templates")
+    assert lint_paths([tmp_path / "templates", tmp_path / "policies"]) == []
+
+
+@pytest.mark.parametrize("name", ["b.json", "b.YAML", "b.Yml"])
+def test_json_and_upper_case_names_are_read(tmp_path: Path, name: str) -> None:
+    catalog_in(tmp_path)
+    write(tmp_path, {f"templates/{name}": template("b", VALID)})
+    assert set(load_catalog([tmp_path / "templates", tmp_path / "policies"]).templates) == {"a", "b"}
+
+
+def test_a_file_reached_twice_is_read_once_not_defined_twice(tmp_path: Path) -> None:
+    catalog_in(tmp_path)
+    assert lint_paths([tmp_path, tmp_path / "templates", tmp_path / "policies"]) == []
+
+
+def test_a_named_pipe_is_a_problem_not_a_hang(tmp_path: Path) -> None:
+    catalog_in(tmp_path)
+    os.mkfifo(tmp_path / "templates" / "pipe.yaml")
+    (problem,) = lint_paths([tmp_path / "templates", tmp_path / "policies"])
+    assert problem.source.endswith("pipe.yaml") and "not a regular file" in problem.message
+
+
+def test_a_symlink_loop_says_so(tmp_path: Path) -> None:
+    catalog_in(tmp_path)
+    (tmp_path / "templates" / "x.yaml").symlink_to(tmp_path / "templates" / "y.yaml")
+    (tmp_path / "templates" / "y.yaml").symlink_to(tmp_path / "templates" / "x.yaml")
+    problems = lint_paths([tmp_path / "templates", tmp_path / "policies"])
+    assert {Path(p.source).name for p in problems} == {"x.yaml", "y.yaml"}
+    assert all("symbolic links" in p.message for p in problems)
+
+
+def test_folders_holding_no_file_are_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "policies").mkdir()
+    (problem,) = lint_paths([tmp_path / "templates", tmp_path / "policies"])
+    assert "no template or policy files" in problem.message
+    assert str(tmp_path / "templates") in problem.source

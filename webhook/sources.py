@@ -54,7 +54,9 @@ class FileInventorySource:
         self._inventory: Inventory | None = None
 
     def start(self) -> None:
-        self._inventory = load_inventory(self._path)
+        """Reads the file the first time only (serve reads it in the master, before the fork)."""
+        if self._inventory is None:
+            self._inventory = load_inventory(self._path)
 
     def stop(self) -> None:
         return None

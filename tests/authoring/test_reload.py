@@ -342,3 +342,52 @@ def test_a_dangling_symlink_is_a_problem_for_lint_as_for_the_server(
     assert source.check_now() is False
     (served,) = source.status()["lastError"]["problems"]
     assert (served["source"], served["message"]) == (problem.source, problem.message)
+
+
+def test_a_worker_started_while_the_files_are_broken_serves_the_last_good_catalog(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
+) -> None:
+    """gunicorn starts a worker again after a crash (all of them on SIGHUP): that worker's first
+    load fails on the broken files, and it serves what the running ones serve, not nothing."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    running = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=shared)
+    running.check_now()
+    mounts[0].publish({**templates("v1"), "a.yaml": BROKEN})
+    assert running.check_now() is False and version(running.current()) == "v1"
+
+    started = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=shared)
+    assert started.check_now() is False
+    assert started.ready() and version(started.current()) == "v1"
+    status = started.status()
+    assert status["servingLastGood"] and status["lastError"]["problems"]
+    assert status["digest"] == running.status()["digest"]
+
+    alone = ReloadingCatalogSource([m.root for m in mounts], interval=3600)  # no shared folder
+    alone.check_now()
+    assert not alone.ready()
+
+
+def test_the_last_good_catalog_follows_each_good_load(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    running = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=shared)
+    running.check_now()
+    mounts[0].publish(templates("v2"))
+    assert running.check_now() is True
+    mounts[0].publish({"a.yaml": BROKEN})
+    started = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=shared)
+    started.check_now()
+    assert version(started.current()) == "v2"
+    mounts[0].publish(templates("v3"))  # fixed: the started worker loads the files again
+    assert started.check_now() is True and version(started.current()) == "v3"
+    assert not started.status()["servingLastGood"]
+
+
+def test_a_shared_folder_that_cannot_be_written_leaves_the_catalog_served(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
+) -> None:
+    running = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=tmp_path / "gone")
+    assert running.check_now() is True and version(running.current()) == "v1"

@@ -7,12 +7,13 @@ a log line, the metrics and `status()`. `current()` hands out one immutable Cata
 request in flight never sees half of two versions.
 
 The thread starts in `start()`: gunicorn forks after the app is built and threads do not
-survive a fork, so the server calls `start()` in each worker.
+survive a fork, so the server calls `start()` in each worker. Given a folder the workers share
+(`last_good`), each keeps a copy of the files it loaded there, and a worker started while the
+files are broken serves that copy (see webhook/catalog/last_good.py) instead of nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -23,13 +24,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from webhook.catalog.last_good import LastGoodCatalog, digest_of
 from webhook.catalog.loader import CatalogError, Problem, load_catalog
 from webhook.core.model import Catalog
 from webhook.yamlio import iter_yaml_files
 
 LOG = logging.getLogger("webhook.catalog.reload")
 DEFAULT_INTERVAL = 10.0
-SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -102,12 +103,14 @@ class ReloadingCatalogSource:
         paths: Sequence[str | Path],
         interval: float = DEFAULT_INTERVAL,
         registry: CollectorRegistry | None = None,
+        last_good: Path | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be positive, got {interval}")
         self._paths = tuple(Path(p) for p in paths)
         self._interval = interval
         self._metrics = CatalogMetrics.create(registry)
+        self._last_good = LastGoodCatalog(last_good) if last_good is not None else None
         self._state = _State()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -169,8 +172,21 @@ class ReloadingCatalogSource:
             if files_digest(self._paths) != digest:
                 return False  # changed while loading: the next poll loads the settled files
             if catalog is None:
+                if self._state.catalog is None:
+                    self._serve_last_good()
                 return self._failed(digest, problems)
+            if self._last_good is not None:
+                self._last_good.keep(digest, catalog_files(self._paths))
             return self._loaded(digest, catalog)
+
+    def _serve_last_good(self) -> None:
+        """A first load that failed: the catalog another worker loaded, when there is one."""
+        kept = self._last_good.load() if self._last_good is not None else None
+        if kept is not None:
+            digest, catalog = kept
+            self._state = replace(self._state, catalog=catalog, digest=digest, loaded_at=time.time())
+            counts = {"templates": len(catalog.templates), "policies": len(catalog.policies)}
+            LOG.info("catalog_last_good_served", extra={"fields": {"digest": digest, **counts}})
 
     def _loaded(self, digest: str, catalog: Catalog) -> bool:
         now = time.time()
@@ -225,10 +241,7 @@ def catalog_files(paths: Sequence[Path]) -> list[Path]:
 
 def files_digest(paths: Sequence[Path]) -> str:
     """sha256 over the names and contents of the resolved catalog files (symlinks followed)."""
-    digest = hashlib.sha256()
-    for name, content in _contents(paths):
-        digest.update(name.encode() + b"\0" + content + b"\0")
-    return digest.hexdigest()
+    return digest_of(_contents(paths))
 
 
 def _contents(paths: Sequence[Path]) -> Iterator[tuple[str, bytes]]:

@@ -10,11 +10,15 @@ certificate is one clear message and exit code 2.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import shlex
+import shutil
 import socket
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -147,8 +151,22 @@ def run(args: argparse.Namespace) -> int:
         io_timeout=args.io_timeout,
         prometheus_url=plan.prometheus_url,
     )
-    WebhookServer(settings, plan.sources, announce=partial(_announce, plan)).run()
+    sources: SourcesFactory = partial(plan.sources, last_good=_shared_folder("gpu-webhook-catalog-"))
+    WebhookServer(settings, sources, announce=partial(_announce, plan)).run()
     return 0
+
+
+def _shared_folder(prefix: str) -> Path:
+    """A new folder every worker of this server writes to and reads, removed when the master
+    exits (workers are forked with its exit handlers: they leave it alone)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(_remove_in, os.getpid(), folder)
+    return folder
+
+
+def _remove_in(master: int, folder: Path) -> None:
+    if os.getpid() == master:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -157,8 +175,9 @@ class Plan:
     host: str
     tls: TLSFiles
     ca_file: Path | None
-    sources: SourcesFactory
-    """Builds the (catalog, inventory) sources; called in each worker, after the fork."""
+    sources: Callable[..., tuple[CatalogSource, InventorySource]]
+    """Builds the (catalog, inventory) sources; called in each worker, after the fork, with the
+    folder the workers share as `last_good`."""
     prometheus_url: str | None = None
 
 
@@ -199,7 +218,7 @@ def _file_inventory(args: argparse.Namespace) -> Any:
     if pods is None and args.inventory is None:
         pods = str(_here_or_in_checkout(DEFAULT_PODS))
     if pods is None:
-        return partial(FileInventorySource, path)
+        return _read_once(FileInventorySource(path))
     if not Path(pods).is_file():
         raise UsageError(f"--pods: no such file: {pods}")
     try:
@@ -208,7 +227,19 @@ def _file_inventory(args: argparse.Namespace) -> Any:
         raise UsageError(f"--pods: {exc}".replace("\n", "\n  ")) from exc
     from webhook.report.files import StaticUsageInventorySource
 
-    return partial(StaticUsageInventorySource, path, pods)
+    return _read_once(StaticUsageInventorySource(path, pods))
+
+
+def _read_once(source: InventorySource) -> Any:
+    """The files read here, in the master, once: every worker, one gunicorn starts again after a
+    crash included, serves what they held then (a worker reading them later, after they changed
+    or broke, would answer differently from the others)."""
+    source.start()
+    return partial(_same, source)
+
+
+def _same(source: InventorySource) -> InventorySource:
+    return source
 
 
 def _with_templates(inventory: Any, templates: tuple[GpuNode, ...]) -> InventorySource:
@@ -216,14 +247,14 @@ def _with_templates(inventory: Any, templates: tuple[GpuNode, ...]) -> Inventory
 
 
 def _sources(
-    catalog_paths: Sequence[Path], inventory: Any, reload_seconds: float
+    catalog_paths: Sequence[Path], inventory: Any, reload_seconds: float, last_good: Path | None = None
 ) -> tuple[CatalogSource, InventorySource]:
     source: InventorySource = inventory()
     if reload_seconds == 0:
         return StaticCatalogSource(catalog_paths), source
     from webhook.catalog.reload import ReloadingCatalogSource
 
-    return ReloadingCatalogSource(catalog_paths, interval=reload_seconds), source
+    return ReloadingCatalogSource(catalog_paths, interval=reload_seconds, last_good=last_good), source
 
 
 def parse_bind(bind: str) -> tuple[str, int]:

@@ -39,8 +39,10 @@ class StaticUsageInventorySource:
         self._loaded: tuple[Inventory, tuple[PodUsage, ...]] | None = None
 
     def start(self) -> None:
-        inventory, usages = load_with_pods(self._nodes_path, self._pods_path)
-        self._loaded = (inventory, tuple(usages))
+        """Reads the files the first time only (serve reads them in the master, before the fork)."""
+        if self._loaded is None:
+            inventory, usages = load_with_pods(self._nodes_path, self._pods_path)
+            self._loaded = (inventory, tuple(usages))
 
     def stop(self) -> None:
         return None

@@ -327,9 +327,14 @@ def test_unreachable_api_server_is_a_clear_error(certs: Run, tmp_path: Path) -> 
     assert not (tmp_path / "tls").exists(), "nothing is written when the webhooks cannot be patched"
 
 
-def test_missing_kubeconfig_is_a_clear_error(certs: Run, tmp_path: Path) -> None:
-    code, _, err = certs("--secret", "s", "--apply", "--kubeconfig", str(tmp_path / "nope"))
-    assert code == 1 and str(tmp_path / "nope") in err and "Traceback" not in err
+@pytest.mark.parametrize("apply", [True, False], ids=["apply", "patch-webhooks"])
+def test_missing_kubeconfig_is_named_as_serve_names_it(certs: Run, tmp_path: Path, apply: bool) -> None:
+    missing = tmp_path / "nope"
+    out_dir = ("--out-dir", str(tmp_path / "tls"), "--patch-webhooks")
+    where = ("--secret", "s", "--apply") if apply else out_dir
+    code, out, err = certs(*where, "--kubeconfig", str(missing))
+    assert (code, out) == (2, "") and err == f"gpu-webhook: --kubeconfig: no such file: {missing}\n"
+    assert not (tmp_path / "tls").exists()
 
 
 @pytest.mark.parametrize(

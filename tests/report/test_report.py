@@ -196,6 +196,14 @@ def test_cli_bad_input_is_a_clear_error(
     assert "Traceback" not in captured.err
 
 
+def test_cli_missing_kubeconfig_is_named_as_serve_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nowhere"
+    assert main(["report", "--kubeconfig", str(missing)]) == 2
+    assert capsys.readouterr().err == f"gpu-webhook: --kubeconfig: no such file: {missing}\n"
+
+
 def test_cli_unreachable_prometheus_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["report", "--inventory", str(EXAMPLE_NODES), "--prometheus", "http://127.0.0.1:9"]
     assert main(argv) == 2

@@ -20,7 +20,7 @@ import sys
 
 from kubernetes.client import ApiClient
 
-from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, error
+from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, check_kubeconfig, error
 from webhook.tls import cluster
 from webhook.tls.bundle import BundleError, CertSet, Outcome, Renewal, renew, service_hosts
 from webhook.tls.files import write_stdout
@@ -202,6 +202,7 @@ def _duration_text(text: str) -> str:
 def _connect(args: argparse.Namespace) -> ApiClient | None:
     if not (args.apply or args.patch_webhooks):
         return None
+    check_kubeconfig(args.kubeconfig)
     return cluster.connect(args.kubeconfig)
 
 

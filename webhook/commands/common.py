@@ -49,5 +49,11 @@ def templates_from(path: str | None) -> tuple[GpuNode, ...]:
         raise UsageError(f"--node-templates: {exc}") from exc
 
 
+def check_kubeconfig(path: str | None) -> None:
+    """A --kubeconfig that names no file: the same one line from every command that takes one."""
+    if path is not None and not Path(path).is_file():
+        raise UsageError(f"--kubeconfig: no such file: {path}")
+
+
 def error(message: str) -> None:
     print(f"gpu-webhook: {message}", file=sys.stderr)

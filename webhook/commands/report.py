@@ -12,7 +12,14 @@ import sys
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, catalog_from, error
+from webhook.commands.common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    UsageError,
+    catalog_from,
+    check_kubeconfig,
+    error,
+)
 from webhook.core.model import Inventory
 from webhook.inventory.files import InventoryError
 from webhook.inventory.usage import PodUsage
@@ -80,6 +87,7 @@ def _inventory(args: argparse.Namespace) -> tuple[Inventory, list[PodUsage]]:
     if args.kubeconfig:
         if args.pods:
             raise UsageError("--pods goes with --inventory; --kubeconfig reads the pods from the cluster")
+        check_kubeconfig(args.kubeconfig)
         return _from_cluster(args.kubeconfig, args.context)
     if not args.inventory:
         raise UsageError(

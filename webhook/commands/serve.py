@@ -29,6 +29,7 @@ from webhook.commands.common import (
     EXIT_BAD_INPUT,
     UsageError,
     catalog_from,
+    check_kubeconfig,
     error,
     inventory_from,
     templates_from,
@@ -296,8 +297,7 @@ def _here_or_in_checkout(relative: str) -> Path:
 
 def _cluster_source(kubeconfig: str | None) -> Any:
     """The watcher class, once the cluster configuration has been checked here in the master."""
-    if kubeconfig is not None and not Path(kubeconfig).is_file():
-        raise UsageError(f"--kubeconfig: no such file: {kubeconfig}")
+    check_kubeconfig(kubeconfig)
     try:
         module = importlib.import_module("webhook.inventory.watch")
     except ImportError as exc:

@@ -89,6 +89,9 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         tmp / "list.yaml", yaml.safe_dump({"kind": "List", "items": [pod("a"), pod("b"), service]})
     )
     nan = write(tmp / "nan.yaml", yaml.safe_dump(pod("nan", gpu=float("nan"))))
+    inner = {"apiVersion": "v1", "kind": "List", "items": [pod("deep", gpu="1.5")]}
+    outer = {"kind": "List", "items": [pod("a"), inner]}
+    nested_list = write(tmp / "nested-list.yaml", yaml.safe_dump(outer))
     vectoradd = yaml.safe_load(Path(VECTORADD).read_text(encoding="utf-8"))
     vectoradd["metadata"]["namespace"] = "ml"
     own_namespace = write(tmp / "own-namespace.yaml", yaml.safe_dump(vectoradd))
@@ -103,6 +106,7 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         "only-subfolders": Run(("check", str(Path(nested).parent.parent), "--inventory", MIXED)),
         "yaml": Run(("check", two_pods, "--inventory", MIXED, "-o", "yaml")),
         "list": Run(("check", listed)),
+        "nested-list": Run(("check", nested_list, "-o", "json")),
         "patch": Run(("check", VECTORADD, "--inventory", MIXED, "-o", "patch")),
         "namespace": Run(("check", VECTORADD, "--inventory", MIXED, "-n", "prod-serving", "-o", "json")),
         "own-namespace": Run(
@@ -372,6 +376,17 @@ def test_a_list_is_read_item_by_item_and_other_kinds_are_skipped(ran: tuple[dict
     assert [(v[2], v[3].rsplit("#", 1)[1]) for v in verdicts] == [("a", "1[0])"), ("b", "1[1])")]
     assert "skipped" in found.stdout and "Service svc" in found.stdout
     assert "note: no --inventory given" in found.stdout
+
+
+def test_a_list_inside_a_list_is_read_item_by_item_as_kubectl_does(
+    ran: tuple[dict[str, Result], Path],
+) -> None:
+    found = result(ran, "nested-list")
+    assert found.returncode == 1, found.stderr
+    assert [(r["source"].rsplit("#", 1)[1], r["name"], r["allowed"]) for r in records(found)] == [
+        ("1[0]", "a", True),
+        ("1[1][0]", "deep", False),
+    ]
 
 
 def test_patch_output_applies_to_the_input(ran: tuple[dict[str, Result], Path]) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 from webhook.yamlio import Document, YamlError, decode_text, load_documents, read_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_LIST_DEPTH = 10
+"""How deep Lists may nest in Lists (kubectl unwraps each level); deeper is refused, not guessed."""
 
 
 @dataclass(frozen=True)
@@ -104,13 +106,28 @@ def _objects(document: Document, source: str, manifests: list[Manifest], errors:
     if not isinstance(data, Mapping):
         errors.append(f"{where}: a manifest must be a mapping, got {type(data).__name__}")
         return
-    if str(data.get("kind", "")).endswith("List") and isinstance(data.get("items"), list):
-        for position, item in enumerate(data["items"]):
-            if isinstance(item, Mapping):
-                manifests.append(Manifest(f"{where}[{position}]", dict(item)))
-            else:
-                errors.append(
-                    f"{where}[{position}]: a List item must be a mapping, got {type(item).__name__}"
-                )
-    else:
-        manifests.append(Manifest(where, dict(data)))
+    manifests.extend(expand_lists(data, where, errors))
+
+
+def is_list(obj: Mapping[str, Any]) -> bool:
+    """A `List` (or `PodList`, ...) holding its objects in `items`, as kubectl reads one."""
+    kind = obj.get("kind")
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(obj.get("items"), list)
+
+
+def expand_lists(obj: Mapping[str, Any], where: str, errors: list[str], depth: int = 0) -> Iterator[Manifest]:
+    """The object, or the objects of a List, of Lists inside it too (kubectl flattens nested Lists):
+    sources `where[1][0]`. An item that is not a mapping, or Lists nested deeper than
+    MAX_LIST_DEPTH, is an error in `errors`, and the other items are still returned."""
+    if not is_list(obj):
+        yield Manifest(where, dict(obj))
+        return
+    if depth >= MAX_LIST_DEPTH:
+        errors.append(f"{where}: Lists nested more than {MAX_LIST_DEPTH} deep")
+        return
+    for position, item in enumerate(obj["items"]):
+        at = f"{where}[{position}]"
+        if isinstance(item, Mapping):
+            yield from expand_lists(item, at, errors, depth + 1)
+        else:
+            errors.append(f"{at}: a List item must be a mapping, got {type(item).__name__}")

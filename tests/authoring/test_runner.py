@@ -163,6 +163,36 @@ def test_bad_suites_name_file_line_and_field(tmp_path: Path, cases: str, path: s
     assert words in matching[0].message
 
 
+NESTED_LIST = """\
+      input:
+        apiVersion: v1
+        kind: List
+        items:
+          - apiVersion: v1
+            kind: List
+            items:
+              - apiVersion: v1
+                kind: Pod
+                metadata: {name: deep}
+                spec:
+                  containers: [{name: c, image: bb, resources: {limits: {nvidia.com/gpu: 1.5}}}]
+"""
+
+
+def test_an_inline_list_inside_a_list_is_read_item_by_item(tmp_path: Path) -> None:
+    run = run_paths([suite(tmp_path, case("allowed: false\ncodesInclude: [FractionalGpu]\n", NESTED_LIST))])
+    assert run.problems == [] and [(r.resource, r.passed) for r in run.results] == [("Pod/deep", True)]
+
+
+def test_an_inline_list_item_that_is_not_an_object_is_a_bad_suite(tmp_path: Path) -> None:
+    body = NESTED_LIST.replace("            items:\n", "            items:\n              - 42\n")
+    run = run_paths([suite(tmp_path, case("allowed: false\n", body))])
+    assert run.exit_code == EXIT_BAD_SUITE and run.results == []
+    (problem,) = run.problems
+    assert problem.path == "spec.cases[0].input" and problem.line is not None
+    assert problem.message.endswith("#c[0][0][0]: a List item must be a mapping, got int"), problem.message
+
+
 def test_uncovered_resource_is_a_bad_suite(tmp_path: Path) -> None:
     manifests = tmp_path / "in.yaml"
     manifests.write_text(POD.format("a") + "---\n" + POD.format("b"))

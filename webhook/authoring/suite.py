@@ -8,7 +8,7 @@ Every problem names the file, line and field path; a suite with any problem is n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -24,7 +24,7 @@ from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.core.reasons import REASONS
 from webhook.core.workloads import is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
-from webhook.manifests import Manifest, read_manifests
+from webhook.manifests import Manifest, expand_lists, read_manifests
 from webhook.podshape import identity_problems, shape_problems
 from webhook.yamlio import Document, YamlError, load_documents, read_text
 
@@ -258,8 +258,11 @@ class _SuiteReader:
             return None if found is None else self._well_formed(found, [*at, "inputFile"])
         where = f"{self.document.source}#{case['name']}"
         raw = case["input"] if isinstance(case["input"], list) else [case["input"]]
-        manifests = [Manifest(f"{where}[{i}]", obj) for i, obj in enumerate(_expand_lists(raw))]
-        return self._well_formed(manifests, [*at, "input"])
+        errors: list[str] = []
+        manifests = [m for i, obj in enumerate(raw) for m in expand_lists(obj, f"{where}[{i}]", errors)]
+        for message in errors:  # an item that is not an object: `check` calls it bad input too
+            self.problem([*at, "input"], message)
+        return None if errors else self._well_formed(manifests, [*at, "input"])
 
     def _well_formed(self, manifests: list[Manifest], at: JsonPath) -> list[Manifest] | None:
         """The inputs, or None when one is malformed (`metadata: 5`, `spec: 7`): `check` calls that
@@ -366,15 +369,6 @@ def is_checkable(manifest: Manifest) -> bool:
 
 def resource_key(manifest: Manifest) -> str:
     return f"{manifest.kind}/{manifest.name}"
-
-
-def _expand_lists(objects: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for obj in objects:
-        items = obj.get("items")
-        if str(obj.get("kind", "")).endswith("List") and isinstance(items, list):
-            yield from (item for item in items if isinstance(item, dict))
-        else:
-            yield obj
 
 
 def _schema_message(error: Any) -> str:

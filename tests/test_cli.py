@@ -106,6 +106,7 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         "only-subfolders": Run(("check", str(Path(nested).parent.parent), "--inventory", MIXED)),
         "yaml": Run(("check", two_pods, "--inventory", MIXED, "-o", "yaml")),
         "list": Run(("check", listed)),
+        **{f"list-{output}": Run(("check", listed, "-o", output)) for output in ("json", "yaml", "patch")},
         "nested-list": Run(("check", nested_list, "-o", "json")),
         "patch": Run(("check", VECTORADD, "--inventory", MIXED, "-o", "patch")),
         "namespace": Run(("check", VECTORADD, "--inventory", MIXED, "-n", "prod-serving", "-o", "json")),
@@ -282,10 +283,10 @@ def records(found: Result) -> list[dict[str, Any]]:
 
 
 def assert_bad_input(found: Result, *names: str) -> None:
-    """Exit 2 and one line on stderr that says what and where; never a traceback."""
+    """Exit 2 and one line on stderr that says what and where (besides notes); never a traceback."""
     assert found.returncode == 2, found.stdout + found.stderr
     assert "Traceback" not in found.stderr + found.stdout
-    lines = found.stderr.strip().splitlines()
+    lines = [line for line in found.stderr.strip().splitlines() if not line.startswith("note: ")]
     assert len(lines) == 1 and lines[0].startswith("gpu-webhook: "), found.stderr
     assert all(name in lines[0] for name in names), lines[0]
 
@@ -369,13 +370,31 @@ def test_merge_keys_are_read_and_no_output_has_yaml_anchors(ran: tuple[dict[str,
     ] * 2
 
 
+def list_notes(tmp: Path) -> list[str]:
+    return [
+        f"skipped {tmp / 'list.yaml'}#1[2]: Service svc holds no pod template",
+        "note: no --inventory given; slice choice and node checks were skipped",
+    ]
+
+
 def test_a_list_is_read_item_by_item_and_other_kinds_are_skipped(ran: tuple[dict[str, Result], Path]) -> None:
     found = result(ran, "list")
     assert found.returncode == 0, found.stderr
     verdicts = [line.split() for line in found.stdout.splitlines() if line.startswith("ALLOWED")]
     assert [(v[2], v[3].rsplit("#", 1)[1]) for v in verdicts] == [("a", "1[0])"), ("b", "1[1])")]
-    assert "skipped" in found.stdout and "Service svc" in found.stdout
-    assert "note: no --inventory given" in found.stdout
+    assert "skipped" not in found.stdout and "note:" not in found.stdout, "notes go to stderr"
+    assert found.stderr.splitlines() == list_notes(ran[1])
+
+
+@pytest.mark.parametrize("output", ["json", "yaml", "patch"])
+def test_skipped_objects_are_noted_on_stderr_in_every_format(
+    ran: tuple[dict[str, Result], Path], output: str
+) -> None:
+    found = result(ran, f"list-{output}")
+    assert found.returncode == 0, found.stderr
+    parsed = json.loads(found.stdout) if output != "yaml" else list(yaml.safe_load_all(found.stdout))
+    assert len(parsed) == 2, "stdout holds only the decisions"
+    assert found.stderr.splitlines() == list_notes(ran[1])
 
 
 def test_a_list_inside_a_list_is_read_item_by_item_as_kubectl_does(

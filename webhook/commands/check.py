@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,7 @@ def _checkable(manifest: Manifest) -> bool:
 def _print(
     output: str, results: list[tuple[Manifest, Decision]], skipped: list[Manifest], known: bool
 ) -> None:
+    """The decisions on stdout (parseable with -o json|yaml|patch); notes on stderr, in every format."""
     if output == "json":
         print(json.dumps([_record(m, d) for m, d in results], indent=2))
     elif output == "yaml":
@@ -101,11 +103,12 @@ def _print(
     else:
         for manifest, decision in results:
             print(_text(manifest, decision))
-        for manifest in skipped:
-            kind = manifest.kind or "no kind"
-            print(f"skipped {manifest.source}: {kind} {manifest.name} holds no pod template")
-        if not known:
-            print("note: no --inventory given; slice choice and node checks were skipped")
+    sys.stdout.flush()  # the notes follow the decisions on a terminal
+    for manifest in skipped:
+        kind = manifest.kind or "no kind"
+        print(f"skipped {manifest.source}: {kind} {manifest.name} holds no pod template", file=sys.stderr)
+    if not known:
+        print("note: no --inventory given; slice choice and node checks were skipped", file=sys.stderr)
 
 
 def _record(manifest: Manifest, decision: Decision) -> dict[str, Any]:

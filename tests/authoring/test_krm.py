@@ -13,6 +13,7 @@ import yaml
 
 from tests.conftest import ROOT
 from webhook.authoring.krm import FunctionConfig, KrmInputError, read_config, run_function
+from webhook.manifests import MAX_LIST_DEPTH
 
 INVENTORY = str(ROOT / "examples" / "inventories" / "a100-mixed.yaml")
 CONFIG = FunctionConfig(
@@ -114,6 +115,38 @@ def test_metadata_that_is_not_an_object_is_an_error_on_its_item_and_the_others_a
     assert outcome.resource_list["items"][2]["spec"]["containers"][0]["resources"]["limits"] != {
         "nvidia.com/gpu": 1
     }
+
+
+def listed(*items: Any, **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "metadata": meta, "items": list(items)}
+
+
+def test_the_objects_of_a_list_item_are_decided_and_mutated_in_place_nested_lists_too() -> None:
+    annotations = {"config.kubernetes.io/path": "all.yaml", "config.kubernetes.io/index": "0"}
+    item = listed(CONFIG_MAP, pod("vllm"), listed(pod("frac", gpu="1.5")), annotations=annotations)
+    outcome = run_function(resource_list(item), CONFIG)
+    (out,) = outcome.resource_list["items"]
+    assert [i["kind"] for i in out["items"]] == ["ConfigMap", "Pod", "List"]
+    assert out["metadata"] == item["metadata"] and out["items"][0] == CONFIG_MAP
+    assert out["items"][1]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.40gb"] == 1
+    assert out["items"][2] == item["items"][2], "a denied pod is left as it is"
+    (denial,) = [r for r in outcome.results if r["severity"] == "error"]
+    assert (denial["resourceRef"]["name"], denial["tags"]["code"]) == ("frac", "FractionalGpu")
+    assert denial["file"] == {"path": "all.yaml", "index": 0}
+    assert {r["resourceRef"]["name"] for r in outcome.results} == {"vllm", "frac"}
+    assert outcome.failed
+
+
+def test_a_list_item_that_is_not_an_object_is_an_error_and_the_others_are_decided() -> None:
+    outcome = run_function(resource_list(listed(42, pod("vllm"))), CONFIG)
+    errors = [r for r in outcome.results if r["severity"] == "error"]
+    assert [(r["resourceRef"]["kind"], r["field"]["path"]) for r in errors] == [("List", "items[0]")]
+    assert "must be a mapping, got int" in errors[0]["message"]
+    assert outcome.resource_list["items"][0]["items"][0] == 42
+    assert (
+        "nvidia.com/mig-3g.40gb"
+        in outcome.resource_list["items"][0]["items"][1]["spec"]["containers"][0]["resources"]["limits"]
+    )
 
 
 def test_mutate_false_leaves_items_unchanged_but_reports() -> None:
@@ -253,3 +286,13 @@ def test_cli_a_bad_function_config_is_bad_input_exit_2_not_a_denial() -> None:
     assert "unknown key(s) colour" in result.stderr and "mutate must be" in result.stderr
     out = yaml.safe_load(result.stdout)
     assert out["items"] == [pod("vllm")] and len(out["results"]) == 2
+
+
+def test_lists_nested_too_deep_are_an_error_not_a_recursion() -> None:
+    deep: dict[str, Any] = pod("frac", gpu="1.5")
+    for _ in range(MAX_LIST_DEPTH + 1):
+        deep = listed(deep)
+    outcome = run_function(resource_list(deep), CONFIG)
+    (error,) = outcome.results
+    assert error["severity"] == "error" and "Lists nested more than" in error["message"]
+    assert outcome.resource_list["items"] == [deep]

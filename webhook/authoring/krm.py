@@ -27,6 +27,7 @@ from webhook.core.model import (
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
+from webhook.manifests import MAX_LIST_DEPTH, is_list
 from webhook.podshape import identity_problems, shape_problems
 
 SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
@@ -144,7 +145,7 @@ def run_function(resource_list: dict[str, Any], defaults: FunctionConfig) -> Out
         return _finish(resource_list, items, results, bad_config=True)
     out_items: list[Any] = []
     for item in items:
-        new_item, item_results = _process(item, config, catalog, inventory)
+        new_item, item_results = _process_item(item, config, catalog, inventory)
         out_items.append(new_item)
         results.extend(item_results)
     return _finish(resource_list, out_items, results)
@@ -177,6 +178,31 @@ def _load(
     return catalog, inventory
 
 
+def _process_item(
+    item: Any, config: FunctionConfig, catalog: Catalog, inventory: Inventory, depth: int = 0
+) -> tuple[Any, list[dict[str, Any]]]:
+    """An item, or a `List` item's objects (of Lists inside it too, as kubectl unwraps them),
+    decided as `check` decides them: the mutations are written back into the List in place."""
+    if not (isinstance(item, dict) and is_list(item)) or _local_config(item):
+        return _process(item, config, catalog, inventory)
+    if depth >= MAX_LIST_DEPTH:
+        return item, [_result(item, "error", f"Lists nested more than {MAX_LIST_DEPTH} deep", None)]
+    file = _file(lenient_object(lenient_object(item.get("metadata")).get("annotations")))
+    results: list[dict[str, Any]] = []
+    inner_items: list[Any] = []
+    for position, inner in enumerate(item["items"]):
+        if isinstance(inner, dict):
+            new_inner, inner_results = _process_item(inner, config, catalog, inventory, depth + 1)
+        else:
+            message = f"items[{position}]: a List item must be a mapping, got {type(inner).__name__}"
+            new_inner, inner_results = inner, [_result(item, "error", message, None)]
+            inner_results[0]["field"] = {"path": f"items[{position}]"}
+        inner_items.append(new_inner)
+        results.extend(({"file": file} | result) if file else result for result in inner_results)
+    changed = any(new is not old for new, old in zip(inner_items, item["items"], strict=True))
+    return ({**item, "items": inner_items} if changed else item), results
+
+
 def _process(
     item: Any, config: FunctionConfig, catalog: Catalog, inventory: Inventory
 ) -> tuple[Any, list[dict[str, Any]]]:
@@ -205,12 +231,13 @@ def _malformed(item: dict[str, Any], path: str, problem: str) -> dict[str, Any]:
 
 
 def _checkable(item: Any) -> bool:
-    if not isinstance(item, dict):
-        return False
+    return isinstance(item, dict) and not _local_config(item) and is_supported_object(item)
+
+
+def _local_config(item: dict[str, Any]) -> bool:
+    """Marked `config.kubernetes.io/local-config: "true"`: never sent to a cluster."""
     annotations = lenient_object(lenient_object(item.get("metadata")).get("annotations"))
-    if str(annotations.get(LOCAL_CONFIG, "")).lower() == "true":
-        return False
-    return is_supported_object(item)
+    return str(annotations.get(LOCAL_CONFIG, "")).lower() == "true"
 
 
 def _results(item: dict[str, Any], decision: Decision, applied: bool) -> Iterator[dict[str, Any]]:

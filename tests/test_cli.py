@@ -253,6 +253,19 @@ BAD_MANIFESTS = {  # name: (text, where the message must point)
         "spec:\n  pytorchReplicaSpecs: 5\n",
         "#1: PyTorchJob pj: spec.pytorchReplicaSpecs: must be an object, not a number",
     ),
+    "pod-in-apps-v1": (
+        "apiVersion: apps/v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, image: b}]}\n",
+        "#1: Pod x: apiVersion: kind Pod is in apiVersion v1, not apps/v1",
+    ),
+    "kind-in-lower-case": (
+        "apiVersion: v1\nkind: pod\nmetadata: {name: x}\nspec: {containers: [{name: a, image: b}]}\n",
+        "#1: pod x: kind: kinds are case-sensitive: did you mean Pod?",
+    ),
+    "deployment-in-core-v1": (
+        "apiVersion: v1\nkind: Deployment\nmetadata: {name: d}\n"
+        "spec: {template: {spec: {containers: [{name: a, image: b}]}}}\n",
+        "#1: Deployment d: apiVersion: kind Deployment is in apiVersion apps/v1, not v1",
+    ),
     "deployment-without-template": (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
         "#1: Deployment d: spec.template: missing",

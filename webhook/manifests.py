@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from webhook.core.workloads import SUPPORTED_KINDS, api_group, home_group, is_supported
 from webhook.yamlio import Document, YamlError, decode_text, load_documents, read_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+BUILT_IN_VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
+"""Kubernetes' own API groups of the kinds the webhook reads: no CRD adds a kind to them."""
 MAX_LIST_DEPTH = 10
 """How deep Lists may nest in Lists (kubectl unwraps each level); deeper is refused, not guessed."""
 
@@ -51,6 +54,27 @@ class Manifest:
     def namespace(self) -> str | None:
         namespace = self.metadata.get("namespace")
         return namespace if isinstance(namespace, str) and namespace else None
+
+
+def kind_problems(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A kind the webhook reads, written as the API server refuses it: in another of Kubernetes'
+    own groups (`apps/v1` Pod) or in another case (`kind: pod`). Read as some other kind, it would
+    be skipped as holding no pod template, and go undecided."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
+        return []
+    group = api_group(api_version)
+    if group is None or is_supported((group, kind)):
+        return []
+    known = next((k for k in ("Pod", *sorted(SUPPORTED_KINDS)) if k.lower() == kind.lower()), None)
+    if known is None or not (group in BUILT_IN_VERSIONS or is_supported((group, known))):
+        return []  # a kind of another API group's own (a CRD may name its kind Job)
+    home = group if is_supported((group, known)) else home_group(known)  # Volcano's Job: its own
+    in_home = f"apiVersion {BUILT_IN_VERSIONS[home]}" if home in BUILT_IN_VERSIONS else f"API group {home}"
+    if known != kind:
+        elsewhere = "" if home == group else f" (in {in_home})"
+        return [("kind", f"kinds are case-sensitive: did you mean {known}{elsewhere}?")]
+    return [("apiVersion", f"kind {kind} is in {in_home}, not {api_version}")]
 
 
 def read_manifests(inputs: list[str], recursive: bool = False) -> tuple[list[Manifest], list[str]]:

@@ -149,6 +149,20 @@ def test_a_list_item_that_is_not_an_object_is_an_error_and_the_others_are_decide
     )
 
 
+def test_a_kind_the_api_server_refuses_is_an_error_not_passed_through_undecided() -> None:
+    wrong_group = pod("grouped", gpu="1.5") | {"apiVersion": "apps/v1"}
+    wrong_case = pod("cased", gpu="1.5") | {"kind": "pod"}
+    local = wrong_case | {
+        "metadata": {"name": "local", "annotations": {"config.kubernetes.io/local-config": "true"}}
+    }
+    outcome = run_function(resource_list(wrong_group, wrong_case, local), CONFIG)
+    assert [(r["resourceRef"]["name"], r["field"]["path"], r["message"]) for r in outcome.results] == [
+        ("grouped", "apiVersion", "malformed: apiVersion: kind Pod is in apiVersion v1, not apps/v1"),
+        ("cased", "kind", "malformed: kind: kinds are case-sensitive: did you mean Pod?"),
+    ]
+    assert outcome.failed and outcome.resource_list["items"] == [wrong_group, wrong_case, local]
+
+
 def test_mutate_false_leaves_items_unchanged_but_reports() -> None:
     items = (pod("vllm"), deployment("web"))
     outcome = run_function(resource_list(*items, config={"mutate": "false"}), CONFIG)

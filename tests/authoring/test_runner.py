@@ -146,6 +146,16 @@ def test_several_resources_need_one_expectation_each(tmp_path: Path) -> None:
         (case("allowed: true\n") + case("allowed: true\n"), "spec.cases[1].name", "used twice"),
         (case("allowed: true\nresource: Pod/other\n"), "spec.cases[0].expect.resource", "no Pod/other"),
         (
+            case("allowed: true\n", VLLM.replace("kind: Pod", "kind: pod")),
+            "spec.cases[0].input",
+            "pod vllm: kind: kinds are case-sensitive: did you mean Pod?",
+        ),
+        (
+            case("allowed: true\n", VLLM.replace("apiVersion: v1", "apiVersion: apps/v1")),
+            "spec.cases[0].input",
+            "Pod vllm: apiVersion: kind Pod is in apiVersion v1, not apps/v1",
+        ),
+        (
             case("allowed: true\n", VLLM.replace("metadata: {name: vllm}", 'metadata: "meta"')),
             "spec.cases[0].input",
             "Pod: metadata: must be an object, not a string",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.manifests import MAX_LIST_DEPTH, expand_lists
+import pytest
+
+from webhook.manifests import MAX_LIST_DEPTH, expand_lists, kind_problems
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -39,3 +41,30 @@ def test_a_list_at_the_depth_bound_is_read() -> None:
         deep = listed(deep)
     errors: list[str] = []
     assert [m.name for m in expand_lists(deep, "f#1", errors)] == ["deep"] and errors == []
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "expected"),
+    [
+        ("apps/v1", "Pod", [("apiVersion", "kind Pod is in apiVersion v1, not apps/v1")]),
+        (
+            "batch/v1",
+            "Deployment",
+            [("apiVersion", "kind Deployment is in apiVersion apps/v1, not batch/v1")],
+        ),
+        ("v1", "PyTorchJob", [("apiVersion", "kind PyTorchJob is in API group kubeflow.org, not v1")]),
+        ("v1", "pod", [("kind", "kinds are case-sensitive: did you mean Pod?")]),
+        ("apps/v1", "POD", [("kind", "kinds are case-sensitive: did you mean Pod (in apiVersion v1)?")]),
+        ("kubeflow.org/v1", "pytorchjob", [("kind", "kinds are case-sensitive: did you mean PyTorchJob?")]),
+        ("batch.volcano.sh/v1alpha1", "job", [("kind", "kinds are case-sensitive: did you mean Job?")]),
+        ("v1", "Pod", []),
+        ("batch.volcano.sh/v1alpha1", "Job", []),
+        ("example.com/v1", "Job", []),  # a CRD may name its kind as Kubernetes does
+        ("example.com/v1", "pod", []),
+        ("batch.volcano.sh/v1alpha1", "CronJob", []),
+        ("apps/v1", "ControllerRevision", []),
+        ("v1", "Service", []),
+    ],
+)
+def test_kinds_the_api_server_refuses(api_version: str, kind: str, expected: list[tuple[str, str]]) -> None:
+    assert kind_problems({"apiVersion": api_version, "kind": kind}) == expected

@@ -27,7 +27,7 @@ from webhook.core.model import (
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
-from webhook.manifests import MAX_LIST_DEPTH, is_list
+from webhook.manifests import MAX_LIST_DEPTH, is_list, kind_problems
 from webhook.podshape import identity_problems, shape_problems
 
 SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
@@ -208,6 +208,8 @@ def _process(
 ) -> tuple[Any, list[dict[str, Any]]]:
     if not _checkable(item):
         wrong = identity_problems(item) if isinstance(item, dict) else []
+        if isinstance(item, dict) and not _local_config(item):  # a local-config item is never sent
+            wrong.extend(kind_problems(item))
         return item, [_malformed(item, path, problem) for path, problem in wrong]
     metadata = lenient_object(item.get("metadata"))
     namespace = str(metadata.get("namespace") or config.namespace or "default")

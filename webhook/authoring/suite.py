@@ -24,7 +24,7 @@ from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.core.reasons import REASONS
 from webhook.core.workloads import is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
-from webhook.manifests import Manifest, expand_lists, read_manifests
+from webhook.manifests import Manifest, expand_lists, kind_problems, read_manifests
 from webhook.podshape import identity_problems, shape_problems
 from webhook.yamlio import Document, YamlError, load_documents, read_text
 
@@ -270,7 +270,9 @@ class _SuiteReader:
         before = len(self.problems)
         for manifest in manifests:
             wrong = (
-                shape_problems(manifest.obj) if is_checkable(manifest) else identity_problems(manifest.obj)
+                shape_problems(manifest.obj)
+                if is_checkable(manifest)
+                else [*identity_problems(manifest.obj), *kind_problems(manifest.obj)]
             )
             for path, problem in wrong:
                 self.problem(at, f"{manifest.title}: {path}: {problem}")

@@ -23,7 +23,7 @@ from webhook.commands.common import (
 )
 from webhook.core.model import Context, Decision
 from webhook.core.workloads import decide_object, is_supported_object
-from webhook.manifests import Manifest, read_manifests
+from webhook.manifests import Manifest, kind_problems, read_manifests
 from webhook.podshape import identity_problems, shape_problems
 from webhook.yamlio import dump_yaml, dump_yaml_all
 
@@ -67,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
     results = []
     skipped = []
     for manifest in manifests:
-        malformed = shape_problems(manifest.obj) if _checkable(manifest) else identity_problems(manifest.obj)
+        malformed = (
+            shape_problems(manifest.obj)
+            if _checkable(manifest)
+            else [*identity_problems(manifest.obj), *kind_problems(manifest.obj)]
+        )
         if malformed:
             what = f"{manifest.source}: {manifest.title}"
             input_errors.extend(f"{what}: {path}: {problem}" for path, problem in malformed)

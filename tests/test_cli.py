@@ -103,6 +103,7 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         "denied": Run(("check", BROKEN, VECTORADD, nan, "--inventory", MIXED, "-o", "json")),
         "stdin": Run(("check", "-", "--inventory", MIXED, "-o", "json"), stdin=stdin),
         "empty-stdin": Run(("check", "-", "--inventory", MIXED), stdin=""),
+        "stdin-twice": Run(("check", "-", VECTORADD, "-"), stdin=stdin),
         "only-subfolders": Run(("check", str(Path(nested).parent.parent), "--inventory", MIXED)),
         "yaml": Run(("check", two_pods, "--inventory", MIXED, "-o", "yaml")),
         "list": Run(("check", listed)),
@@ -309,6 +310,14 @@ def test_inputs_without_objects_exit_2_so_a_mistyped_path_fails_ci(
     ran: tuple[dict[str, Result], Path], name: str, hint: str
 ) -> None:
     assert_bad_input(result(ran, name), "no Kubernetes objects found", hint)
+
+
+def test_stdin_given_twice_is_a_usage_error_as_it_can_be_read_only_once(
+    ran: tuple[dict[str, Result], Path],
+) -> None:
+    found = result(ran, "stdin-twice")
+    assert_bad_input(found, "- (stdin) is given more than once")
+    assert found.stdout == ""
 
 
 def test_all_allowed_exits_0_and_shows_the_mutation(ran: tuple[dict[str, Result], Path]) -> None:

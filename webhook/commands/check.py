@@ -55,6 +55,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.inputs.count("-") > 1:
+        error("- (stdin) is given more than once; stdin can be read only once")
+        return EXIT_BAD_INPUT
     try:
         catalog = catalog_from(args.templates, args.policies)
         inventory = inventory_from(args.inventory, args.node_templates)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -114,14 +115,50 @@ def _sources(
             continue
         path = Path(raw)
         if path.is_dir():
-            pattern = "**/*" if recursive else "*"
-            for file in sorted(path.glob(pattern)):
-                if file.is_file() and file.suffix in MANIFEST_SUFFIXES:
-                    yield lambda file=file: (str(file), read_text(file))  # type: ignore[misc]
+            for file in _folder_files(path, recursive, errors):
+                yield lambda file=file: (str(file), read_text(file))  # type: ignore[misc]
         elif path.exists():
             yield lambda path=path: (str(path), read_text(path))  # type: ignore[misc]
         else:
-            errors.append(f"{raw}: no such file or directory")
+            errors.append(_missing(path, raw))
+
+
+def _folder_files(folder: Path, recursive: bool, errors: list[str]) -> list[Path]:
+    """The manifest files of a folder (`.yaml`, `.yml`, `.json`, in any case), sorted; with
+    `recursive`, of its subfolders too, symlinked ones included, each real folder once (a link
+    back up is no loop). A dangling symlink named as a manifest, or a folder that cannot be
+    listed, is an error: skipping it silently would pass a CI run that checked nothing of it."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+
+    def walk(directory: Path) -> None:
+        real = directory.resolve()
+        if real in seen:
+            return
+        seen.add(real)
+        try:
+            entries = sorted(directory.iterdir())
+        except OSError as exc:
+            errors.append(f"{directory}: cannot list the folder: {exc.strerror or exc}")
+            return
+        for entry in entries:
+            if entry.is_dir():
+                if recursive:
+                    walk(entry)
+            elif entry.suffix.lower() in MANIFEST_SUFFIXES:
+                if entry.is_file():
+                    found.append(entry)
+                elif not entry.exists():
+                    errors.append(_missing(entry, str(entry)))
+
+    walk(folder)
+    return sorted(found)
+
+
+def _missing(path: Path, shown: str) -> str:
+    if path.is_symlink():
+        return f"{shown}: a dangling symlink (to {os.readlink(path)}): no such file or directory"
+    return f"{shown}: no such file or directory"
 
 
 def _objects(document: Document, source: str, manifests: list[Manifest], errors: list[str]) -> None:

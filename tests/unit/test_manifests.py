@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from webhook.manifests import MAX_LIST_DEPTH, expand_lists, kind_problems
+from webhook.manifests import MAX_LIST_DEPTH, expand_lists, kind_problems, read_manifests
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -68,3 +69,40 @@ def test_a_list_at_the_depth_bound_is_read() -> None:
 )
 def test_kinds_the_api_server_refuses(api_version: str, kind: str, expected: list[tuple[str, str]]) -> None:
     assert kind_problems({"apiVersion": api_version, "kind": kind}) == expected
+
+
+POD_YAML = "apiVersion: v1\nkind: Pod\nmetadata: {{name: {}}}\n"
+
+
+def test_a_dangling_symlink_in_a_folder_is_an_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(POD_YAML.format("a"))
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    (tmp_path / "notes.txt").symlink_to(tmp_path / "nowhere.txt")  # not a manifest's name: not read
+    manifests, errors = read_manifests([str(tmp_path)])
+    assert [m.name for m in manifests] == ["a"]
+    assert errors == [
+        f"{tmp_path / 'gone.yaml'}: a dangling symlink (to {tmp_path / 'nowhere.yaml'}): "
+        "no such file or directory"
+    ]
+
+
+def test_upper_case_extensions_are_read_as_lower_case_ones(tmp_path: Path) -> None:
+    for name in ("a.YAML", "b.Yml", "c.JSON", "d.txt"):
+        (tmp_path / name).write_text(POD_YAML.format(name.split(".")[0]))
+    manifests, errors = read_manifests([str(tmp_path)])
+    assert [m.name for m in manifests] == ["a", "b", "c"] and errors == []
+
+
+def test_recursion_follows_symlinked_folders_and_reads_each_real_folder_once(tmp_path: Path) -> None:
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "real" / "sub" / "p.yaml").write_text(POD_YAML.format("p"))
+    (tmp_path / "real" / "sub" / "up").symlink_to(tmp_path / "real", target_is_directory=True)  # a loop
+    top = tmp_path / "top"
+    top.mkdir()
+    (top / "q.yaml").write_text(POD_YAML.format("q"))
+    (top / "linked").symlink_to(tmp_path / "real", target_is_directory=True)
+    (top / "again").symlink_to(tmp_path / "real" / "sub", target_is_directory=True)
+    manifests, errors = read_manifests([str(top)], recursive=True)
+    assert sorted(m.name for m in manifests) == ["p", "q"] and errors == []
+    flat, _ = read_manifests([str(top)])
+    assert [m.name for m in flat] == ["q"], "without -R, subfolders are not read"

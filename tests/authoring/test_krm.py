@@ -171,6 +171,24 @@ def test_mutate_false_leaves_items_unchanged_but_reports() -> None:
     assert len(rewritten) == 1 and rewritten[0]["message"].endswith("(not applied: mutate is false)")
 
 
+@pytest.mark.parametrize(
+    ("spelled", "mutate"),
+    [("mutate: no", False), ('mutate: "no"', False), ("mutate: Off", False), ("mutate: 'OFF'", False)]
+    + [('mutate: "false"', False), ("mutate: false", False), ("mutate: yes", True), ('mutate: "on"', True)]
+    + [("mutate: true", True), ('mutate: "True"', True)],
+)
+def test_mutate_means_the_same_quoted_or_not(spelled: str, mutate: bool) -> None:
+    """YAML 1.1 reads a bare `no` as false; kustomize and kpt pass the same word on as text."""
+    data = yaml.safe_load(f"data:\n  {spelled}\n")
+    assert read_config(data, CONFIG).mutate is mutate
+
+
+@pytest.mark.parametrize("spelled", ["mutate: 0", 'mutate: "n"', "mutate: n", "mutate: []", 'mutate: ""'])
+def test_mutate_that_is_no_boolean_either_way_is_refused(spelled: str) -> None:
+    with pytest.raises(ValueError, match="mutate must be true or false"):
+        read_config(yaml.safe_load(f"data:\n  {spelled}\n"), CONFIG)
+
+
 def test_function_config_overrides_defaults_and_namespace_default_applies() -> None:
     config = {"inventory": "none", "namespace": "prod-chat", "templates": CONFIG.templates}
     assert not run_function(resource_list(pod("shell", image="busybox", gpu=0)), CONFIG).failed

@@ -52,6 +52,9 @@ class FunctionConfig:
 
 
 CONFIG_KEYS = ("mutate", "templates", "policies", "inventory", "namespace")
+MUTATE_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+"""`mutate` as text: the words a bare YAML 1.1 value reads as a boolean, so that `mutate: no`
+means the same quoted or not."""
 
 
 @dataclass(frozen=True)
@@ -126,12 +129,12 @@ def _config_value(key: str, value: Any) -> Any:
         if not isinstance(value, str) or not value:
             raise ValueError(f"functionConfig: {key} must be a non-empty string, got {value!r}")
         return value
-    if isinstance(value, bool):
+    if isinstance(value, bool):  # YAML 1.1 reads a bare yes/no/on/off as one too
         return value
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise ValueError(f'functionConfig: mutate must be "true" or "false", got {value!r}')
-    return text == "true"
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in MUTATE_WORDS:  # the same words quoted: kustomize and kpt pass them as text
+        raise ValueError(f"functionConfig: mutate must be true or false (yes/no, on/off), got {value!r}")
+    return MUTATE_WORDS[text]
 
 
 def run_function(resource_list: dict[str, Any], defaults: FunctionConfig) -> Outcome:

@@ -71,7 +71,7 @@ _TABLE: Final = (
     Reason("InjectedResources", "info", "CPU/memory requests or limits were filled from the template."),
     Reason("InjectionExceedsNodes", "warn", "The template's CPU or memory for this pod is more than any GPU node it may run on has; that resource was not filled in."),
     Reason("InjectedSharedMemory", "info", "A memory-backed /dev/shm volume was added."),
-    Reason("InjectedMetadata", "info", "Labels or annotations were added from the template."),
+    Reason("InjectedMetadata", "info", "Labels or annotations were set from the template, and the name of the template applied."),
     Reason("InjectedScheduling", "info", "priorityClassName or runtimeClassName was set from the template."),
 )  # fmt: skip
 

@@ -13,14 +13,17 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         return []
     meta = env.view.meta
     added: list[str] = []
-    wanted_annotations = {**template.inject.annotations, APPLIED_TEMPLATE_ANNOTATION: template.name}
-    for section, wanted in (("labels", template.inject.labels), ("annotations", wanted_annotations)):
+    for section, wanted in (("labels", template.inject.labels), ("annotations", template.inject.annotations)):
         present = read(read_metadata(pod, meta), section, meta)
         missing = {k: v for k, v in wanted.items() if k not in present}
         if missing:
             child(metadata(pod, meta), section, meta).update(missing)
             added.extend(missing)
-    visible = [k for k in added if k != APPLIED_TEMPLATE_ANNOTATION]
-    if not visible:
+    if read(read_metadata(pod, meta), "annotations", meta).get(APPLIED_TEMPLATE_ANNOTATION) != template.name:
+        # set, not only added: a pod decided again (another webhook changed it, or its author
+        # wrote the annotation) would otherwise name a template that was not applied
+        child(metadata(pod, meta), "annotations", meta)[APPLIED_TEMPLATE_ANNOTATION] = template.name
+        added.append(APPLIED_TEMPLATE_ANNOTATION)
+    if not added:
         return []
-    return [Finding("InjectedMetadata", meta, f"added {', '.join(visible)} from template {template.name}")]
+    return [Finding("InjectedMetadata", meta, f"set {', '.join(added)} from template {template.name}")]

@@ -25,7 +25,21 @@ def test_values_the_pod_sets_win(unit_catalog: Catalog) -> None:
     )
     mutated, found = apply(metadata.mutate, unit_catalog, pod)
     assert mutated["metadata"]["labels"] == {"example.com/workload": "mine"}
-    assert found == []  # recording the applied template alone is not worth a warning
+    assert found == [("InjectedMetadata", "metadata")]  # the applied template's name is a change too
+
+
+def test_an_applied_template_annotation_names_the_template_applied(unit_catalog: Catalog) -> None:
+    """Written by the pod's author, or left by a decision before another webhook changed the pod."""
+    stale = (
+        make_pod()
+        .annotation(APPLIED_TEMPLATE_ANNOTATION, "notebook")
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+    )
+    mutated, found = apply(metadata.mutate, unit_catalog, stale.build())
+    assert mutated["metadata"]["annotations"] == {APPLIED_TEMPLATE_ANNOTATION: "serving"}
+    assert found == [("InjectedMetadata", "metadata")]
+    again, found_again = apply(metadata.mutate, unit_catalog, mutated)
+    assert (again, found_again) == (mutated, [])
 
 
 def test_template_annotations_are_added(unit_catalog: Catalog) -> None:

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
+from webhook.core.model import ANNOTATIONS_MAX_BYTES
 from webhook.yamlio import excerpt
 
 Found = list[tuple[list[str | int], str]]
 
 NAME_MAX: Final = 63
 SUBDOMAIN_MAX: Final = 253
-ANNOTATIONS_MAX_BYTES: Final = 256 * 1024
 _NAME: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _NAME_RULE: Final = "alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
@@ -72,7 +72,7 @@ def annotation_map(values: Mapping[str, Any]) -> Found:
         problem = qualified_name(str(key).lower())
         if problem is not None:
             found.append(([str(key)], problem))
-    size = sum(len(str(k)) + len(str(v)) for k, v in values.items())
+    size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in values.items())  # bytes, as Go counts
     if size > ANNOTATIONS_MAX_BYTES:
         found.append(([], f"annotations total {size} bytes, over the API server's {ANNOTATIONS_MAX_BYTES}"))
     return found

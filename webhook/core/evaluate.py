@@ -13,9 +13,9 @@ from webhook.core.checks import run_checks
 from webhook.core.clone import clone
 from webhook.core.env import Env
 from webhook.core.matching import resolve_template
-from webhook.core.model import Context, Finding, Pod, Policy, Template
+from webhook.core.model import ANNOTATIONS_MAX_BYTES, Context, Finding, Pod, Policy, Template
 from webhook.core.mutators import mutate
-from webhook.core.mutators._pod import MalformedMember, message_of, path_of
+from webhook.core.mutators._pod import MalformedMember, message_of, path_of, read, read_metadata
 from webhook.core.need import resolve_need
 from webhook.core.placement import Placement, placement_of
 from webhook.core.podview import build_view
@@ -72,13 +72,36 @@ def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
     the mutators need is malformed (at its path), or on a bug."""
     mutated = writable_copy(pod)
     try:
-        return mutated, mutate(mutated, env)
+        changes = mutate(mutated, env)
     except MalformedMember as malformed:
         where, message = path_of(malformed), message_of(malformed)
         return pod, [Finding("MutationSkipped", where, f"left unchanged: {message}")]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
         return pod, [skipped]
+    oversized = _oversized_annotations(pod, mutated, env.view.meta)
+    return (pod, [oversized]) if oversized is not None else (mutated, changes)
+
+
+def _oversized_annotations(pod: Pod, mutated: Pod, meta: str) -> Finding | None:
+    """MutationSkipped when the annotations the mutation adds take the pod past what the API
+    server allows: it would refuse the pod the webhook allowed."""
+    after = read(read_metadata(mutated, meta), "annotations", meta)
+    before = read(read_metadata(pod, meta), "annotations", meta)
+    if after is before:
+        return None
+    size = _bytes(after)
+    if size <= ANNOTATIONS_MAX_BYTES or _bytes(before) > ANNOTATIONS_MAX_BYTES:
+        return None
+    message = (
+        f"left unchanged: the annotations it would add take them to {size} bytes, past the"
+        f" {ANNOTATIONS_MAX_BYTES} the API server allows"
+    )
+    return Finding("MutationSkipped", f"{meta}.annotations", message)
+
+
+def _bytes(annotations: dict[str, Any]) -> int:
+    return sum(len(str(key).encode()) + len(str(value).encode()) for key, value in annotations.items())
 
 
 def copy_object(pod: Pod) -> Pod:

@@ -57,6 +57,9 @@ takes back exactly those (webhook/core/rewritten.py); the pod's own equal ones s
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
 """Set by the kubelet on the API object that mirrors a static pod, which it runs from a file."""
 APPLIED_TEMPLATE_ANNOTATION: Final = "gpu.aethervirt.io/applied-template"
+ANNOTATIONS_MAX_BYTES: Final = 256 * 1024
+"""What an object's annotations may total, keys and values in UTF-8 bytes (the API server's
+TotalAnnotationSizeLimitB)."""
 
 
 @dataclass(frozen=True, slots=True, init=False)

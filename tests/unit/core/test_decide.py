@@ -174,3 +174,24 @@ def test_summary_is_plain_data(unit_catalog: Catalog, mixed: Inventory) -> None:
     assert json.loads(json.dumps(summary)) == summary
     assert set(summary) >= {"allowed", "template", "policy", "mode", "violations", "warnings", "patch"}
     assert set(summary["violations"][0]) == {"code", "path", "outcome", "message"}
+
+
+def test_annotations_the_mutation_would_take_past_the_api_servers_limit_leave_the_pod_unchanged(
+    unit_catalog: Catalog,
+) -> None:
+    """256 KiB of annotations, keys and values counted in UTF-8 bytes, is all the API server takes:
+    a pod just under it, given the applied template's annotation, would be refused after it was
+    allowed."""
+    filler = "é" * ((256 * 1024 - 40) // 2)  # two bytes each: just under the limit in bytes
+    pod = (
+        make_pod().annotation("example.com/notes", filler).container("vllm", image="vllm/vllm-openai", gpu=1)
+    )
+    decision = decide(pod.build(), context(unit_catalog))
+    assert decision.allowed and decision.patch == () and decision.mutated is None
+    assert [(v.code, v.path) for v in decision.violations] == [("MutationSkipped", "metadata.annotations")]
+    roomy = (
+        make_pod()
+        .annotation("example.com/notes", "x" * 1000)
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+    )
+    assert decide(roomy.build(), context(unit_catalog)).patch != ()

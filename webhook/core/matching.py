@@ -51,7 +51,7 @@ def resolve_template(
 ) -> tuple[Template | None, list[Finding]]:
     explicit = view.labels.get(TEMPLATE_LABEL)
     if explicit is not None:
-        return _explicit(explicit, catalog, policy, f'{view.meta}.labels["{TEMPLATE_LABEL}"]')
+        return _explicit(explicit, catalog, policy, namespace, f'{view.meta}.labels["{TEMPLATE_LABEL}"]')
     if policy.default_template and policy.default_template in catalog.templates:
         return catalog.templates[policy.default_template], []
     images = [c.image for c in view.containers]
@@ -83,8 +83,11 @@ def _no_template(
 
 
 def _explicit(
-    name: str, catalog: Catalog, policy: Policy, label_path: str
+    name: str, catalog: Catalog, policy: Policy, namespace: str, label_path: str
 ) -> tuple[Template | None, list[Finding]]:
+    """The template a pod names by label, unless its policy or the template's own
+    `match.namespaces` keeps it from the namespace: a label the pod's author sets must not take a
+    template (its tolerations, priority class...) where its author did not mean it to go."""
     template = catalog.templates.get(name)
     if template is None:
         known = ", ".join(sorted(catalog.templates)) or "none"
@@ -92,6 +95,11 @@ def _explicit(
     if not template_allowed(policy, name):
         allowed = ", ".join(sorted(policy.allowed_templates or ())) or "none"
         message = f"template {name!r} is not allowed by policy {policy.name}; allowed: {allowed}"
+        return None, [Finding("TemplateNotAllowed", label_path, message)]
+    scope = template.match.namespaces
+    if scope and not any(fnmatchcase(namespace, pattern) for pattern in scope):
+        limited = ", ".join(scope)
+        message = f"template {name!r} is for namespaces {limited} (its match.namespaces), not {namespace}"
         return None, [Finding("TemplateNotAllowed", label_path, message)]
     return template, []
 

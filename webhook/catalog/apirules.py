@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
+from webhook.core.catalog_index import glob_tokens
 from webhook.core.model import ANNOTATIONS_MAX_BYTES
 from webhook.yamlio import excerpt
 
@@ -131,7 +132,7 @@ _LABEL_RULE: Final = "lower-case letters, digits and '-', starting and ending wi
 def namespace_pattern(value: str) -> str | None:
     """Why `value`, a namespace name or glob pattern (fnmatch: `*`, `?`, `[...]`, `[!...]`), could
     never match a namespace name (a DNS-1123 label: 1-63 of LABEL_CHARS), else None."""
-    tokens = _glob_tokens(value)
+    tokens = glob_tokens(value)
     for token in tokens:
         if token == "[" or (len(token) == 1 and token not in LABEL_CHARS and token not in "*?"):
             if token == "[":
@@ -139,6 +140,11 @@ def namespace_pattern(value: str) -> str | None:
             else:
                 why = f"{token!r} is not in a namespace name"
             return f"{excerpt(value)} can never match a namespace name: {why} ({_LABEL_RULE})"
+        if len(token) > 1 and token[1] == "^":
+            return (
+                f"{excerpt(value)}: the class {token} matches '^' itself, which no namespace name has"
+                " (a glob, not a regular expression): write [!...] for the characters to leave out"
+            )
         if len(token) > 1 and not any(_class_admits(token, char) for char in LABEL_CHARS):
             return (
                 f"{excerpt(value)} can never match a namespace name: the class {token} admits no"
@@ -152,32 +158,6 @@ def namespace_pattern(value: str) -> str | None:
         why = f"it needs {fixed} characters, a namespace name at most {NAME_MAX}"
         return f"{excerpt(value)} can never match a namespace name: {why}"
     return None
-
-
-def _glob_tokens(pattern: str) -> list[str]:
-    """The pattern as fnmatch reads it: one token per character, `*`, or whole `[...]` class (an
-    unclosed `[` is a literal `[` token)."""
-    tokens: list[str] = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char != "[":
-            tokens.append(char)
-            index += 1
-            continue
-        end = index + 1
-        if end < len(pattern) and pattern[end] == "!":
-            end += 1
-        if end < len(pattern) and pattern[end] == "]":
-            end += 1
-        end = pattern.find("]", end)
-        if end < 0:
-            tokens.append("[")
-            index += 1
-        else:
-            tokens.append(pattern[index : end + 1])
-            index = end + 1
-    return tokens
 
 
 def _class_admits(token: str, char: str) -> bool:

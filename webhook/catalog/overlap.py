@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from itertools import combinations
 from typing import Any
 
-from webhook.core.catalog_index import WILDCARDS, has_wildcard, literal_prefix, pattern_length
+from webhook.core.catalog_index import WILDCARDS, has_wildcard, literal_prefix, pattern_rank
 from webhook.core.model import Policy, Template, TemplateMatch
 
 
@@ -45,7 +45,7 @@ def _same_rank(first: str, second: str) -> bool:
         return True
     if not (has_wildcard(first) and has_wildcard(second)):
         return False
-    return pattern_length(first) == pattern_length(second) and _patterns_overlap(first, second)
+    return pattern_rank(first) == pattern_rank(second) and _patterns_overlap(first, second)
 
 
 def _could_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:

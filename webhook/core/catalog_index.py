@@ -46,6 +46,8 @@ class CatalogIndex:
     policy_by_name: Mapping[str, Policy]
     policy_patterns: tuple[tuple[Callable[[str], object], Policy], ...]
     """(the `match` of a namespace pattern, compiled as fnmatchcase would, its policy), best first."""
+    exclusions: tuple[tuple[Callable[[str], object], Policy], ...] = ()
+    """(the `match` of an excluded namespace or pattern, the policy that excludes it), in catalog order."""
     first_by_image: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     """What `first_image_match` found for an image, by image: a cluster runs a few images over and
     over (every replica of a workload), and the alternation costs tens of microseconds for an image
@@ -81,6 +83,10 @@ class CatalogIndex:
             memo[image] = found
         return found
 
+    def excluding(self, namespace: str) -> Policy | None:
+        """The first policy whose `excludedNamespaces` holds this namespace, if any."""
+        return next((policy for match, policy in self.exclusions if match(namespace)), None)
+
     def policy_for(self, namespace: str) -> Policy | None:
         """The policy naming this namespace exactly, else the one with the longest matching pattern."""
         found = self.policy_by_name.get(namespace)
@@ -105,12 +111,13 @@ def build_index(ranked: tuple[Template, ...], policies: tuple[Policy, ...]) -> C
         else:
             always.append(position)
     by_name: dict[str, Policy] = {}
-    patterns: list[tuple[int, int, str, Policy]] = []
+    patterns: list[tuple[int, int, int, str, Policy]] = []
     for policy in policies:
         for pattern in policy.namespaces:
             by_name.setdefault(pattern, policy)
             if has_wildcard(pattern):
-                patterns.append((-pattern_length(pattern), len(patterns), pattern, policy))
+                literals, singles = pattern_rank(pattern)
+                patterns.append((-literals, -singles, len(patterns), pattern, policy))
     regexes = {p: regex for p in always if (regex := ranked[p].match.image_regex) is not None}
     alternatives = [f"(?P<p{p}>{regex.pattern})" for p, regex in regexes.items()]
     return CatalogIndex(
@@ -123,11 +130,12 @@ def build_index(ranked: tuple[Template, ...], policies: tuple[Policy, ...]) -> C
         first_image_match=_alternation(alternatives),
         policy_by_name=by_name,
         policy_patterns=tuple((_glob(p), policy) for *_, p, policy in sorted(patterns, key=_rank)),
+        exclusions=tuple((_glob(p), policy) for policy in policies for p in policy.excluded_namespaces),
     )
 
 
-def _rank(entry: tuple[int, int, str, Policy]) -> tuple[int, int]:
-    return entry[0], entry[1]
+def _rank(entry: tuple[int, int, int, str, Policy]) -> tuple[int, int, int]:
+    return entry[0], entry[1], entry[2]
 
 
 def _alternation(alternatives: list[str]) -> re.Pattern[str] | None:
@@ -151,10 +159,40 @@ def literal_prefix(pattern: str) -> str:
     return pattern
 
 
-def pattern_length(pattern: str) -> int:
-    """What a namespace pattern is ranked by: the longer (its `*` left out) wins. Lint reports
-    two equally long patterns that could match one namespace (webhook.catalog.overlap)."""
-    return len(pattern.replace("*", ""))
+def pattern_rank(pattern: str) -> tuple[int, int]:
+    """What a namespace pattern is ranked by, the higher the more specific: its literal
+    characters, then its single-character wildcards (`?`, a `[...]` class), `*` counting for
+    nothing. So `team-pay*` (8, 0) beats `team-[a-z]*` (5, 1), which beats `team-*` (5, 0). Lint
+    reports two patterns of one rank that could match one namespace (webhook.catalog.overlap)."""
+    tokens = [token for token in glob_tokens(pattern) if token != "*"]
+    singles = sum(1 for token in tokens if token == "?" or len(token) > 1)
+    return len(tokens) - singles, singles
+
+
+def glob_tokens(pattern: str) -> list[str]:
+    """The pattern as fnmatch reads it: one token per character, `*`, or whole `[...]` class (an
+    unclosed `[` is a literal `[` token)."""
+    tokens: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char != "[":
+            tokens.append(char)
+            index += 1
+            continue
+        end = index + 1
+        if end < len(pattern) and pattern[end] == "!":
+            end += 1
+        if end < len(pattern) and pattern[end] == "]":
+            end += 1
+        end = pattern.find("]", end)
+        if end < 0:
+            tokens.append("[")
+            index += 1
+        else:
+            tokens.append(pattern[index : end + 1])
+            index = end + 1
+    return tokens
 
 
 def has_wildcard(pattern: str) -> bool:

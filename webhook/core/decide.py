@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from webhook.core.evaluate import evaluate, mutated_copy
-from webhook.core.matching import is_excluded, policy_for
+from webhook.core.matching import excluded_by, policy_for
 from webhook.core.model import (
     MIRROR_ANNOTATION,
     Context,
@@ -37,11 +37,12 @@ def governing(obj: Pod, context: Context, operations: tuple[str, ...]) -> tuple[
     metadata = _mapping(obj.get("metadata"))
     namespace = context.namespace or str(metadata.get("namespace") or "default")
     policy = policy_for(context.catalog, namespace)
-    if is_excluded(policy, namespace):
+    excluding = excluded_by(context.catalog, policy, namespace)
+    if excluding is not None:
         note = Finding(
             "NamespaceExcluded",
             "metadata.namespace",
-            f"namespace {namespace} is excluded by policy {policy.name}",
+            f"namespace {namespace} is excluded by policy {excluding.name}",
         )
         return namespace, policy, finish(policy, None, [note], None, [])
     if context.operation not in operations:

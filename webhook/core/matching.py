@@ -33,6 +33,18 @@ def is_excluded(policy: Policy, namespace: str) -> bool:
     return any(_namespace_matches(namespace, pattern) for pattern in policy.excluded_namespaces)
 
 
+def excluded_by(catalog: Catalog, policy: Policy, namespace: str) -> Policy | None:
+    """The policy that leaves the namespace alone: the governing one, or any other one, unless
+    the governing policy names the namespace exactly. Exclusions hold whichever policy governs:
+    a new `gpu-*` policy must not take `gpu-operator` from the default policy's exclusions
+    without a word (and have the operator's own pods refused)."""
+    if is_excluded(policy, namespace):
+        return policy
+    if namespace in policy.namespaces:
+        return None
+    return catalog.index.excluding(namespace)
+
+
 def _namespace_matches(namespace: str, pattern: str) -> bool:
     """fnmatchcase, without compiling a pattern that has no wildcard."""
     return namespace == pattern or (_is_pattern(pattern) and fnmatchcase(namespace, pattern))

@@ -176,6 +176,7 @@ def test_a_policy_namespace_pattern_that_can_never_match_is_reported(tmp_path: P
         ("Bad_NS!", "'B' is not in a namespace name"),
         ("team_a", "'_' is not in a namespace name"),
         ("[A-Z]*", "admits no lower-case letter"),
+        ("[^k]*", "write [!...] for the characters to leave out"),  # a regex habit: ^ is literal in a glob
         ("-team*", "start or end with '-'"),
         ("*-", "start or end with '-'"),
         ("a" * 64, "64 characters"),

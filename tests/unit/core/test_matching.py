@@ -133,3 +133,37 @@ def test_excluded_namespaces_accept_patterns(unit_catalog: Catalog) -> None:
     policy = policy_for(unit_catalog, "gpu-operator")
     assert is_excluded(policy, "gpu-operator") and is_excluded(policy, "kube-system")
     assert not is_excluded(policy, "default")
+
+
+def test_a_pattern_ranks_by_its_literal_characters_then_its_single_character_wildcards() -> None:
+    """`team-[a-z]*` is eleven characters but matches more than `team-pay*`: a class is one
+    character of a namespace, not five."""
+    catalog = make_catalog(
+        policy_doc("team", ["team-*"]),
+        policy_doc("pay", ["team-pay*"]),
+        policy_doc("lettered", ["team-[a-z]*"]),
+    )
+    assert [policy_for(catalog, ns).name for ns in ("team-payments", "team-ops", "team-1")] == [
+        "pay",
+        "lettered",
+        "team",
+    ]
+
+
+def test_a_namespace_one_policy_excludes_stays_excluded_when_another_governs_it() -> None:
+    """A new `gpu-*` policy must not take `gpu-operator` from the default policy's exclusions:
+    the operator's own pods would be refused. A policy naming the namespace exactly governs it."""
+    catalog = make_catalog(
+        policy_doc("default", ["*"], excludedNamespaces=["gpu-operator", "kube-*"]),
+        policy_doc("gpu-teams", ["gpu-*"], templates={"required": True}),
+    )
+    pod = make_pod().container("c", gpu=1).build()
+    decision = decide(pod, context(catalog, namespace="gpu-operator"))
+    assert (decision.allowed, decision.codes) == (True, ("NamespaceExcluded",))
+    assert "policy default" in decision.violations[0].message
+    assert decide(pod, context(catalog, namespace="gpu-team-a")).codes == ("NoMatchingTemplate",)
+    named = make_catalog(
+        policy_doc("default", ["*"], excludedNamespaces=["gpu-operator"]),
+        policy_doc("operator", ["gpu-operator"], templates={"required": True}),
+    )
+    assert decide(pod, context(named, namespace="gpu-operator")).codes == ("NoMatchingTemplate",)

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from tests.conftest import ROOT
 from tests.server.support import Client, WebhookProcess, write_serving_set
 from tests.server.test_serve_command import run_to_exit
+from webhook.shared_copy import make_shared_folder
 from webhook.tls.certgen import CA_FILE, KeyPair, make_ca, make_serving, write_pair
 from webhook.tls.reload import ReloadingContext, TLSFiles, TLSFilesError, server_context
 
@@ -103,6 +104,36 @@ def test_a_mismatched_pair_keeps_the_last_good_certificate(tmp_path: Path) -> No
     assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == good
     (tmp_path / "tls.key").write_bytes(other.key_pem())
     assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == serial_of(tmp_path / "tls.crt")
+
+
+def test_a_restarted_worker_serves_the_certificate_the_others_renewed_to_when_the_files_break(
+    tmp_path: Path,
+) -> None:
+    """A worker gunicorn starts again holds the master's certificate from the start (`started`,
+    loaded before the renewal). When the files are broken by then, it serves the renewed one the
+    other workers loaded and kept in the folder they share, not its own older one."""
+    files, shared = tmp_path / "tls", tmp_path / "shared"
+    shared.mkdir()
+    ca = write_serving_set(files)
+    started = ReloadingContext(TLSFiles.in_directory(files), interval=0, last_good=shared)
+    first = handshake(started.current(), files / CA_FILE, "localhost")
+    running = ReloadingContext(TLSFiles.in_directory(files), interval=0, last_good=shared)
+    running.current()
+    renewed = renew(files, ca)
+    assert handshake(running.current(), files / CA_FILE, "localhost") == renewed != first
+    (files / "tls.key").write_bytes(make_serving(ca, ["localhost"]).key_pem())  # a mismatched pair
+    assert handshake(started.current(), files / CA_FILE, "localhost") == renewed
+    kept = (shared / "tls-current").resolve()
+    assert (kept / "tls.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_folder_workers_share_is_private_and_in_memory_where_it_can_be() -> None:
+    folder = make_shared_folder("gpu-webhook-test-")
+    try:
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert folder.parent == Path("/dev/shm") or not os.access("/dev/shm", os.W_OK)
+    finally:
+        folder.rmdir()
 
 
 def test_files_are_checked_at_most_every_interval(tmp_path: Path) -> None:

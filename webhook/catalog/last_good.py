@@ -1,27 +1,15 @@
-"""The last catalog files that loaded, kept in a folder every worker of one server shares.
-
-Each gunicorn worker loads the catalog itself. One that starts while the files are broken (gunicorn
-starts a worker again after a crash or an out-of-memory kill, and all of them on SIGHUP) would have
-no catalog at all, and answer every review "not ready" while the others serve the last good one.
-So a worker that loads a catalog keeps a copy of its files here (`catalog-<digest>/`, pointed at by
-the `current` symlink, both replaced atomically), and a worker whose first load fails serves that.
-"""
+"""The last catalog files that loaded, kept where every worker of one server reads them
+(webhook/shared_copy.py): a worker whose first load fails serves the catalog the others serve."""
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from webhook.catalog.loader import CatalogError, load_catalog
 from webhook.core.model import Catalog
-
-LOG = logging.getLogger("webhook.catalog.reload")
-CURRENT = "current"
+from webhook.shared_copy import SharedCopy
 
 
 def digest_of(contents: Iterable[tuple[str, bytes]]) -> str:
@@ -34,40 +22,25 @@ def digest_of(contents: Iterable[tuple[str, bytes]]) -> str:
 
 class LastGoodCatalog:
     def __init__(self, folder: Path) -> None:
-        self._folder = folder
+        self._copy = SharedCopy(folder, "catalog")
 
     def keep(self, digest: str, files: Sequence[Path]) -> None:
         """Copy `files` as the last good catalog, unless they no longer hold what `digest` was
         computed from (changed since they loaded: the next poll keeps the settled ones)."""
         try:
             contents = [(str(file), file.read_bytes()) for file in files]
-            if digest_of(contents) != digest:
-                return
-            target = self._folder / f"catalog-{digest}"
-            if not target.is_dir():
-                self._write(target, contents)
-            link = self._folder / f".{CURRENT}-{os.getpid()}"
-            link.unlink(missing_ok=True)
-            link.symlink_to(target.name)
-            os.replace(link, self._folder / CURRENT)
-        except OSError as exc:  # a full or read-only folder: the worker serves on, without a copy
-            fields = {"folder": str(self._folder), "error": str(exc)}
-            LOG.warning("catalog_copy_failed", extra={"fields": fields})
-
-    def _write(self, target: Path, contents: Sequence[tuple[str, bytes]]) -> None:
-        staging = Path(tempfile.mkdtemp(dir=self._folder, prefix=".catalog-"))
-        for index, (name, content) in enumerate(contents):
-            (staging / f"{index:04d}-{Path(name).name}").write_bytes(content)
-        try:
-            staging.rename(target)
-        except OSError:  # another worker wrote the same catalog first
-            shutil.rmtree(staging, ignore_errors=True)
+        except OSError:
+            return
+        if digest_of(contents) == digest:  # one folder: numbered, so two files of one name both stay
+            named = [(f"{index:04d}-{Path(name).name}", data) for index, (name, data) in enumerate(contents)]
+            self._copy.keep(digest, named)
 
     def load(self) -> tuple[str, Catalog] | None:
         """The digest and catalog last kept by any worker; None when there is none (or it is gone)."""
+        found = self._copy.current()
+        if found is None:
+            return None
         try:
-            target = (self._folder / CURRENT).resolve(strict=True)
-            catalog = load_catalog([target])
+            return found[0], load_catalog([found[1]])
         except (OSError, CatalogError):
             return None
-        return target.name.removeprefix("catalog-"), catalog

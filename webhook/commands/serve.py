@@ -17,7 +17,6 @@ import shlex
 import shutil
 import socket
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -39,6 +38,7 @@ from webhook.report.utilisation import PrometheusError, check_url
 from webhook.server.decision_cache import DEFAULT_CAPACITY as DECISION_CACHE
 from webhook.server.pod_list import PodListError, check_pod_list
 from webhook.server.slow_clients import IO_TIMEOUT
+from webhook.shared_copy import make_shared_folder
 from webhook.sources import (
     CatalogSource,
     FileInventorySource,
@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from webhook.server.gunicorn_app import ServerSettings, WebhookServer  # gunicorn only when serving
 
+    shared = _shared_folder("gpu-webhook-")
     settings = ServerSettings(
         plan.bind,
         plan.tls,
@@ -151,16 +152,18 @@ def run(args: argparse.Namespace) -> int:
         decision_cache=args.decision_cache,
         io_timeout=args.io_timeout,
         prometheus_url=plan.prometheus_url,
+        shared_folder=shared,
     )
-    sources: SourcesFactory = partial(plan.sources, last_good=_shared_folder("gpu-webhook-catalog-"))
+    sources: SourcesFactory = partial(plan.sources, last_good=shared)
     WebhookServer(settings, sources, announce=partial(_announce, plan)).run()
     return 0
 
 
 def _shared_folder(prefix: str) -> Path:
-    """A new folder every worker of this server writes to and reads, removed when the master
-    exits (workers are forked with its exit handlers: they leave it alone)."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    """A new folder every worker of this server writes to and reads (the last good catalog and
+    certificate, webhook/shared_copy.py), removed when the master exits (workers are forked with
+    its exit handlers: they leave it alone)."""
+    folder = make_shared_folder(prefix)
     atexit.register(_remove_in, os.getpid(), folder)
     return folder
 

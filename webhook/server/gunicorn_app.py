@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -45,6 +46,8 @@ class ServerSettings:
     """Seconds a connection's handshake, read or write may stall (webhook/server/slow_clients.py)."""
     prometheus_url: str | None = None
     """Prometheus with dcgm-exporter metrics, for the report's idle devices (None: not read)."""
+    shared_folder: Path | None = None
+    """Where the workers keep the last good certificate for each other (webhook/shared_copy.py)."""
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -64,7 +67,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self._app_factory = app_factory or partial(
             _webhook_app, decision_cache=settings.decision_cache, prometheus_url=settings.prometheus_url
         )
-        self._tls = ReloadingContext(settings.tls, settings.cert_check_seconds)
+        self._tls = ReloadingContext(
+            settings.tls, settings.cert_check_seconds, last_good=settings.shared_folder
+        )
         super().__init__(prog="gpu-webhook serve")
 
     def load_config(self) -> None:

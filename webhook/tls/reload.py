@@ -23,6 +23,7 @@ from typing import Any
 
 from cryptography import x509
 
+from webhook.shared_copy import SharedCopy
 from webhook.tls.certgen import CERT_FILE, KEY_FILE
 
 DEFAULT_INTERVAL = 10.0
@@ -49,14 +50,21 @@ class TLSFiles:
 
     def digest(self) -> str:
         """One digest over every file's content (read through symlinks, so `..data` swaps count)."""
-        hasher = hashlib.sha256()
+        contents = []
         for path in self.paths():
             try:
-                hasher.update(path.read_bytes())
+                contents.append(path.read_bytes())
             except OSError as exc:
                 raise TLSFilesError(f"cannot read {path}: {exc.strerror or exc}") from exc
-            hasher.update(b"\0")
-        return hasher.hexdigest()
+        return _digest(contents)
+
+
+def _digest(contents: list[bytes]) -> str:
+    hasher = hashlib.sha256()
+    for content in contents:
+        hasher.update(content)
+        hasher.update(b"\0")
+    return hasher.hexdigest()
 
 
 def server_context(files: TLSFiles, now: dt.datetime | None = None) -> ssl.SSLContext:
@@ -123,10 +131,12 @@ class ReloadingContext:
         files: TLSFiles,
         interval: float = DEFAULT_INTERVAL,
         logger: logging.Logger | None = None,
+        last_good: Path | None = None,
     ) -> None:
         self._files = files
         self._interval = interval
         self._log = logger or logging.getLogger("gpu_webhook.tls")
+        self._shared = SharedCopy(last_good, "tls") if last_good is not None else None
         self._lock = threading.Lock()
         self._context: ssl.SSLContext | None = None
         self._digest = ""
@@ -165,6 +175,23 @@ class ReloadingContext:
             self._load(digest)
         except TLSFilesError as exc:
             self._refuse(f"{digest}\0{exc}", exc)
+            self._serve_shared()
+
+    def _serve_shared(self) -> None:
+        """Files that cannot be used: the certificate another worker loaded last, when it is not
+        the one served. A worker gunicorn started again holds the master's certificate from the
+        start, which may have been renewed since, and expired."""
+        found = self._shared.current() if self._shared is not None else None
+        if found is None or found[0] == self._digest:
+            return
+        digest, folder = found
+        shared = TLSFiles(folder / CERT_FILE, folder / KEY_FILE, self._files.client_ca)
+        try:
+            self._use(server_context(shared), digest)
+        except TLSFilesError:
+            return
+        described = describe_certificate(shared.certificate)
+        self._log.info("serving certificate %s, which another worker loaded last", described)
 
     def _refuse(self, key: str, exc: TLSFilesError) -> None:
         if key != self._rejected:
@@ -173,11 +200,24 @@ class ReloadingContext:
 
     def _load(self, digest: str) -> None:
         """Build from the files; `digest` was taken before, so a change while loading is seen next time."""
-        context = server_context(self._files)
+        self._use(server_context(self._files), digest)
+        self._log.info("serving certificate %s", describe_certificate(self._files.certificate))
+        if self._shared is not None:
+            self._keep(digest)
+
+    def _use(self, context: ssl.SSLContext, digest: str) -> None:
         context.sni_callback = self._on_client_hello
         self._context, self._digest, self._checked = context, digest, time.monotonic()
         self._rejected = ""
-        self._log.info("serving certificate %s", describe_certificate(self._files.certificate))
+
+    def _keep(self, digest: str) -> None:
+        """Copy the pair just loaded for the other workers, unless the files changed since."""
+        try:
+            contents = [path.read_bytes() for path in self._files.paths()]
+        except OSError:
+            return
+        if _digest(contents) == digest and self._shared is not None:
+            self._shared.keep(digest, [(CERT_FILE, contents[0]), (KEY_FILE, contents[1])])
 
 
 def describe_certificate(path: Path) -> str:

@@ -104,7 +104,18 @@ def parse_body(raw: bytes) -> Review:
     return parse_review(_decode(raw))
 
 
+MAX_VALUES = 1_000_000
+"""Objects, arrays and members a body may hold, counted by their `{`, `[` and `,` (in strings
+too): a dense 6 MiB review (object and oldObject) has under 800,000, while 7 MiB of `[{},{},...]`
+holds 2.4 million empty objects, which Python keeps in 170 MB; a few such bodies at once had a
+worker killed for its memory, and with it every GPU pod refused (validation fails closed)."""
+
+
 def _decode(raw: bytes) -> object:
+    values = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+    if values > MAX_VALUES:
+        message = f"the body holds {values:,} JSON values, more than {MAX_VALUES:,}"
+        raise ReviewError("TooManyValues", "", message, status=413)
     try:
         return jsoncodec.decode(raw)
     except RecursionError:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.conftest import INVENTORIES, ROOT
 from tests.server.conftest import Served
 from tests.server.support import Reply, metric_value, scrape_when, vector
-from webhook.server.app import MAX_BODY
+from webhook import admission
+from webhook.server.app import LARGE_BODY, MAX_BODY, create_app, start_sources, stop_sources
+from webhook.sources import FileInventorySource, StaticCatalogSource
 
 
 def check_error(reply: Reply, status: int, code: str) -> dict[str, Any]:
@@ -187,3 +191,48 @@ def test_a_compressed_body_is_415_naming_the_encoding(served: Served, encoding: 
 
 def test_options_is_a_json_405(served: Served) -> None:
     check_error(served.client.request("OPTIONS", "/mutate"), 405, "MethodNotAllowed")
+
+
+def test_a_body_of_more_values_than_any_object_holds_is_413_before_it_is_parsed(served: Served) -> None:
+    """7 MiB of `[{},{},...]` is 2.4 million objects, 170 MB in a worker: a few at once had it
+    killed for its memory, and every GPU pod refused (validation fails closed)."""
+    document = vector("create-pod-gpu.json")
+    document["request"]["object"]["spec"]["x"] = [{}] * 1_100_000
+    reply = served.client.post("/mutate", json.dumps(document, separators=(",", ":")).encode())
+    check_error(reply, 413, "TooManyValues")
+
+
+def test_large_bodies_are_parsed_and_decided_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker holds what Python makes of one large body at a time; small ones never wait."""
+    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
+    app = create_app(catalog, FileInventorySource(INVENTORIES / "mixed-cluster.yaml"))
+    start_sources(app)
+    running, most = [0], [0]
+    guard = threading.Lock()
+    parse = admission.parse_body
+
+    def slow_parse(body: bytes) -> admission.Review:
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.2)
+        with guard:
+            running[0] -= 1
+        return parse(body)
+
+    monkeypatch.setattr(admission, "parse_body", slow_parse)
+    document = vector("create-pod-gpu.json")
+    document["request"]["object"]["metadata"]["annotations"] = {"example.com/notes": "x" * LARGE_BODY}
+    body = json.dumps(document)
+
+    def send() -> None:
+        reply = app.test_client().post("/mutate", data=body, content_type="application/json")
+        assert reply.status_code == 200
+
+    threads = [threading.Thread(target=send) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    stop_sources(app)
+    assert most[0] == 1

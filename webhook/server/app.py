@@ -18,6 +18,7 @@ and never shown to the client:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,6 +39,8 @@ from webhook.sources import CatalogSource, InventorySource
 
 EXTENSION = "gpu_webhook"
 MAX_BODY = 7 * 1024 * 1024
+LARGE_BODY = 1024 * 1024
+"""A review body larger than this waits for the worker's other large one (see Routes._review)."""
 """What controller-runtime accepts: an old and a new object of up to 3 MiB each, and 1 MiB more."""
 
 Respond = Callable[[Review, Decision], dict[str, Any]]
@@ -103,6 +106,7 @@ class Routes:
         self._extra_metrics = extra_metrics
         self._metrics = runtime.metrics
         self._log = runtime.log
+        self._large_bodies = threading.Lock()
 
     def mutate(self) -> Response:
         return self._review("mutate", admission.mutation_response, admission.mutation_reported)
@@ -122,12 +126,26 @@ class Routes:
         return Response(body, 200, content_type=CONTENT_TYPE_LATEST)
 
     def _review(self, endpoint: str, respond: Respond, reported: Reported) -> Response:
-        """Answer a review; log and count the violations the answer reports, no others."""
+        """Answer a review; log and count the violations the answer reports, no others. Large
+        bodies are answered one at a time: what Python makes of one can take a hundred times its
+        size, and a few at once on a worker's threads could have it killed for its memory."""
         started = time.perf_counter()
         try:
-            review = admission.parse_body(_read_body())
+            body = _read_body()
         except HTTPException as error:
             return self._refuse(endpoint, _as_review_error(error))
+        except ReviewError as error:
+            return self._refuse(endpoint, error)
+        if len(body) <= LARGE_BODY:
+            return self._answer(endpoint, body, started, respond, reported)
+        with self._large_bodies:
+            return self._answer(endpoint, body, started, respond, reported)
+
+    def _answer(
+        self, endpoint: str, body: bytes, started: float, respond: Respond, reported: Reported
+    ) -> Response:
+        try:
+            review = admission.parse_body(body)
         except ReviewError as error:
             return self._refuse(endpoint, error)
         try:

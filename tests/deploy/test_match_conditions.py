@@ -6,7 +6,10 @@ every check. The oracle is the core's own resource classifier.
 
 from __future__ import annotations
 
+import os
 import string
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,8 @@ import pytest
 import yaml
 
 from tests.builders import make_pod
-from tests.conftest import SHARED
-from tests.deploy.conftest import Objects, all_of
+from tests.conftest import ROOT, SHARED
+from tests.deploy.conftest import DEPLOY, Objects, all_of, render_path
 from webhook.core.model import TEMPLATE_LABEL
 from webhook.core.resources import Kind, classify
 
@@ -27,11 +30,17 @@ celpy = pytest.importorskip(
 Pod = dict[str, Any]
 CORPUS = SHARED / "corpus" / "manifests"
 MIRROR = "kubernetes.io/config.mirror"
+DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
+GENERATOR = ROOT / "tools" / "gen_webhooks.py"
 TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
 
 
 def _conditions(rendered: Callable[[str], Objects], name: str) -> Callable[[Pod], bool]:
-    (configuration,) = all_of(rendered("default"), "ValidatingWebhookConfiguration")
+    return _evaluator(rendered("default"), name)
+
+
+def _evaluator(objects: Objects, name: str) -> Callable[[Pod], bool]:
+    (configuration,) = all_of(objects, "ValidatingWebhookConfiguration")
     (webhook,) = [w for w in configuration["webhooks"] if w["name"] == name]
     environment = celpy.Environment()
     programs = [
@@ -74,6 +83,25 @@ def admits_workload(rendered: Callable[[str], Objects]) -> Callable[[Pod], bool]
         (make_pod("neuron").container("c", limits={"aws.amazon.com/neuroncore": 2}).build(), True),
         (make_pod("tpu").container("c", limits={"google.com/tpu": 4}).build(), True),
         (make_pod("gaudi").container("c", limits={"habana.ai/gaudi": 1}).build(), True),
+        (make_pod("dra-class").container("c", limits={f"{DEVICE_CLASS}gpu.nvidia.com": 1}).build(), True),
+        (
+            make_pod("dra-own-class").container("c", limits={f"{DEVICE_CLASS}h100.example.com": 16}).build(),
+            True,
+        ),
+        (
+            make_pod("dra-init")
+            .container("c")
+            .init_container("i", requests={f"{DEVICE_CLASS}x.example": 1})
+            .build(),
+            True,
+        ),
+        (
+            make_pod("dra-prefix-only")
+            .container("c", limits={"example.com/deviceclass.resource.kubernetes.io/x": 1})
+            .build(),
+            False,
+        ),
+        (make_pod("dra-extended-name").container("c", limits={"example.com/h100": 16}).build(), False),
         ({"metadata": {"name": "no-spec-fields"}, "spec": {}}, False),
         (make_pod("mirror").container("c", gpu=1).annotation(MIRROR, "6c5d").build(), False),
         (make_pod("seen").container("c", gpu=1).annotation("kubernetes.io/config.seen", "").build(), True),
@@ -207,3 +235,94 @@ def test_workloads_their_controller_owns_are_not_sent(admits_workload: Callable[
     assert admits_workload(replicaset), "an owner that is not the controller"
     replicaset["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
     assert not admits_workload(replicaset)
+
+
+def _generate(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(GENERATOR), *arguments], capture_output=True, text=True, check=False
+    )
+
+
+def _deployment(pod: Pod) -> Pod:
+    template = {"metadata": pod.get("metadata", {}), "spec": pod["spec"]}
+    return {"kind": "Deployment", "metadata": {"name": "w"}, "spec": {"template": template}}
+
+
+def _asks(name: str, init: bool = False) -> Pod:
+    if init:
+        return make_pod("p").container("c").init_container("i", requests={name: 1}).build()
+    return make_pod("p").container("c", limits={name: 16}).build()
+
+
+def test_extra_resources_a_cluster_names_are_sent_when_generated_with_them(tmp_path: Path) -> None:
+    """A DeviceClass's own extendedResourceName cannot be known here: --extra-resource adds it."""
+    out = tmp_path / "webhooks.yaml"
+    extras = ["--extra-resource", "example.com/h100", "--extra-resource", "fpga.example/*"]
+    result = _generate(*extras, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    objects = [document for document in yaml.safe_load_all(out.read_text(encoding="utf-8")) if document]
+    admits = _evaluator(objects, "validate.gpu.aethervirt.io")
+    admits_workload = _evaluator(objects, "validate-workloads.gpu.aethervirt.io")
+    for pod in (_asks("example.com/h100"), _asks("example.com/h100", init=True), _asks("fpga.example/u55")):
+        assert admits(pod) and admits_workload(_deployment(pod))
+    for name in ("example.com/h1000", "example.com/h10", "cpu", "other.example/u55"):
+        assert not admits(_asks(name)) and not admits_workload(_deployment(_asks(name)))
+    assert admits(_asks("deviceclass.resource.kubernetes.io/h100.example.com")), "the defaults stay"
+    mutating, validating = (
+        all_of(objects, f"{kind}WebhookConfiguration")[0] for kind in ("Mutating", "Validating")
+    )
+    assert [w.get("matchConditions") for w in mutating["webhooks"]] == [
+        w.get("matchConditions") for w in validating["webhooks"]
+    ]
+    assert "--extra-resource example.com/h100" in out.read_text(encoding="utf-8").splitlines()[0]
+    assert _generate("--check", *extras[2:], *extras[:2], "--out", str(out)).returncode == 0
+    stale = _generate("--check", "--out", str(out))
+    assert stale.returncode == 1 and "differs" in stale.stderr
+
+
+def test_a_kustomize_overlay_can_patch_in_the_extra_resources(tmp_path: Path) -> None:
+    """What README's "Webhook configuration" section tells a cluster with such DeviceClasses."""
+    assert (
+        _generate("--extra-resource", "example.com/h100", "--out", str(tmp_path / "webhooks.yaml")).returncode
+        == 0
+    )
+    base = os.path.relpath(DEPLOY, tmp_path)
+    kustomization = f"resources: [{base}]\npatches:\n  - path: webhooks.yaml\n"
+    (tmp_path / "kustomization.yaml").write_text(kustomization, encoding="utf-8")
+    objects = render_path(tmp_path)
+    assert _evaluator(objects, "validate.gpu.aethervirt.io")(_asks("example.com/h100"))
+    assert _evaluator(objects, "validate-workloads.gpu.aethervirt.io")(_deployment(_asks("example.com/h100")))
+    assert not _evaluator(objects, "validate.gpu.aethervirt.io")(_asks("cpu"))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "h100",
+        "example.com/",
+        "example.com/h100'",
+        "Example.com/h100",
+        "example.com/a b",
+        "example.com/*/x",
+        "*",
+    ],
+)
+def test_extra_resources_must_be_resource_names(value: str) -> None:
+    result = _generate("--extra-resource", value, "--check")
+    assert result.returncode == 2 and "--extra-resource" in result.stderr
+
+
+def test_extra_resources_are_bounded_so_the_conditions_stay_cheap(tmp_path: Path) -> None:
+    many = [argument for i in range(17) for argument in ("--extra-resource", f"example.com/r{i}")]
+    result = _generate(*many, "--check")
+    assert result.returncode == 2 and "at most 16" in result.stderr
+    longest = [f"{'a' * 63}.{'b' * 63}.{'c' * 63}.example{i:02}/{'n' * 63}" for i in range(16)]
+    out = tmp_path / "webhooks.yaml"
+    assert _generate(*(f"--extra-resource={name}" for name in longest), "--out", str(out)).returncode == 0
+    expressions = [
+        condition["expression"]
+        for document in yaml.safe_load_all(out.read_text(encoding="utf-8"))
+        for webhook in document["webhooks"]
+        for condition in webhook["matchConditions"]
+    ]
+    assert len(expressions) == 10 and max(map(len, expressions)) < 50_000, "cel-go parses up to 100,000"

@@ -115,3 +115,83 @@ def test_an_unwritable_folder_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "tls.key"
     with pytest.raises(OSError, match="nowhere"):
         write_atomically(missing, b"x", 0o600)
+
+
+def _project_as_a_secret_volume(folder: Path, files: dict[str, bytes], mode: int) -> None:
+    """The kubelet's layout: the files in a timestamped folder, `..data` a symlink to it, and
+    each name a symlink into `..data`."""
+    timestamped = folder / "..2026_12_07_10_00_00.000000001"
+    timestamped.mkdir()
+    for name, data in files.items():
+        (timestamped / name).write_bytes(data)
+        (timestamped / name).chmod(mode)
+    (folder / "..data").symlink_to(timestamped.name)
+    for name in files:
+        (folder / name).symlink_to(f"..data/{name}")
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "warning:" in line]
+
+
+def test_certs_warns_once_about_each_key_it_reads_that_others_can_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "tls"
+    assert main(["certs", "--out-dir", str(folder)]) == 0
+    assert _warnings(capsys.readouterr().err) == [], "the keys it writes are 0600"
+    (folder / "tls.key").chmod(0o644)
+    (folder / "ca.key").chmod(0o640)
+    (folder / "ca.crt").chmod(0o666)
+    assert main(["certs", "--out-dir", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert _warnings(err) == [
+        f"gpu-webhook: warning: {folder / 'ca.key'} holds a private key and is readable by group "
+        f"(mode 0640); chmod 600 {folder / 'ca.key'}",
+        f"gpu-webhook: warning: {folder / 'tls.key'} holds a private key and is readable by group and "
+        f"others (mode 0644); chmod 600 {folder / 'tls.key'}",
+    ]
+    assert "nothing changed" in err
+
+
+def test_certs_warns_about_a_secret_file_others_can_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "secret.yaml"
+    arguments = ["certs", "--secret", "gpu-webhook-tls", "--secret-file", str(manifest)]
+    assert main(arguments) == 0
+    manifest.chmod(0o604)
+    assert main(arguments) == 0
+    (warning,) = _warnings(capsys.readouterr().err)
+    assert f"{manifest} holds a private key and is readable by others (mode 0604)" in warning
+
+
+def test_a_key_linked_from_elsewhere_is_judged_by_the_file_it_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, elsewhere = tmp_path / "tls", tmp_path / "keys"
+    assert main(["certs", "--out-dir", str(elsewhere)]) == 0
+    folder.mkdir()
+    for name in ("ca.crt", "ca.key", "tls.crt", "tls.key"):
+        (folder / name).symlink_to(elsewhere / name)
+    (elsewhere / "tls.key").chmod(0o644)
+    capsys.readouterr()
+    assert main(["certs", "--out-dir", str(folder)]) == 0
+    (warning,) = _warnings(capsys.readouterr().err)
+    assert f"{folder / 'tls.key'} holds a private key" in warning
+
+
+def test_a_key_the_kubelet_projected_from_a_secret_is_not_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its mode is the volume's defaultMode (0644 unless set), which the pod spec chooses."""
+    made = tmp_path / "made"
+    assert main(["certs", "--out-dir", str(made)]) == 0
+    files = {name: (made / name).read_bytes() for name in ("ca.crt", "ca.key", "tls.crt", "tls.key")}
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    _project_as_a_secret_volume(mounted, files, 0o644)
+    capsys.readouterr()
+    assert main(["certs", "--out-dir", str(mounted)]) == 0
+    err = capsys.readouterr().err
+    assert _warnings(err) == [] and "nothing changed" in err

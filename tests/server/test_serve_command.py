@@ -21,8 +21,8 @@ import webhook
 from tests.conftest import INVENTORIES, ROOT
 from tests.server.conftest import Served
 from tests.server.support import Client, WebhookProcess, write_serving_set
-from webhook.cli import main
-from webhook.commands.serve import parse_bind
+from webhook.cli import build_parser, main
+from webhook.commands.serve import _plan, parse_bind
 from webhook.server.pod_list import check_pod_list
 
 
@@ -290,3 +290,43 @@ def test_the_catalog_load_is_a_json_log_line_of_each_worker(served: Served) -> N
     loaded = [line for line in served.process.log_lines() if line["event"] == "catalog_loaded"]
     assert len({line["pid"] for line in loaded}) == 2  # --workers 2
     assert all(line["logger"] == "webhook.catalog.reload" and line["templates"] > 0 for line in loaded)
+
+
+def _plan_serving(cert_dir: Path) -> None:
+    """What `serve --cert-dir` does before gunicorn starts."""
+    args = build_parser().parse_args(["serve", "--bind", "127.0.0.1:0", "--cert-dir", str(cert_dir)])
+    _plan(args)
+
+
+def test_a_serving_key_others_can_read_is_warned_about_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    write_serving_set(tmp_path)
+    _plan_serving(tmp_path)
+    assert "warning" not in capsys.readouterr().err, "write_pair writes the key 0600"
+    (tmp_path / "tls.key").chmod(0o644)
+    _plan_serving(tmp_path)
+    assert capsys.readouterr().err.splitlines() == [
+        f"gpu-webhook: warning: {tmp_path / 'tls.key'} holds a private key and is readable by group and "
+        f"others (mode 0644); chmod 600 {tmp_path / 'tls.key'}"
+    ]
+
+
+def test_a_generated_or_mounted_serving_key_is_not_warned_about(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    generated = tmp_path / "generated"
+    _plan_serving(generated)
+    assert (generated / "tls.key").is_file()
+    made = tmp_path / "made"
+    write_serving_set(made)
+    mounted = tmp_path / "mounted"  # a Secret volume: defaultMode 0644, each file a symlink into ..data
+    timestamped = mounted / "..2026_12_07_10_00_00.000000001"
+    timestamped.mkdir(parents=True)
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        (timestamped / name).write_bytes((made / name).read_bytes())
+        (timestamped / name).chmod(0o644)
+        (mounted / name).symlink_to(f"..data/{name}")
+    (mounted / "..data").symlink_to(timestamped.name)
+    _plan_serving(mounted)
+    assert "warning" not in capsys.readouterr().err

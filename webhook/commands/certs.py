@@ -17,13 +17,15 @@ import datetime as dt
 import ipaddress
 import re
 import sys
+from pathlib import Path
 
 from kubernetes.client import ApiClient
 
 from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, check_kubeconfig, error
 from webhook.tls import cluster
 from webhook.tls.bundle import BundleError, CertSet, Outcome, Renewal, renew, service_hosts
-from webhook.tls.files import write_stdout
+from webhook.tls.certgen import CA_KEY_FILE, KEY_FILE
+from webhook.tls.files import loose_key_warnings, write_stdout
 from webhook.tls.stores import CertStore, ClusterStore, DirStore, ManifestStore
 
 EXIT_FAILED = 1
@@ -96,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         plan = _renewal(args)
         api = _connect(args)
         store = _store(args, api)
+        _warn_loose_keys(args)
         outcome = renew(store.load(), plan, dt.datetime.now(dt.UTC))
         if api is not None and args.patch_webhooks:
             _patch_webhooks(api, args, outcome.certs.bundle_pem())
@@ -213,6 +216,17 @@ def _store(args: argparse.Namespace, api: ApiClient | None) -> CertStore:
         assert api is not None
         return ClusterStore(api, args.secret, args.namespace)
     return ManifestStore(args.secret, args.namespace, args.secret_file)
+
+
+def _warn_loose_keys(args: argparse.Namespace) -> None:
+    """Once a run, for each key file it reads that the group or others can read: the keys it
+    writes are 0600, so such a file was made or changed by hand (or another tool)."""
+    if args.out_dir is not None:
+        keys = [Path(args.out_dir) / CA_KEY_FILE, Path(args.out_dir) / KEY_FILE]
+    else:
+        keys = [Path(args.secret_file)] if args.secret_file else []
+    for warning in loose_key_warnings(keys):
+        error(warning)
 
 
 def _patch_webhooks(api: ApiClient, args: argparse.Namespace, bundle: bytes) -> None:

@@ -47,6 +47,7 @@ from webhook.sources import (
     StaticCatalogSource,
 )
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
+from webhook.tls.files import loose_key_warnings
 from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
 
 if TYPE_CHECKING:
@@ -340,6 +341,8 @@ def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TL
             print(f"generated a self-signed certificate for {', '.join(hosts)} in {directory}", flush=True)
     except OSError as exc:
         raise UsageError(f"cannot write certificates to {directory}: {exc.strerror or exc}") from exc
+    for warning in loose_key_warnings([key]):  # once, at start; a mounted Secret is not warned about
+        error(warning)
     files = TLSFiles.in_directory(directory, client_ca)
     try:
         server_context(files)

@@ -1,16 +1,54 @@
 """Write certificate and key files so that no reader ever sees a partial file, and a private
-key is never readable by anyone else, not even for a moment."""
+key is never readable by anyone else, not even for a moment; say so when a key that is read
+is readable by others."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import stat
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 PRIVATE_MODE = 0o600
 PUBLIC_MODE = 0o644
+PROJECTED_DATA = "..data"
+"""The folder of a Secret (or ConfigMap, projected) volume that the kubelet swaps on an update;
+each file the pod sees is a symlink into it."""
+
+
+def loose_key_warnings(paths: Iterable[Path]) -> list[str]:
+    """One line for each file holding a private key that the group or others may read.
+
+    Not for a file the kubelet projected from a Secret (a symlink into the volume's `..data`
+    folder): its mode is the volume's `defaultMode` (0644 unless the pod spec says otherwise),
+    the pod's choice, and the volume is read-only. Nor for a file that is absent or cannot be
+    looked at: the code that reads it says what is wrong."""
+    warnings: dict[Path, str] = {}
+    for path in paths:
+        warning = _loose_key_warning(path)
+        if warning is not None:
+            warnings.setdefault(path.resolve(), warning)  # two names of one file: one warning
+    return list(warnings.values())
+
+
+def _loose_key_warning(path: Path) -> str | None:
+    try:
+        if path.is_symlink() and Path(os.readlink(path)).parts[:1] == (PROJECTED_DATA,):
+            return None
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    readers = [who for bit, who in ((stat.S_IRGRP, "group"), (stat.S_IROTH, "others")) if mode & bit]
+    if not stat.S_ISREG(mode) or not readers:
+        return None
+    return (
+        f"warning: {path} holds a private key and is readable by {' and '.join(readers)} "
+        f"(mode {stat.S_IMODE(mode):04o}); chmod 600 {shlex.quote(str(path))}"
+    )
 
 
 def write_atomically(path: Path, data: bytes, mode: int) -> None:

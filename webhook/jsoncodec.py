@@ -5,16 +5,16 @@ on every request; in a real request the standard library took about a sixth of `
 for them (benchmarks/bench_server.py), msgspec takes a fraction of that. What msgspec reads it
 reads as `json` does (big integers included), and it refuses more, so whatever it refuses is
 read again by `json`, whose value or error stands: bodies that are not UTF-8 (json also reads
-UTF-16 and UTF-32), lone surrogates (`"\\ud800"`), numbers beyond a double (`1e400` reads as
-infinity), `NaN` and `Infinity` (refused by both, with json's message). Encoding falls back the
-same way for what msgspec cannot write (lone surrogates).
-One difference is left: msgspec writes the non-finite floats only a fallback read can produce as
-`null`, where `json` wrote `Infinity`, which is not JSON and which no API server would read.
+UTF-16 and UTF-32), lone surrogates (`"\\ud800"`), `NaN` and `Infinity` (refused by both, with
+json's message). A number beyond a double (`1e400`) is refused: `json` read it as infinity, which
+msgspec writes as `null`, so two objects, one with `1e400` and one with `null`, had the same
+decision cache key. Encoding falls back the same way for what msgspec cannot write (lone surrogates).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, NoReturn
 
 import msgspec
@@ -28,7 +28,14 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON value")
 
 
-_STD_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is beyond a double (as for the API server)")
+    return value
+
+
+_STD_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 _STD_ENCODER = json.JSONEncoder(separators=(",", ":"))
 _STD_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 

@@ -284,6 +284,15 @@ def test_gunicorn_names_the_address_it_listens_at(served: Served) -> None:
     assert f"Listening at: https://127.0.0.1:{served.process.port} (" in line
 
 
+def test_gunicorns_own_lines_are_json_lines_too(served: Served) -> None:
+    """A worker booted, killed, timed out: the lines an operator searches for after a crash."""
+    stderr = served.process.stderr.read_text(errors="replace").splitlines()
+    plain = [text for text in stderr if not text.startswith("{")]
+    assert stderr and plain == []
+    booted = [line for line in served.process.log_lines() if line["event"].startswith("Booting worker")]
+    assert len(booted) == 2 and all(line["logger"] == "gunicorn.error" for line in booted)
+
+
 def test_the_catalog_load_is_a_json_log_line_of_each_worker(served: Served) -> None:
     """`webhook.catalog.reload` logs under the package's name, not the server's: its lines went to
     Python's last-resort handler (plain text, and no line at all for a successful load)."""

@@ -37,7 +37,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from webhook.server.logs import configure_logging
+from gunicorn import glogging
+
+from webhook.server.logs import JsonLineFormatter, configure_logging
 from webhook.server.slow_clients import QuietTimeouts
 
 METRICS_DIR_PREFIX = "gpu-webhook-metrics-"
@@ -58,6 +60,20 @@ loglevel = "info"
 accesslog = None
 proc_name = "gpu-webhook"
 control_socket_disable = True  # one fixed path per user: a second server would take it over
+
+
+class JsonErrorLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's own lines (a worker booted, killed for its memory, timed out; signals; shutdown)
+    as JSON lines like the webhook's, not `[time] [pid] [LEVEL] text`: the lines an operator
+    searches for after a crash. Set up again whenever gunicorn sets up its logging (SIGHUP)."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for handler in self.error_log.handlers:
+            handler.setFormatter(JsonLineFormatter())
+
+
+logger_class = JsonErrorLogger
 
 
 def on_starting(server: Any) -> None:

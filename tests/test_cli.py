@@ -97,6 +97,7 @@ def scenarios(tmp: Path) -> dict[str, Run]:
     own_namespace = write(tmp / "own-namespace.yaml", yaml.safe_dump(vectoradd))
     nested = write(tmp / "k8s" / "apps" / "pod.yaml", yaml.safe_dump(pod("nested")))
     templates, policies = broken_catalog(tmp / "catalog")
+    not_sent = write(tmp / "not-sent.yaml", NOT_SENT)
     stdin = Path(two_pods).read_text(encoding="utf-8")
     runs = {
         "allowed": Run(("check", VECTORADD, "--inventory", MIXED)),
@@ -141,6 +142,11 @@ def scenarios(tmp: Path) -> dict[str, Run]:
         "foreign-job": Run(("check", write(tmp / "foreign-job.yaml", FOREIGN_JOB), VECTORADD, "-o", "json")),
         "syntax-error-in-document-2": Run(("check", write(tmp / "broken-middle.yaml", BROKEN_MIDDLE))),
         "syntax-error-in-document-2-stdin": Run(("check", "-", "-o", "json"), stdin=BROKEN_MIDDLE),
+        **{
+            f"not-sent{suffix}": Run(("check", not_sent, "-n", "prod-serving", *options))
+            for suffix, options in NOT_SENT_RUNS.items()
+        },
+        "not-sent-json": Run(("check", not_sent, VECTORADD, "-n", "prod-serving", "-o", "json")),
         "duplicate-key-in-document-2": Run(
             ("check", write(tmp / "duplicate-middle.yaml", DUPLICATE_MIDDLE), "-o", "json")
         ),
@@ -200,6 +206,35 @@ kind: Pod
 metadata: {name: p3}
 spec: {containers: [{name: c, image: x}]}
 """
+NOT_SENT = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: nginx}
+spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {template: {spec: {containers: [{name: web, image: nginx}]}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: h100}
+spec: {containers: [{name: c, image: x, resources: {limits: {example.com/h100: 1}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: mirror, annotations: {kubernetes.io/config.mirror: abc}}
+spec: {containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]}
+"""
+NOT_SENT_RUNS = {
+    "": (),
+    "-as-if-sent": ("--as-if-sent",),
+    "-yaml": ("-o", "yaml"),
+    "-extra-resource": ("--extra-resource", "example.com/h100", "-o", "json"),
+    "-extra-prefix": ("--extra-resource", "example.com/*", "-o", "json"),
+    "-bad-extra-resource": ("--extra-resource", "h100"),
+}
 DUPLICATE_MIDDLE = BROKEN_MIDDLE.replace("metadata: {name: p2\n", "metadata: {name: p2}\nkind: Pod\n")
 BAD_MANIFESTS = {  # name: (text, where the message must point)
     "invalid-yaml": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x\n", ":4:1:"),
@@ -551,3 +586,65 @@ def test_documents_before_a_yaml_error_are_decided_and_the_error_named(
     found = result(ran, name)
     assert [(r["name"], r["allowed"]) for r in records(found)] == [("p1", False)]
     assert_bad_input(found, where, "invalid YAML")
+
+
+def test_objects_the_webhook_configurations_skip_are_marked_and_not_counted(
+    ran: tuple[dict[str, Result], Path],
+) -> None:
+    """A plain pod in a namespace that requires a template is denied by `check`, but the shipped
+    matchConditions never send it: the cluster admits it, so a CI gate must not fail on it."""
+    found = result(ran, "not-sent")
+    assert found.returncode == 0, found.stdout + found.stderr
+    lines = found.stdout.splitlines()
+    headers = [line for line in lines if not line.startswith(" ")]
+    assert [h.split("  (")[0] for h in headers] == [
+        "NOT SENT (DENIED if sent)  Pod nginx",
+        "NOT SENT (DENIED if sent)  Deployment web",
+        "NOT SENT (DENIED if sent)  Pod h100",
+        "NOT SENT (ALLOWED if sent)  Pod mirror",
+    ]
+    assert lines[1] == (
+        "  not sent to the webhook (matchCondition accelerator-or-template): it asks for no accelerator "
+        "resource the conditions know and has no gpu.aethervirt.io/template label"
+    )
+    assert "(matchCondition not-a-mirror-pod): it is a mirror pod" in found.stdout
+    assert "NoMatchingTemplate" in found.stdout
+    assert "note: 3 denied object(s) marked NOT SENT" in found.stderr
+
+
+def test_as_if_sent_counts_every_denial(ran: tuple[dict[str, Result], Path]) -> None:
+    found = result(ran, "not-sent-as-if-sent")
+    assert found.returncode == 1, found.stderr
+    assert "NOT SENT (DENIED if sent)  Pod nginx" in found.stdout and "marked NOT SENT" not in found.stderr
+
+
+def test_json_and_yaml_say_whether_each_object_is_sent(ran: tuple[dict[str, Result], Path]) -> None:
+    ran_json = result(ran, "not-sent-json")
+    assert ran_json.returncode == 1, "a denied object that is sent still counts"
+    found = records(ran_json)
+    assert [(r["name"], r["sent"], r["allowed"]) for r in found] == [
+        ("nginx", False, False),
+        ("web", False, False),
+        ("h100", False, False),
+        ("mirror", False, True),
+        ("cuda-vectoradd", True, False),
+    ]
+    assert found[1]["notSent"].startswith("not sent to the webhook (matchCondition accelerator-or-template)")
+    assert "notSent" not in found[4]
+    assert list(yaml.safe_load_all(result(ran, "not-sent-yaml").stdout)) == found[:4]
+
+
+@pytest.mark.parametrize("suffix", ["-extra-resource", "-extra-prefix"])
+def test_extra_resources_the_conditions_were_generated_with_are_sent(
+    ran: tuple[dict[str, Result], Path], suffix: str
+) -> None:
+    found = result(ran, f"not-sent{suffix}")
+    assert found.returncode == 1
+    assert [(r["name"], r["sent"]) for r in records(found)][2] == ("h100", True)
+
+
+def test_an_extra_resource_that_is_no_resource_name_is_a_usage_error(
+    ran: tuple[dict[str, Result], Path],
+) -> None:
+    found = result(ran, "not-sent-bad-extra-resource")
+    assert found.returncode == 2 and "is not an extended resource name" in found.stderr

@@ -101,14 +101,17 @@ def failed_condition(obj: Mapping[str, Any], at: str, extras: tuple[str, ...] = 
     metadata = _field(obj, "metadata")
     if at == POD_ENTRY:
         if not (_labelled(metadata) or _asks(_field(obj, "spec"), extras)):
-            why = "it asks for no accelerator and names no template"
+            why = f"it asks for no accelerator resource the conditions know and has no {TEMPLATE_LABEL} label"
             return NotSent("matchConditions", ACCELERATOR_OR_TEMPLATE, why)
         if MIRROR_ANNOTATION in _mapping(_field(metadata, "annotations")):
             why = f"it is a mirror pod (annotation {MIRROR_ANNOTATION})"
             return NotSent("matchConditions", NOT_A_MIRROR_POD, why)
         return None
     if at == WORKLOAD_ENTRY and not any(_template_sent(obj, steps, extras) for steps in _TEMPLATES_AT):
-        why = "its pod template asks for no accelerator and names no template"
+        why = (
+            "its pod template asks for no accelerator resource the conditions know and has no "
+            f"{TEMPLATE_LABEL} label"
+        )
         return NotSent("matchConditions", ACCELERATOR_OR_TEMPLATE, why)
     references = _field(metadata, "ownerReferences")
     if isinstance(references, list) and any(_field(r, "controller") is True for r in references):

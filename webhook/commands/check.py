@@ -1,6 +1,9 @@
 """`gpu-webhook check FILE|-`: show what the cluster would do to each pod and workload, offline.
 
-Exit 0 when every pod is allowed, 1 when any is denied, 2 on bad input.
+Each object is also said to be sent to the webhook or not by the shipped webhook configurations
+(webhook/sent.py): one they skip is admitted without a call, so its decision is shown but marked.
+Exit 0 when every object that is sent is allowed (with --as-if-sent: every object), 1 when any is
+denied, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from webhook.core.model import Context, Decision
 from webhook.core.workloads import decide_object, is_supported_object
 from webhook.manifests import Manifest, kind_problems, read_manifests
 from webhook.podshape import identity_problems, shape_problems
+from webhook.sent import NotSent, extra_resource, not_sent
 from webhook.yamlio import dump_yaml, dump_yaml_all
 
 FORMATS = ("text", "yaml", "json", "patch")
@@ -50,6 +54,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--templates", default="templates", help="templates folder (default: templates)")
     parser.add_argument("--policies", default="policies", help="policies folder (default: policies)")
+    parser.add_argument(
+        "--as-if-sent",
+        action="store_true",
+        help="count the denial of an object the webhook's matchConditions, rules or namespaceSelector "
+        "skip (marked NOT SENT) toward the exit code, as if the cluster sent it",
+    )
+    parser.add_argument(
+        "--extra-resource",
+        action="append",
+        default=[],
+        type=extra_resource,
+        metavar="NAME",
+        help="the conditions were generated with tools/gen_webhooks.py --extra-resource NAME: pods "
+        "asking for it are sent (NAME* for every name it starts); repeat for more",
+    )
     parser.add_argument("-o", "--output", choices=FORMATS, default="text")
     parser.set_defaults(run=run)
 
@@ -84,32 +103,43 @@ def run(args: argparse.Namespace) -> int:
             continue
         namespace = manifest.namespace or args.namespace or "default"
         context = Context(catalog=catalog, inventory=inventory, namespace=namespace)
-        results.append((manifest, decide_object(manifest.obj, context)))
+        skip = not_sent(manifest.obj, namespace, args.extra_resource)
+        results.append((manifest, decide_object(manifest.obj, context), skip))
     _print(args.output, results, skipped, inventory.known)
+    uncounted = sum(1 for _, d, skip in results if skip is not None and not d.allowed)
+    if uncounted and not args.as_if_sent:
+        print(
+            f"note: {uncounted} denied object(s) marked NOT SENT: the shipped webhook configurations "
+            "skip them, so the webhook never denies them in a cluster, and the exit code leaves them "
+            "out (--as-if-sent counts them; --extra-resource NAME if the conditions were generated with it)",
+            file=sys.stderr,
+        )
     for message in input_errors:
         error(message)
     if input_errors:
         return EXIT_BAD_INPUT
-    return EXIT_DENIED if any(not d.allowed for _, d in results) else EXIT_OK
+    counted = [d for _, d, skip in results if skip is None or args.as_if_sent]
+    return EXIT_DENIED if any(not d.allowed for d in counted) else EXIT_OK
 
 
 def _checkable(manifest: Manifest) -> bool:
     return is_supported_object(manifest.obj)
 
 
-def _print(
-    output: str, results: list[tuple[Manifest, Decision]], skipped: list[Manifest], known: bool
-) -> None:
+Result = tuple[Manifest, Decision, NotSent | None]
+
+
+def _print(output: str, results: list[Result], skipped: list[Manifest], known: bool) -> None:
     """The decisions on stdout (parseable with -o json|yaml|patch); notes on stderr, in every format."""
     if output == "json":
-        print(json.dumps([_record(m, d) for m, d in results], indent=2))
+        print(json.dumps([_record(*result) for result in results], indent=2))
     elif output == "yaml":
-        print(dump_yaml_all([_record(m, d) for m, d in results]), end="")
+        print(dump_yaml_all([_record(*result) for result in results]), end="")
     elif output == "patch":
-        print(json.dumps({m.source: list(d.patch) for m, d in results}, indent=2))
+        print(json.dumps({m.source: list(d.patch) for m, d, _ in results}, indent=2))
     else:
-        for manifest, decision in results:
-            print(_text(manifest, decision))
+        for result in results:
+            print(_text(*result))
     sys.stdout.flush()  # the notes follow the decisions on a terminal
     for manifest in skipped:
         kind = manifest.kind or "no kind"
@@ -118,21 +148,25 @@ def _print(
         print("note: no --inventory given; slice choice and node checks were skipped", file=sys.stderr)
 
 
-def _record(manifest: Manifest, decision: Decision) -> dict[str, Any]:
+def _record(manifest: Manifest, decision: Decision, skip: NotSent | None) -> dict[str, Any]:
     return {
         "source": manifest.source,
         "name": manifest.name,
+        "sent": skip is None,
+        **({} if skip is None else {"notSent": str(skip)}),
         **decision.summary(),
         "mutated": decision.mutated,
     }
 
 
-def _text(manifest: Manifest, decision: Decision) -> str:
+def _text(manifest: Manifest, decision: Decision, skip: NotSent | None) -> str:
     verdict = "ALLOWED" if decision.allowed else "DENIED"
-    lines = [
-        f"{verdict}  {manifest.kind} {manifest.name}  ({manifest.source})",
-        f"  template: {decision.template or '-'}   policy: {decision.policy} ({decision.mode})",
-    ]
+    if skip is not None:
+        verdict = f"NOT SENT ({verdict} if sent)"
+    lines = [f"{verdict}  {manifest.kind} {manifest.name}  ({manifest.source})"]
+    if skip is not None:
+        lines.append(f"  {skip}")
+    lines.append(f"  template: {decision.template or '-'}   policy: {decision.policy} ({decision.mode})")
     for violation in decision.violations:
         lines.append(f"  {violation.outcome.upper():5} {violation.code}  {violation.path}")
         lines.append(f"        {violation.message}")

@@ -150,6 +150,8 @@ def _folder_files(folder: Path, recursive: bool, errors: list[str]) -> list[Path
                     found.append(entry)
                 elif not entry.exists():
                     errors.append(_missing(entry, str(entry)))
+                else:  # a named pipe (reading it would wait for a writer) or a device
+                    errors.append(f"{entry}: not a regular file (a pipe or a device)")
 
     walk(folder)
     return sorted(found)

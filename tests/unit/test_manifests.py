@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,14 @@ def test_a_dangling_symlink_in_a_folder_is_an_error_naming_it(tmp_path: Path) ->
         f"{tmp_path / 'gone.yaml'}: a dangling symlink (to {tmp_path / 'nowhere.yaml'}): "
         "no such file or directory"
     ]
+
+
+def test_a_named_pipe_in_a_folder_is_an_error_not_a_silent_skip(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(POD_YAML.format("a"))
+    os.mkfifo(tmp_path / "pipe.yaml")
+    manifests, errors = read_manifests([str(tmp_path)])
+    assert [m.name for m in manifests] == ["a"]
+    assert errors == [f"{tmp_path / 'pipe.yaml'}: not a regular file (a pipe or a device)"]
 
 
 def test_upper_case_extensions_are_read_as_lower_case_ones(tmp_path: Path) -> None:

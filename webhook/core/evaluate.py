@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhook.core.checks import run_checks
+from webhook.core.checks import node_room, run_checks
 from webhook.core.clone import clone
 from webhook.core.env import Env
 from webhook.core.matching import resolve_template
@@ -80,7 +80,9 @@ def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
         skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
         return pod, [skipped]
     oversized = _oversized_annotations(pod, mutated, env.view.meta)
-    return (pod, [oversized]) if oversized is not None else (mutated, changes)
+    if oversized is not None:
+        return pod, [oversized]
+    return mutated, [*changes, *node_room.check(mutated, env)]
 
 
 def _oversized_annotations(pod: Pod, mutated: Pod, meta: str) -> Finding | None:

@@ -69,6 +69,7 @@ _TABLE: Final = (
     Reason("InjectedTolerations", "info", "Tolerations for the GPU nodes' taints were added."),
     Reason("InjectedNodeAffinity", "info", "The template's node affinity was added."),
     Reason("InjectedResources", "info", "CPU/memory requests or limits were filled from the template."),
+    Reason("ExceedsNodeResources", "warn", "The pod's CPU and memory, with the template's fills, are more than any GPU node it may run on has together; it would stay Pending."),
     Reason("InjectionExceedsNodes", "warn", "The template's CPU or memory for this pod is more than any GPU node it may run on has; that resource was not filled in."),
     Reason("InjectedSharedMemory", "info", "A memory-backed /dev/shm volume was added."),
     Reason("InjectedMetadata", "info", "Labels or annotations were set from the template, and the name of the template applied."),

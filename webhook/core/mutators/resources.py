@@ -23,8 +23,7 @@ from webhook.core.mutators._pod import (
     read_spec,
     section_of,
 )
-from webhook.core.mutators.whole_gpu_guard import keeps_off_slice_nodes
-from webhook.core.placement import Rooms, has_room, node_rooms, offer_rooms
+from webhook.core.placement import has_room
 from webhook.core.pod_resources import (
     NODE_RESOURCES,
     Fill,
@@ -34,7 +33,7 @@ from webhook.core.pod_resources import (
     pod_requests,
     wanted_fills,
 )
-from webhook.core.profiles import GPU
+from webhook.core.rooms import rooms_for
 
 _GI: Final = Decimal(1024**3)
 
@@ -108,7 +107,7 @@ def _beyond_largest_node(
     asked = {r for fill in pending.values() for part in fill for r in part if r in NODE_RESOURCES}
     if not asked:
         return {}
-    rooms = _rooms(env)
+    rooms = rooms_for(env)
     if not rooms:
         return {}
     spec = read_spec(pod, env.view.base)
@@ -121,31 +120,6 @@ def _beyond_largest_node(
         if has_room(rooms, wanted["cpu"], wanted["memory"]):
             return {r: after[r] for r in skipped if r in asked}
     return {}  # it fits no node as written either: the fills make nothing worse
-
-
-def _rooms(env: Env) -> Rooms:
-    """(CPU, memory) of each node the pod may run on: its slice's nodes when it was rewritten to
-    one, else the nodes with every device it asks for."""
-    offer = env.plan.offer
-    if offer is not None:
-        return offer_rooms(env.inventory, env.placement, offer, env.view.effective(GPU))
-    devices = _devices_asked(env)
-    if not devices:
-        return ()
-    whole = any(name == GPU for name, _ in devices)
-    return node_rooms(env.inventory, env.placement, devices, whole and keeps_off_slice_nodes(env))
-
-
-def _devices_asked(env: Env) -> tuple[tuple[str, int], ...]:
-    """Each NVIDIA device the pod asks for, with its effective request; none asked 0 of."""
-    view = env.view
-    asked = []
-    for name in sorted(view.requested_resources()):
-        if name.startswith("nvidia.com/"):
-            count = view.effective(name)
-            if count > 0:
-                asked.append((name, count))
-    return tuple(asked)
 
 
 def _too_large(template: str, base: str, skipped: dict[str, Decimal]) -> Finding:

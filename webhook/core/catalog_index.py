@@ -46,8 +46,9 @@ class CatalogIndex:
     policy_by_name: Mapping[str, Policy]
     policy_patterns: tuple[tuple[Callable[[str], object], Policy], ...]
     """(the `match` of a namespace pattern, compiled as fnmatchcase would, its policy), best first."""
-    exclusions: tuple[tuple[Callable[[str], object], Policy], ...] = ()
-    """(the `match` of an excluded namespace or pattern, the policy that excludes it), in catalog order."""
+    exclusions: tuple[tuple[Callable[[str], object], tuple[Callable[[str], object], ...], Policy], ...] = ()
+    """(the `match` of an excluded namespace or pattern, the `match` of each namespace or pattern
+    its policy names, the policy), in catalog order."""
     first_by_image: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     """What `first_image_match` found for an image, by image: a cluster runs a few images over and
     over (every replica of a workload), and the alternation costs tens of microseconds for an image
@@ -84,8 +85,12 @@ class CatalogIndex:
         return found
 
     def excluding(self, namespace: str) -> Policy | None:
-        """The first policy whose `excludedNamespaces` holds this namespace, if any."""
-        return next((policy for match, policy in self.exclusions if match(namespace)), None)
+        """The first policy whose `excludedNamespaces` holds this namespace among those it names
+        (a policy excludes only from what it would govern), if any."""
+        for excluded, claims, policy in self.exclusions:
+            if excluded(namespace) and any(claim(namespace) for claim in claims):
+                return policy
+        return None
 
     def policy_for(self, namespace: str) -> Policy | None:
         """The policy naming this namespace exactly, else the one with the longest matching pattern."""
@@ -130,7 +135,11 @@ def build_index(ranked: tuple[Template, ...], policies: tuple[Policy, ...]) -> C
         first_image_match=_alternation(alternatives),
         policy_by_name=by_name,
         policy_patterns=tuple((_glob(p), policy) for *_, p, policy in sorted(patterns, key=_rank)),
-        exclusions=tuple((_glob(p), policy) for policy in policies for p in policy.excluded_namespaces),
+        exclusions=tuple(
+            (_glob(p), tuple(_glob(n) for n in policy.namespaces), policy)
+            for policy in policies
+            for p in policy.excluded_namespaces
+        ),
     )
 
 

@@ -34,10 +34,11 @@ def is_excluded(policy: Policy, namespace: str) -> bool:
 
 
 def excluded_by(catalog: Catalog, policy: Policy, namespace: str) -> Policy | None:
-    """The policy that leaves the namespace alone: the governing one, or any other one, unless
-    the governing policy names the namespace exactly. Exclusions hold whichever policy governs:
-    a new `gpu-*` policy must not take `gpu-operator` from the default policy's exclusions
-    without a word (and have the operator's own pods refused)."""
+    """The policy that leaves the namespace alone: the governing one, or another one that names
+    the namespace too (it would govern it but for a more specific one) and excludes it, unless
+    the governing policy names the namespace exactly. So a new `gpu-*` policy does not take
+    `gpu-operator` from the default policy's exclusions without a word (and have the operator's
+    own pods refused), while a `team-pay*` policy's exclusion of `*-ci` reaches no `prod-ci`."""
     if is_excluded(policy, namespace):
         return policy
     if namespace in policy.namespaces:

@@ -167,3 +167,17 @@ def test_a_namespace_one_policy_excludes_stays_excluded_when_another_governs_it(
         policy_doc("operator", ["gpu-operator"], templates={"required": True}),
     )
     assert decide(pod, context(named, namespace="gpu-operator")).codes == ("NoMatchingTemplate",)
+
+
+def test_a_policy_excludes_only_from_the_namespaces_it_names() -> None:
+    """A team's policy excluding `*-ci` must not switch enforcement off in `prod-ci`, which the
+    production policy governs and the team's policy does not name."""
+    catalog = make_catalog(
+        policy_doc("default", ["*"]),
+        policy_doc("production", ["prod-*"], templates={"required": True}),
+        policy_doc("payments", ["team-pay*"], excludedNamespaces=["*-ci", "scratch"]),
+    )
+    pod = make_pod().container("c", gpu=1).build()
+    assert decide(pod, context(catalog, namespace="prod-ci")).codes == ("NoMatchingTemplate",)
+    assert decide(pod, context(catalog, namespace="scratch")).codes == ()
+    assert decide(pod, context(catalog, namespace="team-pay-ci")).codes == ("NamespaceExcluded",)

@@ -86,8 +86,10 @@ def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
 
 
 def _oversized_annotations(pod: Pod, mutated: Pod, meta: str) -> Finding | None:
-    """MutationSkipped when the annotations the mutation adds take the pod past what the API
-    server allows: it would refuse the pod the webhook allowed."""
+    """AnnotationsLeaveNoRoom when the annotations the mutation adds take the pod past what the
+    API server allows: it would refuse the pod the webhook allowed, and a pod left unchanged and
+    allowed would have escaped every mutation (its rewrite to a slice included) by padding its
+    annotations; so it is a denial under `enforce`."""
     after = read(read_metadata(mutated, meta), "annotations", meta)
     before = read(read_metadata(pod, meta), "annotations", meta)
     if after is before:
@@ -96,10 +98,10 @@ def _oversized_annotations(pod: Pod, mutated: Pod, meta: str) -> Finding | None:
     if size <= ANNOTATIONS_MAX_BYTES or _bytes(before) > ANNOTATIONS_MAX_BYTES:
         return None
     message = (
-        f"left unchanged: the annotations it would add take them to {size} bytes, past the"
-        f" {ANNOTATIONS_MAX_BYTES} the API server allows"
+        f"the annotations take {_bytes(before)} bytes, and what the webhook adds would take them to"
+        f" {size}, past the {ANNOTATIONS_MAX_BYTES} the API server allows: shorten them"
     )
-    return Finding("MutationSkipped", f"{meta}.annotations", message)
+    return Finding("AnnotationsLeaveNoRoom", f"{meta}.annotations", message)
 
 
 def _bytes(annotations: dict[str, Any]) -> int:

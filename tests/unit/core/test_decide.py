@@ -181,14 +181,18 @@ def test_annotations_the_mutation_would_take_past_the_api_servers_limit_leave_th
 ) -> None:
     """256 KiB of annotations, keys and values counted in UTF-8 bytes, is all the API server takes:
     a pod just under it, given the applied template's annotation, would be refused after it was
-    allowed."""
+    allowed; and admitted unchanged, padding would let a pod escape its rewrite: a denial."""
     filler = "é" * ((256 * 1024 - 40) // 2)  # two bytes each: just under the limit in bytes
     pod = (
         make_pod().annotation("example.com/notes", filler).container("vllm", image="vllm/vllm-openai", gpu=1)
     )
     decision = decide(pod.build(), context(unit_catalog))
-    assert decision.allowed and decision.patch == () and decision.mutated is None
-    assert [(v.code, v.path) for v in decision.violations] == [("MutationSkipped", "metadata.annotations")]
+    assert not decision.allowed and decision.patch == () and decision.mutated is None
+    assert [(v.code, v.path, v.outcome) for v in decision.violations] == [
+        ("AnnotationsLeaveNoRoom", "metadata.annotations", "deny")
+    ]
+    warned = decide(pod.build(), context(unit_catalog, namespace="lab-1"))  # a warn-mode namespace
+    assert warned.allowed and warned.patch == () and warned.codes == ("AnnotationsLeaveNoRoom",)
     roomy = (
         make_pod()
         .annotation("example.com/notes", "x" * 1000)

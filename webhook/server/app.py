@@ -39,9 +39,9 @@ from webhook.sources import CatalogSource, InventorySource
 
 EXTENSION = "gpu_webhook"
 MAX_BODY = 7 * 1024 * 1024
+"""What controller-runtime accepts: an old and a new object of up to 3 MiB each, and 1 MiB more."""
 LARGE_BODY = 1024 * 1024
 """A review body larger than this waits for the worker's other large one (see Routes._review)."""
-"""What controller-runtime accepts: an old and a new object of up to 3 MiB each, and 1 MiB more."""
 
 Respond = Callable[[Review, Decision], dict[str, Any]]
 Reported = Callable[[Decision], tuple[Violation, ...]]

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -77,7 +77,9 @@ class Document:
 MERGE_TAG = "tag:yaml.org,2002:merge"
 MAX_DEPTH = 200
 """Levels of nesting a document may have (Kubernetes objects have a few dozen at most)."""
-_INT = r"[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+_INT = r"[-+]?0b[0-1_]+|[-+]?0o[0-7_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+_BOOL = r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
+_BOOLS: Final = {word: word in ("y", "yes", "true", "on") for word in _BOOL.lower().split("|")}
 _FLOAT = (
     r"[-+]?[0-9][0-9_]*(?:\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)|\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
@@ -140,13 +142,21 @@ class _DuplicateNotingLoader(yaml.SafeLoader):
 
 
 def _kubectl_resolvers() -> dict[Any, list[tuple[str, Any]]]:
-    """SafeLoader's implicit resolvers without dates and base-60 numbers, with YAML 1.2's floats."""
-    dropped = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+    """SafeLoader's implicit resolvers as go-yaml v2 resolves plain scalars: no dates, no base-60
+    numbers, no `=` value; YAML 1.2's floats (`1e6`), `0o17`, and `y`/`n` as booleans."""
+    dropped = {
+        "tag:yaml.org,2002:timestamp",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:value",
+    }
     kept = {
         first: [(tag, pattern) for tag, pattern in resolvers if tag not in dropped]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
     for tag, pattern, firsts in (
+        ("tag:yaml.org,2002:bool", _BOOL, "yYnNtTfFoO"),
         ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789."),
         ("tag:yaml.org,2002:int", _INT, "-+0123456789"),
     ):
@@ -166,8 +176,25 @@ def _refuse_non_json(loader: yaml.SafeLoader, node: yaml.Node) -> None:
     raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
 
 
+def _bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
+    return _BOOLS[str(loader.construct_scalar(node)).lower()]
+
+
+def _float_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:
+    """A float; a number beyond a double (`1e400`) stays text, as go-yaml leaves what it cannot
+    read as a float."""
+    value: float = loader.construct_yaml_float(node)
+    text = str(loader.construct_scalar(node))
+    return text if math.isinf(value) and "inf" not in text.lower() else value
+
+
 def _kubectl_constructors() -> dict[Any, Any]:
-    constructors = {**yaml.SafeLoader.yaml_constructors, "tag:yaml.org,2002:timestamp": _timestamp_as_text}
+    constructors = {
+        **yaml.SafeLoader.yaml_constructors,
+        "tag:yaml.org,2002:timestamp": _timestamp_as_text,
+        "tag:yaml.org,2002:bool": _bool,
+        "tag:yaml.org,2002:float": _float_or_text,
+    }
     constructors.update({f"tag:yaml.org,2002:{name}": _refuse_non_json for name in _NOT_JSON})
     return constructors
 
@@ -222,22 +249,34 @@ def load_documents(
 
 def _as_json(text: str, source: str) -> list[Document] | None:
     """A stream YAML refuses that is JSON, as kubectl reads one that starts with `{` (`jq --tab`
-    indents JSON with tabs, which YAML does not allow); None when it is not JSON either."""
+    indents JSON with tabs, which YAML does not allow); None when it is not JSON either. JSON
+    indented with tabs that is not valid JSON is reported where JSON finds the fault (YAML would
+    only say it found a tab on line 2)."""
     if not text.lstrip().startswith("{"):
         return None
     try:
         data = json.loads(text, object_pairs_hook=_unique_members)
-    except (ValueError, RecursionError):
-        return None
+    except json.JSONDecodeError as exc:
+        if "\t" not in text:
+            return None
+        problem, where = f"invalid JSON: {exc.msg}", f"{source}:{exc.lineno}:{exc.colno}"
+        raise YamlError(f"{where}: {problem}", source, exc.lineno, problem) from None
+    except (ValueError, RecursionError) as exc:
+        if "\t" not in text or isinstance(exc, RecursionError):
+            return None
+        problem = f"invalid JSON: {exc}"
+        raise YamlError(f"{source}: {problem}", source, None, problem) from None
     if _depth(data) > MAX_DEPTH:
         return None
     return [Document(source, 0, data, None)] if data is not None else []
 
 
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        raise ValueError("duplicate key")
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"duplicate key {key!r}; the last one would win")
+        found[key] = value
     return found
 
 

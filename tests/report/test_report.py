@@ -250,7 +250,7 @@ def test_text_and_csv_give_the_totals_per_model_and_slice(example: Report) -> No
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n  nodeName: a100-mig-0\n"
 BAD_PODS = {
-    "a Node": ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n", "kind"),
+    "a Node": ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n", "kind"),
     "nodeName a number": (POD.replace("a100-mig-0", "5") + "  containers: []\n", "spec.nodeName"),
     "containers a string": (POD + '  containers: "oops"\n', "spec.containers"),
     "a limit that is no quantity": (
@@ -280,7 +280,7 @@ def test_report_refuses_a_pod_list_serve_would_refuse(
     out, err = capsys.readouterr()
     assert out == "" and "Traceback" not in err
     assert str(pods) in err and field in err
-    assert "(n)" in err if case == "a Node" else "(ns/p)" in err
+    assert "(n1)" in err if case == "a Node" else "(ns/p)" in err
 
 
 def test_csv_profile_rows_add_up_to_the_device_rows_to_the_cent(example: Report) -> None:

@@ -240,7 +240,7 @@ def test_workers_that_cannot_boot_stop_the_master(tmp_path: Path) -> None:
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeName: a100-mig-0\n"
 BAD_PODS = {
     "not YAML": ("a: [\n", "pods.yaml:2"),
-    "a Node": ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n", "kind"),
+    "a Node": ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n", "kind"),
     "spec not a mapping": ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: 3\n", "spec"),
     "no name": ("apiVersion: v1\nkind: Pod\nspec: {containers: []}\n", "metadata.name"),
     "nodeName a list": (POD.replace("a100-mig-0", "[a]") + "  containers: []\n", "spec.nodeName"),

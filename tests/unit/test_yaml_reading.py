@@ -34,6 +34,12 @@ def read(text: str) -> object:
         ("1_000", 1000),
         ("1.5", 1.5),
         ("yes", True),
+        ("y", True),  # go-yaml v2 reads y and n as booleans too
+        ("N", False),
+        ("0o17", 15),
+        ("=", "="),  # no YAML 1.1 `value` tag
+        ("1e400", "1e400"),  # beyond a double: go-yaml leaves it text
+        (".inf", float("inf")),
         ("~", None),
     ],
 )
@@ -90,8 +96,11 @@ def test_json_indented_with_tabs_is_read_as_kubectl_reads_it() -> None:
         "kind": "Pod",
         "spec": {"containers": []},
     }
-    with pytest.raises(YamlError):  # a duplicate member is still refused
+    with pytest.raises(YamlError, match="duplicate key 'a'"):  # a duplicate member is still refused
         read('{\n\t"a": 1,\n\t"a": 2\n}\n')
+    with pytest.raises(YamlError) as caught:  # reported where JSON finds the fault, not at the tab
+        read('{\n\t"a": 1,\n\t"b": [1, 2,]\n}\n')
+    assert caught.value.line == 3 and "invalid JSON" in caught.value.problem
 
 
 def test_a_merged_mapping_locates_its_own_keys_at_their_own_lines(tmp_path: Path) -> None:

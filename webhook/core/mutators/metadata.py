@@ -9,9 +9,9 @@ from webhook.core.mutators._pod import child, metadata, read, read_metadata
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
     template = env.template
-    if template is None:
-        return []
     meta = env.view.meta
+    if template is None:
+        return _unapplied(pod, meta)
     added: list[str] = []
     for section, wanted in (("labels", template.inject.labels), ("annotations", template.inject.annotations)):
         present = read(read_metadata(pod, meta), section, meta)
@@ -27,3 +27,13 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     if not added:
         return []
     return [Finding("InjectedMetadata", meta, f"set {', '.join(added)} from template {template.name}")]
+
+
+def _unapplied(pod: Pod, meta: str) -> list[Finding]:
+    """No template applies: an applied-template annotation (its author's, or a decision's before
+    the pod or the catalog changed) would name one that was not, so it goes."""
+    if APPLIED_TEMPLATE_ANNOTATION not in read(read_metadata(pod, meta), "annotations", meta):
+        return []
+    del child(metadata(pod, meta), "annotations", meta)[APPLIED_TEMPLATE_ANNOTATION]
+    message = f"removed {APPLIED_TEMPLATE_ANNOTATION}: no template applies"
+    return [Finding("InjectedMetadata", meta, message)]

@@ -56,3 +56,11 @@ def test_no_template_no_metadata(unit_catalog: Catalog) -> None:
     pod = make_pod().container("c", gpu=1).build()
     mutated, found = apply(metadata.mutate, unit_catalog, pod)
     assert (mutated, found) == (pod, [])
+
+
+def test_an_applied_template_annotation_goes_where_no_template_applies(unit_catalog: Catalog) -> None:
+    pod = make_pod().annotation(APPLIED_TEMPLATE_ANNOTATION, "serving").container("c", image="busybox", gpu=1)
+    mutated, found = apply(metadata.mutate, unit_catalog, pod.build())
+    assert APPLIED_TEMPLATE_ANNOTATION not in mutated["metadata"].get("annotations", {})
+    assert found == [("InjectedMetadata", "metadata")]
+    assert apply(metadata.mutate, unit_catalog, mutated) == (mutated, [])

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from webhook.core.model import MIRROR_ANNOTATION, TEMPLATE_LABEL
+from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.core.workloads import group_kind
 
 EXCLUDED_NAMESPACES: Final = ("kube-system", "kube-node-lease", "gpu-webhook")
@@ -28,12 +29,11 @@ RESOURCE_PATTERN: Final = re.compile(
 )
 """The CEL `k.matches('(?i)...')`: a search anywhere in the key, in any case. RE2 folds none of these
 letters onto another (Python would fold i with ı and İ without re.ASCII)."""
-DEVICE_CLASS_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
 
 _DOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _EXTRA_NAME = re.compile(rf"(?=[^/]{{1,253}}/){_DOMAIN}/[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?")
 _EXTRA_PREFIX = re.compile(rf"(?=[^/]{{1,253}}/){_DOMAIN}/[-A-Za-z0-9_.]{{0,62}}[*]")
-"""What tools/gen_webhooks.py --extra-resource takes (the same expressions)."""
+"""What `check --extra-resource` and tools/gen_webhooks.py --extra-resource take."""
 
 POD_ENTRY, WORKLOAD_ENTRY, AI_JOB_ENTRY = "pods", "workloads", "ai-jobs"
 ACCELERATOR_OR_TEMPLATE, NOT_A_MIRROR_POD, NOT_OWNED = (

@@ -94,11 +94,11 @@ def _oversized_annotations(pod: Pod, mutated: Pod, meta: str) -> Finding | None:
     before = read(read_metadata(pod, meta), "annotations", meta)
     if after is before or 4 * _characters(after) <= ANNOTATIONS_MAX_BYTES:
         return None  # a character is at most 4 bytes: counted in bytes only when it could matter
-    size = _bytes(after)
-    if size <= ANNOTATIONS_MAX_BYTES or _bytes(before) > ANNOTATIONS_MAX_BYTES:
+    size, had = _bytes(after), _bytes(before)
+    if size <= ANNOTATIONS_MAX_BYTES or had > ANNOTATIONS_MAX_BYTES:
         return None
     message = (
-        f"the annotations take {_bytes(before)} bytes, and what the webhook adds would take them to"
+        f"the annotations take {had} bytes, and what the webhook adds would take them to"
         f" {size}, past the {ANNOTATIONS_MAX_BYTES} the API server allows: shorten them"
     )
     return Finding("AnnotationsLeaveNoRoom", f"{meta}.annotations", message)

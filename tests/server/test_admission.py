@@ -136,6 +136,23 @@ def test_nesting_deeper_than_the_limit_is_refused_by_a_walk_that_stops_at_it(lev
     assert (error.code, error.field) == ("TooDeep", "request.object")
 
 
+@pytest.mark.parametrize(
+    "commas, refused", [(admission.MAX_VALUES - 1000, False), (admission.MAX_VALUES, True)]
+)
+def test_values_are_counted_in_strings_too_up_to_the_limit(commas: int, refused: bool) -> None:
+    """The count is of bytes (`{`, `[`, `,`), so a body is counted only when it is longer than
+    the limit; counted, commas inside a string count as well."""
+    document = vector("create-pod-gpu.json")
+    document["request"]["object"]["metadata"]["annotations"] = {"a": "," * commas}
+    body = json.dumps(document).encode()
+    if not refused:
+        assert admission.parse_body(body).obj["metadata"]["annotations"]["a"] == "," * commas
+        return
+    with pytest.raises(ReviewError) as raised:
+        admission.parse_body(body)
+    assert (raised.value.code, raised.value.status) == ("TooManyValues", 413)
+
+
 def test_a_delete_carries_no_object_and_parses() -> None:
     review = admission.parse_review(pod_review(operation="DELETE", object=None, oldObject={"kind": "Pod"}))
     assert (review.operation, review.obj, review.old_obj) == ("DELETE", {}, {"kind": "Pod"})

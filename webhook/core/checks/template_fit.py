@@ -11,6 +11,9 @@ from webhook.core.resources import KNOWN_OTHER_PREFIXES, Kind
 _ACCELERATORS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
 # GPU requests made by scheduler annotations instead of resources (NVIDIA KAI scheduler).
 ANNOTATION_REQUESTS: Final = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices")
+LAUNCHER_ROLE_LABELS: Final = ("training.kubeflow.org/job-role", "training.kubeflow.org/replica-type")
+"""The labels Kubeflow's MPI operator (job-role) and training operator (replica-type) put on the
+launcher pod of an MPIJob: it runs mpirun, not CUDA, whatever template its job's pods share."""
 
 
 def check(env: Env) -> list[Finding]:
@@ -36,13 +39,19 @@ def check(env: Env) -> list[Finding]:
         for c in env.view.containers
         for a in c.accel
     ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
-    if requirement == "required" and not has_gpu:
+    if requirement == "required" and not has_gpu and not is_mpi_launcher(env.view.labels):
         message = (
             f"template {template.name} runs on GPUs but no container asks for one; "
             'add limits: {"nvidia.com/gpu": 1}'
         )
         findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
     return findings
+
+
+def is_mpi_launcher(labels: dict[str, str]) -> bool:
+    """The launcher pod of an MPIJob, as its operator labels it (workloads mark the Launcher
+    template itself; its pods carry these labels instead)."""
+    return any(str(labels.get(key, "")).lower() == "launcher" for key in LAUNCHER_ROLE_LABELS)
 
 
 def _is_accelerator(kind: Kind, resource: str) -> bool:

@@ -100,7 +100,8 @@ def _explicit(
 ) -> tuple[Template | None, list[Finding]]:
     """The template a pod names by label, unless its policy or the template's own
     `match.namespaces` keeps it from the namespace: a label the pod's author sets must not take a
-    template (its tolerations, priority class...) where its author did not mean it to go."""
+    template (its tolerations, priority class...) where its author did not mean it to go. The
+    policy's default template is never kept from its namespaces: unlabelled pods get it there."""
     template = catalog.templates.get(name)
     if template is None:
         known = ", ".join(sorted(catalog.templates)) or "none"
@@ -110,6 +111,8 @@ def _explicit(
         message = f"template {name!r} is not allowed by policy {policy.name}; allowed: {allowed}"
         return None, [Finding("TemplateNotAllowed", label_path, message)]
     scope = template.match.namespaces
+    if name == policy.default_template:
+        return template, []  # what the namespace's policy gives its unlabelled pods: its admin's choice
     if scope and not any(fnmatchcase(namespace, pattern) for pattern in scope):
         limited = ", ".join(scope)
         message = f"template {name!r} is for namespaces {limited} (its match.namespaces), not {namespace}"

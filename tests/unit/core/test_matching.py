@@ -181,3 +181,27 @@ def test_a_policy_excludes_only_from_the_namespaces_it_names() -> None:
     assert decide(pod, context(catalog, namespace="prod-ci")).codes == ("NoMatchingTemplate",)
     assert decide(pod, context(catalog, namespace="scratch")).codes == ()
     assert decide(pod, context(catalog, namespace="team-pay-ci")).codes == ("NamespaceExcluded",)
+
+
+def test_a_label_naming_the_policys_default_is_allowed_outside_the_templates_namespaces() -> None:
+    """Unlabelled pods get the policy's default there; a pod naming it by label is not refused."""
+    catalog = make_catalog(
+        template_doc("nb-gpu", match={"namespaces": ["nb-*"]}),
+        policy_doc("notebooks", ["nb-*", "notebooks"], templates={"default": "nb-gpu"}),
+    )
+    plain = make_pod().container("c", image="jupyter/base-notebook", gpu=1).build()
+    labelled = make_pod().template("nb-gpu").container("c", image="jupyter/base-notebook", gpu=1).build()
+    for pod in (plain, labelled):
+        decision = decide(pod, context(catalog, namespace="notebooks"))
+        assert (decision.template, decision.allowed) == ("nb-gpu", True)
+        assert "TemplateNotAllowed" not in decision.codes
+
+
+def test_a_label_naming_a_template_outside_its_namespaces_is_still_refused() -> None:
+    catalog = make_catalog(
+        template_doc("nb-gpu", match={"namespaces": ["nb-*"]}),
+        template_doc("other"),
+        policy_doc("notebooks", ["nb-*", "notebooks"], templates={"default": "other"}),
+    )
+    pod = make_pod().template("nb-gpu").container("c", image="jupyter/base-notebook", gpu=1).build()
+    assert pairs(decide(pod, context(catalog, namespace="notebooks"))) == [("TemplateNotAllowed", LABEL_PATH)]

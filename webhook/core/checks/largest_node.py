@@ -8,7 +8,7 @@ from typing import NamedTuple
 from webhook.core.env import Env
 from webhook.core.model import Finding
 from webhook.core.placement import gets_whole_gpus
-from webhook.core.profiles import GPU
+from webhook.core.profiles import GPU, MIG_PREFIX
 from webhook.core.resources import Kind
 
 
@@ -16,10 +16,18 @@ def check(env: Env) -> list[Finding]:
     findings = []
     for held in held_against_nodes(env):
         if held.wanted > held.most:
-            where = f"the largest node, {held.node}, has {held.most}" if held.node else "no node has any"
-            message = f"pod asks for {held.wanted} {held.resource}; {where}; split the work or ask for fewer"
+            message = f"pod asks for {held.wanted} {held.resource}; {_advice(env, held)}"
             findings.append(Finding("ExceedsLargestNode", _path(env, held.resource), message))
     return findings
+
+
+def _advice(env: Env, held: Held) -> str:
+    if held.node:
+        return f"the largest node, {held.node}, has {held.most}; split the work or ask for fewer"
+    slices = sorted(r for r in env.inventory.largest if r.startswith(MIG_PREFIX))
+    if held.resource == GPU and slices:
+        return f"no node serves whole GPUs, only MIG slices ({', '.join(slices)}): ask for one of those"
+    return "no node has any"
 
 
 class Held(NamedTuple):
@@ -61,6 +69,6 @@ def held_against_nodes(env: Env) -> list[Held]:
 def _path(env: Env, resource: str) -> str:
     for container in env.view.containers:
         for accel in container.gpu_requests:
-            if accel.resource == resource:
-                return container.resource_path("limits", resource)
+            if accel.resource == resource:  # where the count is: a request alone has its own finding
+                return container.resource_path("limits" if accel.limit is not None else "requests", resource)
     return f"{env.view.base}.containers"  # pragma: no cover - a requested resource has a container

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.builders import make_pod
+from tests.builders import make_env, make_inventory, make_pod, mixed_node
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import largest_node
 from webhook.core.model import Catalog, Inventory
@@ -56,3 +56,16 @@ def test_a_request_that_will_be_rewritten_to_a_slice_is_not_judged_as_whole_gpus
 def test_without_an_inventory_nothing_is_judged(unit_catalog: Catalog) -> None:
     pod = make_pod().container("c", gpu=1000).build()
     assert run(largest_node.check, unit_catalog, pod) == []
+
+
+def test_a_gpu_request_alone_is_judged_where_it_is_written(unit_catalog: Catalog) -> None:
+    """Nodes serving only slices: a request with no limit is not rewritten (GpuRequestWithoutLimit
+    says why), and the whole GPU it asks for is named at the request, not at a missing limit."""
+
+    slices_only = make_inventory(mixed_node("a100-mig", "NVIDIA-A100-SXM4-80GB", {"1g.10gb": (7, 9856)}))
+    pod = make_pod().container("c", image="pytorch/pytorch", requests={"nvidia.com/gpu": "1"}).build()
+    env_check = largest_node.check(make_env(pod, unit_catalog, slices_only))
+    assert [(f.code, f.path) for f in env_check] == [
+        ("ExceedsLargestNode", 'spec.containers[name=c].resources.requests["nvidia.com/gpu"]')
+    ]
+    assert "nvidia.com/mig-1g.10gb" in env_check[0].message  # what these nodes do serve

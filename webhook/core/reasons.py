@@ -42,6 +42,7 @@ _TABLE: Final = (
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow."),
     Reason("MigForbiddenByTemplate", "deny", "A MIG slice on a template that needs whole GPUs."),
     Reason("NoSliceFits", "deny", "No offered slice meets the need and the policy says to deny."),
+    Reason("OnlyMigDevices", "deny", "nvidia.com/gpu kept where the pod's GPU nodes serve it only as MIG devices, and its template forbids MIG or no slice fits its need."),
     Reason("NoFreeSlice", "deny", "Every fitting slice is in use and the policy (whenNoneFree: deny) says to deny."),
     # Templates.
     Reason("GpuOnCpuOnlyTemplate", "deny", "An accelerator request on a CPU-only template."),

@@ -4,22 +4,30 @@ The workers read the file when they start, and what counts a pod's accelerators 
 field of the wrong type or a request that is not a quantity just makes the pod hold nothing. A
 hand-edited list with such a mistake would serve a wrong picture of the cluster without a word,
 and a file that does not parse would leave the server unready. So the master reads it first and
-names every problem: the file, the document and item, and the field.
+names every problem: the file, the document and item, and the field. An empty file (what
+`kubectl get pods -A -o yaml > pods.yaml` leaves when kubectl fails) is refused too: read as no
+pods, it showed every device free; `kind: List` with `items: []` says there are none.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from webhook.core.quantity import parse_quantity
-from webhook.manifests import Manifest, read_manifests
+from webhook.manifests import MAX_LIST_DEPTH, Manifest, expand_lists, is_list
 from webhook.podshape import container_path, spec_problems
 from webhook.podshape_types import type_name
+from webhook.yamlio import Document, YamlError, decode_text, load_documents, read_text
 
 CONTAINER_GROUPS = ("initContainers", "containers")
 STRING_FIELDS = (("metadata", "namespace"), ("spec", "nodeName"), ("status", "phase"))
+MISSING_KIND_FIX = (
+    "give it `kind: Pod`, or make its list `kind: PodList`, whose items the API server writes "
+    "without their kind"
+)
 
 
 class PodListError(ValueError):
@@ -32,15 +40,59 @@ def check_pod_list(path: Path) -> int:
 
 
 def read_pod_list(path: Path) -> list[dict[str, Any]]:
-    """The pods of the file (`serve --pods`, `report --pods`); PodListError listing every problem
-    (file, document and item, field) otherwise."""
-    manifests, errors = read_manifests([str(path)])
-    problems = list(errors)
+    """The pods of the file (`serve --pods`, `report --pods`; `-` is stdin); PodListError listing
+    every problem (file, document and item, field) otherwise."""
+    documents, problems = _documents(path)
+    if not documents and not problems:
+        raise PodListError(
+            f"{_name(path)}: empty, expected a Pod or a List (`kind: List` with `items: []` for none)"
+        )
+    manifests = [pod for document in documents for pod in _objects(document, problems)]
     for manifest in manifests:
         problems.extend(f"{_where(manifest)}: {problem}" for problem in pod_problems(manifest))
     if problems:
         raise PodListError("\n".join(problems))
     return [manifest.obj for manifest in manifests]
+
+
+def _name(path: Path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def _documents(path: Path) -> tuple[list[Document], list[str]]:
+    """The file's documents that are not empty, and the error that stopped reading them (those
+    before a YAML syntax error are read, so that their problems are named with it)."""
+    try:
+        text = decode_text(sys.stdin.buffer.read(), "<stdin>") if str(path) == "-" else read_text(path)
+        return load_documents(text, _name(path)), []
+    except YamlError as exc:
+        return list(exc.documents), [str(exc)]
+
+
+def _objects(document: Document, problems: list[str]) -> Iterator[Manifest]:
+    """The document's objects (a List's items, of Lists inside it too), as `file#document[item]`."""
+    where = f"{document.source}#{document.index + 1}"
+    if not isinstance(document.data, Mapping):
+        problems.append(f"{where}: a manifest must be a mapping, got {type(document.data).__name__}")
+        return
+    yield from expand_lists(_pod_kinds_filled(document.data), where, problems)
+
+
+def _pod_kinds_filled(obj: Mapping[str, Any], depth: int = 0) -> Mapping[str, Any]:
+    """The object, with the items of every PodList in it given `kind: Pod` where they have no kind,
+    as the API server writes them (`kubectl get --raw /api/v1/pods`); a NodeList's are read so."""
+    if not is_list(obj) or depth > MAX_LIST_DEPTH:
+        return obj
+    items = [_item_kind_filled(obj, item, depth) for item in obj["items"]]
+    return {**obj, "items": items}
+
+
+def _item_kind_filled(parent: Mapping[str, Any], item: Any, depth: int) -> Any:
+    if not isinstance(item, Mapping):
+        return item  # expand_lists names it
+    if parent.get("kind") == "PodList" and "kind" not in item:
+        return {"apiVersion": parent.get("apiVersion"), "kind": "Pod", **item}
+    return _pod_kinds_filled(item, depth + 1)
 
 
 def _where(manifest: Manifest) -> str:
@@ -60,6 +112,9 @@ def _where(manifest: Manifest) -> str:
 def pod_problems(manifest: Manifest) -> Iterator[str]:
     """What is wrong with one object of the list, as 'field: problem'."""
     pod = manifest.obj
+    if "kind" not in pod:
+        yield f"kind: missing, expected Pod ({MISSING_KIND_FIX})"
+        return
     if manifest.kind != "Pod":
         yield f"kind: {manifest.kind or 'none'!r}, expected Pod"
         return

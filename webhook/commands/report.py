@@ -7,6 +7,7 @@ Exit 0 with a report, 2 on bad input or when the cluster or Prometheus cannot be
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 import urllib3
@@ -30,6 +31,7 @@ from webhook.report.render import render
 from webhook.report.utilisation import PrometheusError, check_url, check_window, query_utilisation
 
 FORMATS = ("text", "json", "csv")
+WINDOW = "1h"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -47,27 +49,27 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--policies", default="policies", help="policies folder (default: policies)")
     parser.add_argument("-o", "--output", choices=FORMATS, default="text")
     parser.add_argument("--prometheus", metavar="URL", help="Prometheus with dcgm-exporter metrics")
-    parser.add_argument("--window", default="1h", help="averaging window for utilisation (default: 1h)")
+    parser.add_argument(
+        "--window", help=f"averaging window for utilisation, with --prometheus (default: {WINDOW})"
+    )
     parser.add_argument(
         "--idle-below",
         type=float,
-        default=IDLE_THRESHOLD_PERCENT,
         metavar="PERCENT",
-        help=f"an allocated GPU averaging under this is idle (default: {IDLE_THRESHOLD_PERCENT:g})",
+        help=f"with --prometheus, an allocated GPU averaging under this is idle, 0 to 100 "
+        f"(default: {IDLE_THRESHOLD_PERCENT:g})",
     )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        if args.prometheus is not None:
-            check_url(args.prometheus)
-            check_window(args.window)
+        window, idle_below = _utilisation_options(args)
         catalog = catalog_from(args.templates, args.policies)
         inventory, usages = _inventory(args)
         utilisation = None
         if args.prometheus is not None:
-            utilisation = query_utilisation(args.prometheus, check_window(args.window))
+            utilisation = query_utilisation(args.prometheus, window)
     except (UsageError, InventoryError, WatchConfigError, PrometheusError) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
@@ -76,11 +78,31 @@ def run(args: argparse.Namespace) -> int:
         catalog,
         usages,
         utilisation,
-        window=args.window if args.prometheus is not None else None,
-        idle_threshold=args.idle_below,
+        window=window if args.prometheus is not None else None,
+        idle_threshold=idle_below,
     )
     sys.stdout.write(render(report, args.output))
     return EXIT_OK
+
+
+def _utilisation_options(args: argparse.Namespace) -> tuple[str, float]:
+    """--window and --idle-below, checked whether or not --prometheus is given, and refused
+    without it: nothing would be averaged or called idle, and a user asking for it would not know."""
+    if args.prometheus is not None:
+        check_url(args.prometheus)
+    window = check_window(WINDOW if args.window is None else args.window)
+    idle_below = IDLE_THRESHOLD_PERCENT if args.idle_below is None else _percent(args.idle_below)
+    options = (("--window", args.window), ("--idle-below", args.idle_below))
+    given = [option for option, value in options if value is not None]
+    if given and args.prometheus is None:
+        raise UsageError(f"{' and '.join(given)}: only with --prometheus (without it no utilisation is read)")
+    return window, idle_below
+
+
+def _percent(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise UsageError(f"--idle-below {value:g} is not a percentage from 0 to 100")
+    return value
 
 
 def _inventory(args: argparse.Namespace) -> tuple[Inventory, list[PodUsage]]:

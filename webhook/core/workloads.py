@@ -11,13 +11,16 @@ problem the old object already had (same code, path and message) warns instead o
 a change of replicas or image is never blocked by what was already there. Templates are mutated
 only when the namespace policy says `mutate: templates`, on an UPDATE only where the update
 changes the template (else a rollout would start that nobody asked for), and never on an UPDATE
-of a kind whose pod templates are immutable once created (IMMUTABLE_TEMPLATES).
+of a kind whose pod templates are immutable once created (IMMUTABLE_TEMPLATES). A template
+matching no WorkloadTemplate gets the mutations a pod matching none gets (steered off MIG nodes,
+a stale applied-template annotation removed), so that its pods come back from the webhook
+unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from webhook.core.decide import decide, denies, finish, governing, patch_for, unmade
@@ -177,13 +180,12 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     queued = held_by_queue(obj)
     for site in pod_sites(obj, kind):
         rewrite = mutate and not _unchanged_by_update(obj, site, context)
-        found = _evaluate_site(site, context, namespace, policy, rewrite, queued)
-        site_findings, template, site_mutated = found
-        findings.extend(site_findings)
-        if template and template not in templates:
-            templates.append(template)
-        if mutated is not None and site_mutated is not None:
-            _put(mutated, site.pointer, site_mutated)
+        result = _evaluate_site(site, context, namespace, policy, rewrite, queued)
+        findings.extend([*result.findings, *result.changes])
+        if result.template and result.template not in templates:
+            templates.append(result.template)
+        if mutated is not None and result.mutated is not None:
+            _put(mutated, site.pointer, result.mutated)
     grandfathered = _inherited(context, namespace, policy, kind)
     name = ", ".join(templates) or None
     unpatched = finish(policy, name, findings, None, [], grandfathered)
@@ -233,9 +235,24 @@ def held_by_queue(obj: Mapping[str, Any]) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class SiteResult:
+    """What one pod template came to: its problems, the template that applies, and the mutation."""
+
+    findings: list[Finding]
+    template: str | None
+    mutated: Pod | None = None
+    """The mutated pod ({metadata, spec}); None when it is left as it is."""
+    changes: list[Finding] = field(default_factory=list)
+    """What the mutation did (with `mutated`)."""
+
+
 def _evaluate_site(
     site: Site, context: Context, namespace: str, policy: Policy, mutate: bool, queued: bool = False
-) -> tuple[list[Finding], str | None, Pod | None]:
+) -> SiteResult:
+    """The site read and decided as `decide` decides a pod, template or none: a template that
+    matches no WorkloadTemplate is mutated as its pods would be (steered off MIG nodes, a stale
+    applied-template annotation removed), else every pod made from it would be changed again."""
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
     read = as_first_asked(site.pod) if site.writable else site.pod
@@ -245,10 +262,10 @@ def _evaluate_site(
         findings = [f for f in findings if f.code != "NoGpuOnGpuTemplate"]
     template = evaluation.template.name if evaluation.template else None
     env = evaluation.env
-    if not (site.writable and mutate and env and template) or denies(findings, policy.mode):
-        return findings, template, None
+    if not (site.writable and mutate and env) or denies(findings, policy.mode):
+        return SiteResult(findings, template)
     mutated, changes = mutated_copy(read, env)
-    return [*findings, *changes], template, mutated
+    return SiteResult(findings, template, mutated, changes)
 
 
 def _inherited(
@@ -262,7 +279,7 @@ def _inherited(
     found: set[tuple[str, str, str]] = set()
     queued = held_by_queue(old)
     for site in pod_sites(old, kind):
-        findings, _, _ = _evaluate_site(site, context, namespace, policy, False, queued)
+        findings = _evaluate_site(site, context, namespace, policy, False, queued).findings
         found.update((f.code, f.path, f.message) for f in findings)
     return frozenset(found)
 

@@ -10,11 +10,12 @@ Each template is evaluated like a Pod, with paths that name it in full
 problem the old object already had (same code, path and message) warns instead of denying, so
 a change of replicas or image is never blocked by what was already there. Templates are mutated
 only when the namespace policy says `mutate: templates`, on an UPDATE only where the update
-changes the template (else a rollout would start that nobody asked for), and never on an UPDATE
-of a kind whose pod templates are immutable once created (IMMUTABLE_TEMPLATES). A template
-matching no WorkloadTemplate gets the mutations a pod matching none gets (steered off MIG nodes,
-a stale applied-template annotation removed), so that its pods come back from the webhook
-unchanged.
+changes the template (else a rollout would start that nobody asked for). On an UPDATE of a kind
+whose pod templates are immutable once created (IMMUTABLE_TEMPLATES), a template is mutated only
+back to exactly what the old object holds (a re-applied manifest of a workload the webhook
+rewrote when created), never to anything else. A template matching no WorkloadTemplate gets the
+mutations a pod matching none gets (steered off MIG nodes, a stale applied-template annotation
+removed), so that its pods come back from the webhook unchanged.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ IMMUTABLE_TEMPLATES: Final[frozenset[GroupKind]] = frozenset(
 changed `spec.template` (bar a suspended Job's scheduling fields, never its resources), JobSet's
 webhook its `replicatedJobs`, Volcano's its `tasks`. Mutating one on UPDATE (a Job created before
 the webhook, or while it was down, then given a label or a finalizer) would make every update of
-it, deletion included, fail; its pods are still mutated when created."""
+it, deletion included, fail; its pods are still mutated when created. An UPDATE only ever mutates
+one back to the old object's template (`_restores`): a re-applied manifest the webhook rewrote."""
 
 
 def home_group(kind: str) -> str:
@@ -174,18 +176,20 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     findings: list[Finding] = []
     templates: list[str] = []
     mutate = policy.mutate_templates if context.mutate_templates is None else context.mutate_templates
-    if context.operation == "UPDATE" and kind in IMMUTABLE_TEMPLATES:
-        mutate = False
+    immutable = context.operation == "UPDATE" and kind in IMMUTABLE_TEMPLATES
     mutated = copy_object(obj) if mutate else None
     queued = held_by_queue(obj)
     for site in pod_sites(obj, kind):
         rewrite = mutate and not _unchanged_by_update(obj, site, context)
         result = _evaluate_site(site, context, namespace, policy, rewrite, queued)
-        findings.extend([*result.findings, *result.changes])
         if result.template and result.template not in templates:
             templates.append(result.template)
-        if mutated is not None and result.mutated is not None:
-            _put(mutated, site.pointer, result.mutated)
+        site_mutated = result.mutated
+        if site_mutated is not None and immutable and not _restores(obj, site, site_mutated, context):
+            site_mutated = None
+        findings.extend(result.findings if site_mutated is None else [*result.findings, *result.changes])
+        if mutated is not None and site_mutated is not None:
+            _put(mutated, site.pointer, site_mutated)
     grandfathered = _inherited(context, namespace, policy, kind)
     name = ", ".join(templates) or None
     unpatched = finish(policy, name, findings, None, [], grandfathered)
@@ -194,6 +198,18 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     patch, problems = patch_for(obj, mutated, "spec")
     findings = findings if patch else unmade(findings)
     return finish(policy, name, [*findings, *problems], mutated if patch else None, patch, grandfathered)
+
+
+def _restores(obj: Pod, site: Site, mutated: Pod, context: Context) -> bool:
+    """Whether the site's template, mutated as a CREATE would, is exactly the old object's: the
+    manifest of a workload this webhook rewrote when created, applied again (kubectl apply merges
+    its `nvidia.com/gpu` back beside the slice, kubectl replace sends it as written). For a kind
+    whose pod templates cannot change, restoring the live one makes the re-apply a no-op, as it is
+    without the webhook; any other mutation would make the API server refuse the update."""
+    template, old = _get(obj, site.pointer), context.old_object
+    if not isinstance(old, dict) or not isinstance(template, dict):
+        return False
+    return bool(_with_pod(template, mutated) == _get(old, site.pointer))
 
 
 def _unchanged_by_update(obj: Pod, site: Site, context: Context) -> bool:
@@ -417,9 +433,13 @@ def _get(obj: Any, pointer: tuple[Step, ...]) -> Any:
 def _put(obj: Pod, pointer: tuple[Step, ...], pod: Pod) -> None:
     template = _get(obj, pointer)
     if isinstance(template, dict):
-        if pod.get("metadata"):
-            template["metadata"] = pod["metadata"]
-        template["spec"] = pod["spec"]
+        template.update(_with_pod(template, pod))
+
+
+def _with_pod(template: dict[str, Any], pod: Pod) -> dict[str, Any]:
+    """The pod template with the pod's metadata (unless it has none) and spec in place."""
+    metadata = {"metadata": pod["metadata"]} if pod.get("metadata") else {}
+    return {**template, **metadata, "spec": pod["spec"]}
 
 
 ShapeRoute = tuple[tuple[str, ...], bool]

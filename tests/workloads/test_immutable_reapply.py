@@ -1,0 +1,104 @@
+"""A Job, JobSet or Volcano Job whose template the webhook rewrote when created can be applied again.
+
+Their pod templates cannot change once created, so an UPDATE never mutates them to anything new;
+but a re-applied manifest (kubectl apply merges its `nvidia.com/gpu` back beside the slice,
+kubectl replace sends it as written) is mutated back to exactly the live template, so that the
+re-apply is a no-op, as it is without the webhook, instead of `spec.template: field is immutable`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from webhook.core.model import Catalog, Context, Inventory
+from webhook.core.workloads import decide_object, pod_sites
+
+Template = dict[str, Any]
+KINDS: list[tuple[str, str, Callable[[Template], dict[str, Any]]]] = [
+    ("batch/v1", "Job", lambda t: {"template": t}),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet",
+     lambda t: {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": t}}}]}),
+    ("batch.volcano.sh/v1alpha1", "Job", lambda t: {"tasks": [{"name": "w", "template": t}]}),
+]  # fmt: skip
+
+
+def _manifest(api_version: str, kind: str, spec: Callable[[Template], dict[str, Any]]) -> dict[str, Any]:
+    container = {
+        "name": "train",
+        "image": "axolotlai/axolotl:main-latest",
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+    }
+    template = {"metadata": {}, "spec": {"restartPolicy": "Never", "containers": [container]}}
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": "j"}, "spec": spec(template)}
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    (site,) = pod_sites(obj)
+    containers: list[dict[str, Any]] = site.pod["spec"]["containers"]
+    return containers
+
+
+def _templates(obj: dict[str, Any]) -> list[Any]:
+    return [site.pod for site in pod_sites(obj)]
+
+
+def _created(manifest: dict[str, Any], catalog: Catalog, inventory: Inventory) -> dict[str, Any]:
+    decision = decide_object(manifest, Context(catalog, inventory, "ml", mutate_templates=True))
+    live: dict[str, Any] = jsonpatch.apply_patch(manifest, list(decision.patch))
+    limits = _containers(live)[0]["resources"]["limits"]
+    assert "nvidia.com/gpu" not in limits and "nvidia.com/mig-3g.40gb" in limits
+    return live
+
+
+def _updated(sent: dict[str, Any], live: dict[str, Any], catalog: Catalog, inventory: Inventory) -> Any:
+    context = Context(catalog, inventory, "ml", mutate_templates=True, operation="UPDATE", old_object=live)
+    decision = decide_object(sent, context)
+    assert decision.allowed
+    return jsonpatch.apply_patch(sent, list(decision.patch))
+
+
+@pytest.mark.parametrize(("api_version", "kind", "spec"), KINDS, ids=[f"{v}-{k}" for v, k, _ in KINDS])
+def test_a_reapplied_manifest_gets_back_the_live_template(
+    catalog: Catalog, inventories: dict[str, Inventory], api_version: str, kind: str, spec: Any
+) -> None:
+    inventory = inventories["mixed-cluster"]
+    manifest = _manifest(api_version, kind, spec)
+    live = _created(manifest, catalog, inventory)
+
+    merged = copy.deepcopy(live)  # kubectl apply: the manifest's request merged back beside the slice
+    _containers(merged)[0]["resources"]["limits"]["nvidia.com/gpu"] = 1
+    assert _templates(_updated(merged, live, catalog, inventory)) == _templates(live)
+    replaced = copy.deepcopy(manifest)  # kubectl replace: the manifest as written
+    assert _templates(_updated(replaced, live, catalog, inventory)) == _templates(live)
+
+
+@pytest.mark.parametrize(("api_version", "kind", "spec"), KINDS, ids=[f"{v}-{k}" for v, k, _ in KINDS])
+def test_a_changed_template_is_still_never_mutated_on_update(
+    catalog: Catalog, inventories: dict[str, Inventory], api_version: str, kind: str, spec: Any
+) -> None:
+    """A manifest changed in git (2 GPUs now) would be rewritten to something new: left as sent, so
+    the API server says the template is immutable, as it does without the webhook."""
+    inventory = inventories["mixed-cluster"]
+    manifest = _manifest(api_version, kind, spec)
+    live = _created(manifest, catalog, inventory)
+    changed = copy.deepcopy(manifest)
+    _containers(changed)[0]["resources"]["limits"]["nvidia.com/gpu"] = 2
+    context = Context(catalog, inventory, "ml", mutate_templates=True, operation="UPDATE", old_object=live)
+    decision = decide_object(changed, context)
+    assert (decision.allowed, decision.patch, decision.mutated) == (True, (), None)
+    assert not {"RewrittenToMig", "InjectedMetadata"} & set(decision.codes)
+
+
+def test_a_deployment_reapplied_gets_back_its_live_template_too(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """The same re-apply of a Deployment, whose template may change: the same answer."""
+    inventory = inventories["mixed-cluster"]
+    manifest = _manifest("apps/v1", "Deployment", lambda t: {"template": t})
+    live = _created(manifest, catalog, inventory)
+    assert _templates(_updated(copy.deepcopy(manifest), live, catalog, inventory)) == _templates(live)

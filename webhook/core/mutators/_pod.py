@@ -199,9 +199,15 @@ def append_node_expressions(
             continue
         existing = child_list(term, "matchExpressions", f"{where}.{REQUIRED}.nodeSelectorTerms[{index}]")
         start = len(existing)
-        existing.extend(dict(e) for e in expressions if e not in existing)
+        existing.extend(_own_copy(e) for e in expressions if e not in existing)
         added.append((start, len(existing) - start) if len(existing) > start else None)
     return added
+
+
+def _own_copy(expression: dict[str, Any]) -> dict[str, Any]:
+    """The expression with its own `values` list: terms that share one would be written out as
+    YAML aliases (`&id001`, `*id001`) where the mutated pod is printed."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in expression.items()}
 
 
 def _matches_no_node(term: dict[str, Any]) -> bool:

@@ -16,7 +16,9 @@ GKE's slice label) go too: they encode the slice, and kept they would hold the n
 it. Exactly those: the rewrite records where in each required term it added them
 (`gpu.aethervirt.io/mig-node-affinity`), so an equal requirement of the pod's own (a pod pinned
 to `<model>-MIG-1g.10gb` nodes, or to H100 nodes in one of its terms) is the user's choice, and
-stays.
+stays. The template's node requirements stay too, read as the pod's own: the rewrite wrote them
+before the steering (webhook/core/mutators/__init__.py), so deciding again appends the steering
+where it was, and the output of one pass is a fixed point.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The template's required node affinity, ANDed into every node-selector term."""
+"""The template's required node affinity, ANDed into every node-selector term, before the slice
+steering (mig_affinity) is appended after it."""
 
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ from webhook.yamlio import Document, YamlError, decode_text, load_documents, rea
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 BUILT_IN_VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
 """Kubernetes' own API groups of the kinds the webhook reads: no CRD adds a kind to them."""
+RETIRED_GROUPS = frozenset({"extensions"})
+"""Kubernetes' own groups that once held kinds the webhook reads (extensions/v1beta1 Deployment,
+DaemonSet and ReplicaSet, which no API server serves since 1.16): old charts still ship them."""
 MAX_LIST_DEPTH = 10
 """How deep Lists may nest in Lists (kubectl unwraps each level); deeper is refused, not guessed."""
 
@@ -59,8 +62,8 @@ class Manifest:
 
 def kind_problems(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A kind the webhook reads, written as the API server refuses it: in another of Kubernetes'
-    own groups (`apps/v1` Pod) or in another case (`kind: pod`). Read as some other kind, it would
-    be skipped as holding no pod template, and go undecided."""
+    own groups (`apps/v1` Pod, `extensions/v1beta1` Deployment) or in another case (`kind: pod`).
+    Read as some other kind, it would be skipped as holding no pod template, and go undecided."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
         return []
@@ -68,7 +71,8 @@ def kind_problems(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
     if group is None or is_supported((group, kind)):
         return []
     known = next((k for k in ("Pod", *sorted(SUPPORTED_KINDS)) if k.lower() == kind.lower()), None)
-    if known is None or not (group in BUILT_IN_VERSIONS or is_supported((group, known))):
+    own_group = group in BUILT_IN_VERSIONS or group in RETIRED_GROUPS
+    if known is None or not (own_group or is_supported((group, known))):
         return []  # a kind of another API group's own (a CRD may name its kind Job)
     home = group if is_supported((group, known)) else home_group(known)  # Volcano's Job: its own
     in_home = f"apiVersion {BUILT_IN_VERSIONS[home]}" if home in BUILT_IN_VERSIONS else f"API group {home}"

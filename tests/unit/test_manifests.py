@@ -59,6 +59,27 @@ def test_a_list_at_the_depth_bound_is_read() -> None:
         ("apps/v1", "POD", [("kind", "kinds are case-sensitive: did you mean Pod (in apiVersion v1)?")]),
         ("kubeflow.org/v1", "pytorchjob", [("kind", "kinds are case-sensitive: did you mean PyTorchJob?")]),
         ("batch.volcano.sh/v1alpha1", "job", [("kind", "kinds are case-sensitive: did you mean Job?")]),
+        (
+            "extensions/v1beta1",
+            "Deployment",
+            [("apiVersion", "kind Deployment is in apiVersion apps/v1, not extensions/v1beta1")],
+        ),
+        (
+            "extensions/v1beta1",
+            "DaemonSet",
+            [("apiVersion", "kind DaemonSet is in apiVersion apps/v1, not extensions/v1beta1")],
+        ),
+        (
+            "extensions/v1beta1",
+            "ReplicaSet",
+            [("apiVersion", "kind ReplicaSet is in apiVersion apps/v1, not extensions/v1beta1")],
+        ),
+        (
+            "extensions/v1beta1",
+            "deployment",
+            [("kind", "kinds are case-sensitive: did you mean Deployment (in apiVersion apps/v1)?")],
+        ),
+        ("extensions/v1beta1", "Ingress", []),
         ("v1", "Pod", []),
         ("batch.volcano.sh/v1alpha1", "Job", []),
         ("example.com/v1", "Job", []),  # a CRD may name its kind as Kubernetes does

@@ -1,0 +1,45 @@
+"""Inputs the commands accepted silently and now refuse as bad input (exit 2), naming where:
+an old chart's extensions/v1beta1 workload (check, krm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from webhook.authoring.krm import FunctionConfig, run_function
+from webhook.cli import main
+
+TEMPLATES, POLICIES = str(ROOT / "templates"), str(ROOT / "policies")
+OLD_CHART_DEPLOYMENT = """\
+apiVersion: extensions/v1beta1
+kind: Deployment
+metadata: {name: vllm}
+spec:
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      containers: [{name: c, image: vllm/vllm-openai, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+
+def test_check_refuses_an_extensions_v1beta1_deployment_naming_apps_v1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was skipped as holding no pod template, and check exited 0."""
+    manifest = tmp_path / "d.yaml"
+    manifest.write_text(OLD_CHART_DEPLOYMENT, encoding="utf-8")
+    assert main(["check", str(manifest), "--templates", TEMPLATES, "--policies", POLICIES]) == 2
+    err = capsys.readouterr().err
+    assert f"{manifest}#1: Deployment vllm: apiVersion: " in err and "apps/v1" in err
+
+
+def test_krm_reports_an_extensions_v1beta1_deployment_at_its_api_version() -> None:
+    item = yaml.safe_load(OLD_CHART_DEPLOYMENT)
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [item]}
+    config = FunctionConfig(templates=TEMPLATES, policies=POLICIES, inventory="none")
+    outcome = run_function(resource_list, config)
+    assert [(r["severity"], r["field"]["path"]) for r in outcome.results] == [("error", "apiVersion")]
+    assert "apps/v1" in outcome.results[0]["message"] and outcome.failed

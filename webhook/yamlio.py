@@ -11,6 +11,7 @@ cannot hold (`!!set`, `!!binary`, a list as a key) is an error at its line.
 
 from __future__ import annotations
 
+import codecs
 import datetime
 import errno
 import json
@@ -426,15 +427,19 @@ def read_text(path: Path) -> str:
 
 
 def decode_text(data: bytes, source: str) -> str:
-    """UTF-8 bytes as text (a byte-order mark dropped); YamlError at the first byte that is not."""
+    """UTF-8 bytes as text (a byte-order mark dropped); YamlError at the first byte that is not,
+    located in the file as given: its offset counts the mark, its column (as an editor shows it)
+    does not."""
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        return data.decode("utf-8-sig")
+        return data[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        line_start = data.rfind(b"\n", 0, exc.start) + 1
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = len(data[line_start : exc.start].decode("utf-8", errors="replace")) + 1
-        byte = f"0x{data[exc.start]:02x}"
-        at = f"at column {column}, offset {exc.start}"
+        offset = bom + exc.start
+        line_start = max(data.rfind(b"\n", 0, offset) + 1, bom)
+        line = data.count(b"\n", 0, offset) + 1
+        column = len(data[line_start:offset].decode("utf-8", errors="replace")) + 1
+        byte = f"0x{data[offset]:02x}"
+        at = f"at column {column}, offset {offset}"
         problem = f"not UTF-8: byte {byte} {at} ({exc.reason}); save the file as UTF-8"
         raise YamlError(f"{source}:{line}:{column}: {problem}", source, line, problem) from exc
 

@@ -230,6 +230,21 @@ def test_text_that_is_not_utf8_is_located_by_line_and_character_column() -> None
     assert (caught.value.line, str(caught.value).split(": ")[0]) == (2, "f.yaml:2:5")
 
 
+def test_a_byte_that_is_not_utf8_after_a_byte_order_mark_is_located_in_the_file() -> None:
+    """The offset counted from after the mark named the byte three before the bad one."""
+    from webhook.yamlio import YamlError, decode_text
+
+    text = b'\xef\xbb\xbfa: 1\nb: "caf\xe9"\n'
+    with pytest.raises(YamlError) as caught:
+        decode_text(text, "f.yaml")
+    assert (caught.value.line, str(caught.value).split(": ")[0]) == (2, "f.yaml:2:8")
+    assert "byte 0xe9 at column 8, offset 15 " in caught.value.problem
+    with pytest.raises(YamlError) as caught:  # on the mark's line: the mark is no column
+        decode_text(b"\xef\xbb\xbfa: \xff\n", "f.yaml")
+    assert str(caught.value).split(": ")[0] == "f.yaml:1:4"
+    assert "byte 0xff at column 4, offset 6 " in caught.value.problem
+
+
 def test_a_template_that_is_not_utf8_is_one_problem_at_its_line(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_bytes(template("t", VALID).replace("name: t", "name: té").encode("latin-1"))
     (tmp_path / "ok.yaml").write_text(

@@ -1,5 +1,5 @@
 """Inputs the commands accepted silently and now refuse as bad input (exit 2), naming where:
-an old chart's extensions/v1beta1 workload (check, krm)."""
+an empty catalog folder (lint, serve), an old chart's extensions/v1beta1 workload (check, krm)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import yaml
 from tests.conftest import ROOT
 from webhook.authoring.krm import FunctionConfig, run_function
 from webhook.cli import main
+from webhook.server import gunicorn_app
 
 TEMPLATES, POLICIES = str(ROOT / "templates"), str(ROOT / "policies")
 OLD_CHART_DEPLOYMENT = """\
@@ -23,6 +24,30 @@ spec:
     spec:
       containers: [{name: c, image: vllm/vllm-openai, resources: {limits: {nvidia.com/gpu: 1}}}]
 """
+
+
+def test_lint_refuses_an_empty_policies_folder_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["lint", TEMPLATES, str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert f"{tmp_path}: " in out.out + out.err and "Traceback" not in out.out + out.err
+
+
+def test_serve_refuses_to_start_on_an_empty_policies_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def started(*args: object) -> None:
+        pytest.fail("serve started with an empty policies folder")
+
+    monkeypatch.setattr(gunicorn_app.WebhookServer, "run", started)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "policies").mkdir()
+    command = ["serve", "--bind", "127.0.0.1:0", "--templates", TEMPLATES, "--policies", "policies"]
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "policies: " in err and "Traceback" not in err
+    assert not (tmp_path / ".gpu-webhook").exists()  # refused before any certificate is made
 
 
 def test_check_refuses_an_extensions_v1beta1_deployment_naming_apps_v1(
@@ -43,3 +68,12 @@ def test_krm_reports_an_extensions_v1beta1_deployment_at_its_api_version() -> No
     outcome = run_function(resource_list, config)
     assert [(r["severity"], r["field"]["path"]) for r in outcome.results] == [("error", "apiVersion")]
     assert "apps/v1" in outcome.results[0]["message"] and outcome.failed
+
+
+def test_krm_reports_an_empty_policies_folder_naming_it(tmp_path: Path) -> None:
+    config = FunctionConfig(templates=TEMPLATES, policies=str(tmp_path), inventory="none")
+    outcome = run_function(
+        {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": []}, config
+    )
+    assert [(r["severity"], r["file"]["path"]) for r in outcome.results] == [("error", str(tmp_path))]
+    assert outcome.failed

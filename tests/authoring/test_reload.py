@@ -344,6 +344,26 @@ def test_a_dangling_symlink_is_a_problem_for_lint_as_for_the_server(
     assert (served["source"], served["message"]) == (problem.source, problem.message)
 
 
+def test_an_emptied_policies_folder_is_a_failure_that_keeps_the_last_good_catalog(
+    mounts: tuple[ConfigMapMount, ConfigMapMount],
+) -> None:
+    """It loaded 0 policies as a success: every namespace silently got the built-in default."""
+    source = source_for(mounts, CollectorRegistry())
+    assert source.check_now() is True
+    good = source.current()
+    mounts[1].publish({})  # the ConfigMap emptied
+    assert source.check_now() is False and source.current() is good
+    (problem,) = source.status()["lastError"]["problems"]
+    assert (problem["source"], problem["line"]) == (str(mounts[1].root), None)
+    mounts[1].publish({"default.yaml": POLICY})
+    assert source.check_now() is True
+    shutil.rmtree(mounts[1].root)  # `mv policies policies.old; mkdir policies`
+    mounts[1].root.mkdir()
+    assert source.check_now() is False and source.current().policies == good.policies
+    (problem,) = source.status()["lastError"]["problems"]
+    assert problem["source"] == str(mounts[1].root)
+
+
 def test_a_worker_started_while_the_files_are_broken_serves_the_last_good_catalog(
     mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
 ) -> None:

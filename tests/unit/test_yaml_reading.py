@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.catalog.test_lint import VALID, policy, template, write
-from webhook.catalog import lint_paths, load_catalog
+from webhook.catalog import CatalogError, lint_paths, load_catalog
 from webhook.yamlio import MAX_DEPTH, YamlError, load_documents
 
 
@@ -168,6 +168,29 @@ def test_a_symlink_loop_says_so(tmp_path: Path) -> None:
 def test_folders_holding_no_file_are_a_problem(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "policies").mkdir()
+    problems = lint_paths([tmp_path / "templates", tmp_path / "policies"])
+    assert [(p.source, p.line) for p in problems] == [
+        (str(tmp_path / "policies"), None),
+        (str(tmp_path / "templates"), None),
+    ]
+
+
+@pytest.mark.parametrize("empty", ["templates", "policies"])
+def test_each_folder_holding_no_file_is_a_problem_naming_it(tmp_path: Path, empty: str) -> None:
+    """An empty policies folder beside good templates linted ok and served: every namespace then
+    silently got the built-in default policy."""
+    catalog_in(tmp_path)
+    write(tmp_path, {f"{empty}/tests/suite.yaml": "cases: []\n"})  # tests/ is not read
+    for file in (tmp_path / empty).glob("*.yaml"):
+        file.unlink()
     (problem,) = lint_paths([tmp_path / "templates", tmp_path / "policies"])
-    assert "no template or policy files" in problem.message
-    assert str(tmp_path / "templates") in problem.source
+    assert (problem.source, problem.line, problem.path) == (str(tmp_path / empty), None, "")
+    with pytest.raises(CatalogError) as caught:
+        load_catalog([tmp_path / "templates", tmp_path / "policies"])
+    assert [p.source for p in caught.value.problems] == [str(tmp_path / empty)]
+
+
+def test_an_empty_folder_inside_one_that_holds_files_is_read_with_it(tmp_path: Path) -> None:
+    catalog_in(tmp_path)
+    (tmp_path / "templates" / "later").mkdir()
+    assert lint_paths([tmp_path / "templates", tmp_path / "policies"]) == []

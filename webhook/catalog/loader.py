@@ -102,7 +102,8 @@ def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Doc
 def _files(given: list[Path], problems: list[Problem]) -> list[Path]:
     """The files given and those in the folders given, each real file once (a folder given twice,
     or inside another, is read once); what is missing or unreadable goes to `problems`, and so
-    does finding nothing at all (a mistyped path, more likely than a catalog of nothing)."""
+    does each folder given that holds no file at all (a mistyped path, more likely than an empty
+    catalog: an empty policies folder would silently give every namespace the default policy)."""
     found: dict[Path, Path] = {}
     for path in given:
         unreadable: list[OSError] = []
@@ -110,16 +111,27 @@ def _files(given: list[Path], problems: list[Problem]) -> list[Path]:
         for exc in unreadable:
             where = exc.filename if exc.filename is not None else path
             problems.append(Problem(str(where), None, "", f"cannot read: {exc.strerror or exc}"))
+        if not files and not unreadable:
+            problems.append(_no_files(path))
         for file in files:
             if file.exists():
                 found.setdefault(file.resolve(), file)
             else:
                 problems.append(_missing(file))
-    if not found and not problems:
-        shown = ", ".join(str(path) for path in given) or "(no path)"
-        suffixes = ", ".join(YAML_SUFFIXES)
-        problems.append(Problem(shown, None, "", f"no template or policy files ({suffixes}) here"))
+    if not given:
+        problems.append(_no_files(None))
     return list(found.values())
+
+
+def _no_files(folder: Path | None) -> Problem:
+    suffixes = ", ".join(YAML_SUFFIXES)
+    shown = "(no path)" if folder is None else str(folder)
+    return Problem(
+        shown,
+        None,
+        "",
+        f"no template or policy files ({suffixes}) in this folder (tests/ and hidden folders are not read)",
+    )
 
 
 def _missing(path: Path) -> Problem:

@@ -226,16 +226,17 @@ class ReloadingCatalogSource:
 def catalog_files(paths: Sequence[Path]) -> list[Path]:
     """The YAML files a catalog is built from: given files, and those under given folders except in
     tests/ and hidden folders (a ConfigMap mount's `..data` and `..<timestamp>` copies). Missing
-    paths are kept: the loader reports them."""
+    paths are kept, and so are folders that hold no file or cannot be listed: the loader reports them."""
     found: list[Path] = []
     for path in paths:
         if not path.is_dir():
             found.append(path)
             continue
         unreadable: list[OSError] = []
-        found.extend(iter_yaml_files(path, unreadable))
-        if unreadable:  # the loader reads the folder again and reports what it cannot list
-            found.append(path)
+        files = list(iter_yaml_files(path, unreadable))
+        found.extend(files)
+        if unreadable or not files:  # the loader reads the folder again and reports what it cannot
+            found.append(path)  # list, or that it holds no file
     return found
 
 

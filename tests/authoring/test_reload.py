@@ -364,6 +364,18 @@ def test_an_emptied_policies_folder_is_a_failure_that_keeps_the_last_good_catalo
     assert problem["source"] == str(mounts[1].root)
 
 
+def test_an_emptied_template_file_is_a_failure_that_keeps_the_last_good_catalog(
+    mounts: tuple[ConfigMapMount, ConfigMapMount],
+) -> None:
+    """It was skipped: the template vanished from serving with a `catalog_loaded` success."""
+    source = source_for(mounts, CollectorRegistry())
+    assert source.check_now() is True
+    mounts[0].publish({**templates("v2"), "b.yaml": "# b is being rewritten\n"})
+    assert source.check_now() is False and set(source.current().templates) == {"a", "b"}
+    (problem,) = source.status()["lastError"]["problems"]
+    assert (problem["source"], problem["line"]) == (str(mounts[0].root / "b.yaml"), 1)
+
+
 def test_a_worker_started_while_the_files_are_broken_serves_the_last_good_catalog(
     mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
 ) -> None:

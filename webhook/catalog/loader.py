@@ -92,11 +92,22 @@ def _documents(paths: Iterable[str | Path], problems: list[Problem]) -> list[Doc
     documents: list[Document] = []
     for file in _files([Path(raw) for raw in paths], problems):
         try:
-            documents.extend(load_file(file, report_duplicates=True))
+            found = load_file(file, report_duplicates=True)
         except YamlError as exc:
             documents.extend(exc.documents)
             problems.append(Problem(str(file), exc.line, "", exc.problem))
+            continue
+        if not found:
+            problems.append(Problem(str(file), 1, "", _NO_DOCUMENT))
+        documents.extend(found)
     return documents
+
+
+_NO_DOCUMENT = (
+    "the file holds no YAML document (it is empty, or only comments, `---` or null);"
+    " write the template or policy in it, or remove the file"
+)
+"""kubectl refuses such a file too ("no objects passed"); skipped, a template would silently vanish."""
 
 
 def _files(given: list[Path], problems: list[Problem]) -> list[Path]:

@@ -245,6 +245,20 @@ def test_a_byte_that_is_not_utf8_after_a_byte_order_mark_is_located_in_the_file(
     assert "byte 0xff at column 4, offset 6 " in caught.value.problem
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "# nothing yet\n", "---\n", "---\n# c\n---\n", "null\n"])
+def test_a_file_with_no_document_is_a_problem_at_its_first_line(tmp_path: Path, text: str) -> None:
+    """It was skipped: emptied, a template vanished from the catalog with a successful load."""
+    write(tmp_path, {"templates/a.yaml": template("a", VALID), "templates/empty.yaml": text})
+    (problem,) = lint_paths([tmp_path / "templates"])
+    assert (problem.source, problem.line, problem.path) == (str(tmp_path / "templates" / "empty.yaml"), 1, "")
+
+
+def test_empty_documents_between_real_ones_are_still_skipped(tmp_path: Path) -> None:
+    text = "---\n" + template("a", VALID) + "---\n---\n# c\n---\n" + template("b", VALID) + "---\n"
+    write(tmp_path, {"templates/ab.yaml": text})
+    assert set(load_catalog([tmp_path / "templates"]).templates) == {"a", "b"}
+
+
 def test_a_template_that_is_not_utf8_is_one_problem_at_its_line(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_bytes(template("t", VALID).replace("name: t", "name: té").encode("latin-1"))
     (tmp_path / "ok.yaml").write_text(

@@ -1,23 +1,31 @@
 """Find templates that could tie and policies that claim the same namespace, at load time.
 
-Two templates tie when they have the same priority and some pod could match both. This is
-decided conservatively from the match conditions: namespaces that can coincide and label
-selectors that do not contradict. Images never keep two templates apart: a template matches
-when any container's image matches one of its patterns, so a pod with one container of each
-image matches both.
+Two templates tie when they have the same priority and some pod could match both: some
+namespace matches a namespace pattern of each (or one of them names none), and some set of pod
+labels meets both selectors. Images never keep two templates apart: a template matches when any
+container's image matches one of its patterns, so a pod with one container of each image
+matches both.
 
-Two policies tie on a namespace when both name it exactly, or when patterns of theirs with the
-same length (what the index ranks patterns by) could both match it.
+Two policies tie on a namespace when both name it exactly, or when patterns of theirs of the
+same rank (what the index ranks patterns by: literal characters, then single-character
+wildcards) could both match it.
+
+Both questions are answered exactly, not by a rule of thumb: two namespace patterns overlap when
+some name of namespace characters matches both, and two selectors when some set of labels meets
+both. So a library kept apart by contradicting labels or disjoint patterns loads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cache, lru_cache
 from itertools import combinations
 from typing import Any
 
-from webhook.core.catalog_index import WILDCARDS, has_wildcard, literal_prefix, pattern_rank
+from webhook.catalog.apirules import LABEL_CHARS
+from webhook.core.catalog_index import glob_tokens, has_wildcard, pattern_rank
 from webhook.core.model import Policy, Template, TemplateMatch
 
 
@@ -45,58 +53,108 @@ def _same_rank(first: str, second: str) -> bool:
         return True
     if not (has_wildcard(first) and has_wildcard(second)):
         return False
-    return pattern_rank(first) == pattern_rank(second) and _patterns_overlap(first, second)
+    return pattern_rank(first) == pattern_rank(second) and patterns_overlap(first, second)
 
 
 def _could_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:
-    return _namespaces_overlap(a.namespaces, b.namespaces) and _labels_compatible(a, b)
+    return _namespaces_overlap(a.namespaces, b.namespaces) and selectors_overlap(a, b)
 
 
 def _namespaces_overlap(a: frozenset[str], b: frozenset[str]) -> bool:
     if not a or not b:
         return True
-    return any(_patterns_overlap(p, q) for p in a for q in b)
+    return any(patterns_overlap(p, q) for p in a for q in b)
 
 
-def _patterns_overlap(p: str, q: str) -> bool:
-    if not has_wildcard(p):
-        return fnmatchcase(p, q) if has_wildcard(q) else p == q
-    if not has_wildcard(q):
-        return fnmatchcase(q, p)
-    prefix_p, prefix_q = literal_prefix(p), literal_prefix(q)
-    suffix_p, suffix_q = _fixed_suffix(p), _fixed_suffix(q)
-    prefixes = prefix_p.startswith(prefix_q) or prefix_q.startswith(prefix_p)
-    suffixes = suffix_p.endswith(suffix_q) or suffix_q.endswith(suffix_p)
-    return prefixes and suffixes
+@lru_cache(maxsize=4096)
+def patterns_overlap(first: str, second: str) -> bool:
+    """Whether some string of namespace characters matches both patterns, as fnmatchcase reads
+    them (`*`, `?`, `[...]` classes and ranges, `[!...]`)."""
+    tokens = _collapsed(glob_tokens(first)), _collapsed(glob_tokens(second))
+    literals = {token for side in tokens for token in side if len(token) == 1 and token not in "*?"}
+    alphabet = LABEL_CHARS | literals
+    return _meet(_admitted(tokens[0], alphabet), _admitted(tokens[1], alphabet))
 
 
-def _fixed_suffix(pattern: str) -> str:
-    for index in range(len(pattern) - 1, -1, -1):
-        if pattern[index] in WILDCARDS or pattern[index] == "]":
-            return pattern[index + 1 :]
-    return pattern
+_Token = frozenset[str] | None
+"""The characters one glob token admits; None for `*` (any run of characters)."""
 
 
-def _labels_compatible(a: TemplateMatch, b: TemplateMatch) -> bool:
-    for key, value in a.match_labels.items():
-        if key in b.match_labels and b.match_labels[key] != value:
+def _collapsed(tokens: list[str]) -> list[str]:
+    """`**` matches what `*` does: one star each keeps the walk below as short as the pattern's
+    fixed part (a namespace pattern has at most 63 fixed tokens)."""
+    return [t for index, t in enumerate(tokens) if not (t == "*" and index > 0 and tokens[index - 1] == "*")]
+
+
+def _admitted(tokens: list[str], alphabet: frozenset[str]) -> tuple[_Token, ...]:
+    return tuple(
+        None if token == "*" else frozenset(char for char in alphabet if fnmatchcase(char, token))
+        for token in tokens
+    )
+
+
+def _meet(a: tuple[_Token, ...], b: tuple[_Token, ...]) -> bool:
+    """Whether the two token sequences match some one string: a walk over pairs of positions,
+    one in each, that consumes one character both admit at a time. Each step moves at least one
+    position on, so the walk ends, and each pair is looked at once."""
+
+    @cache
+    def meets(i: int, j: int) -> bool:
+        if i == len(a) and j == len(b):
+            return True
+        if i < len(a) and a[i] is None and meets(i + 1, j):
+            return True
+        if j < len(b) and b[j] is None and meets(i, j + 1):
+            return True
+        if i == len(a) or j == len(b):
             return False
-    required_a = _required(a)
-    required_b = _required(b)
-    return not (_absent(a) & set(required_b) or _absent(b) & set(required_a))
+        here, there = a[i], b[j]
+        if here is None and there is None:
+            return False  # two stars taking a character together lead nowhere new
+        if here is not None and there is not None and not here & there:
+            return False
+        return meets(i if here is None else i + 1, j if there is None else j + 1)
+
+    return meets(0, 0)
 
 
-def _required(match: TemplateMatch) -> dict[str, Any]:
-    keys: dict[str, Any] = dict(match.match_labels)
-    for expression in match.match_expressions:
-        if expression["operator"] in ("In", "Exists"):
-            keys.setdefault(expression["key"], None)
-    return keys
+def selectors_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:
+    """Whether some set of pod labels meets both templates' podSelectors."""
+    by_key: dict[str, list[_Requirement]] = {}
+    for requirement in [*_requirements(a), *_requirements(b)]:
+        by_key.setdefault(requirement.key, []).append(requirement)
+    return all(_satisfiable(requirements) for requirements in by_key.values())
 
 
-def _absent(match: TemplateMatch) -> set[str]:
-    return {e["key"] for e in match.match_expressions if _operator(e) == "DoesNotExist"}
+@dataclass(frozen=True)
+class _Requirement:
+    key: str
+    operator: str
+    values: frozenset[str]
 
 
-def _operator(expression: Mapping[str, Any]) -> str:
-    return str(expression["operator"])
+def _requirements(match: TemplateMatch) -> list[_Requirement]:
+    labels = [
+        _Requirement(str(key), "In", frozenset({str(value)})) for key, value in match.match_labels.items()
+    ]
+    return labels + [_requirement(expression) for expression in match.match_expressions]
+
+
+def _requirement(expression: Mapping[str, Any]) -> _Requirement:
+    values = expression.get("values") or ()
+    return _Requirement(str(expression["key"]), str(expression["operator"]), frozenset(map(str, values)))
+
+
+def _satisfiable(requirements: list[_Requirement]) -> bool:
+    """Whether one label key can meet all these requirements on it: by being absent (NotIn and
+    DoesNotExist hold then), or with a value every In lists and no NotIn does."""
+    operators = {r.operator for r in requirements}
+    if not operators & {"In", "Exists"}:
+        return True
+    if "DoesNotExist" in operators:
+        return False
+    listed = [r.values for r in requirements if r.operator == "In"]
+    if not listed:
+        return True  # NotIn leaves out finitely many values
+    refused = frozenset().union(*(r.values for r in requirements if r.operator == "NotIn"))
+    return bool(frozenset.intersection(*listed) - refused)

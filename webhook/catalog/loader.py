@@ -246,7 +246,8 @@ def _policy_ties(claiming: list[tuple[Policy, Document]]) -> list[Problem]:
         if other != pattern:
             message = (
                 f"namespace pattern {pattern!r} ties with {other!r} of policy {first.name} ({first.source}):"
-                " a namespace could match both, and neither is longer"
+                " a namespace could match both, and neither ranks above the other (as many literal"
+                " characters, and as many single-character wildcards)"
             )
         problems.append(
             Problem(document.source, document.line_of(["spec", "namespaces"]), "spec.namespaces", message)

@@ -4,12 +4,14 @@ a schema cannot express (quantities, bounds, contradictions)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import translate
 from typing import Any, Final
 
 from webhook.catalog import apirules
 from webhook.core.catalog_index import has_wildcard
+from webhook.core.mig_reference import MODELS
 from webhook.core.model import Accelerator, Bounds, Injection, Policy, Template, TemplateMatch
 from webhook.core.quantity import parse_quantity, scale_quantity
 from webhook.yamlio import excerpt
@@ -88,10 +90,56 @@ def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Templ
 
 
 def check_policy(data: Mapping[str, Any], checks: Checks) -> None:
-    """What the schema cannot say of a policy: a namespace pattern that could never match."""
+    """What the schema cannot say of a policy: a namespace pattern that could never match, a MIG
+    profile no GPU has."""
     spec = _object(data.get("spec"))
     for field in ("namespaces", "excludedNamespaces"):
         _check_namespaces(spec.get(field), ["spec", field], checks)
+    _check_profiles(
+        _object(spec.get("mig")).get("allowedProfiles"), ["spec", "mig", "allowedProfiles"], checks
+    )
+
+
+def _check_profiles(profiles: object, path: list[str | int], checks: Checks) -> None:
+    """An allowed profile no GPU in the reference table has allows nothing: a typo (`3g.4gb`) would
+    leave out the slice meant, and every pod it would fit is denied or kept whole."""
+    for index, profile in enumerate(_list(profiles)):
+        if isinstance(profile, str) and profile not in KNOWN_PROFILES and checks.clean([*path, index]):
+            checks.add([*path, index], _unknown_profile(profile))
+
+
+KNOWN_PROFILES: Final = frozenset(str(name) for model in MODELS for name in model["profiles"])
+"""Every MIG profile name of every GPU model in webhook/core/mig_reference.py."""
+
+
+def _unknown_profile(profile: str) -> str:
+    message = f"{excerpt(profile)} is not a MIG profile of any GPU the reference table knows"
+    spelled = [name for name in KNOWN_PROFILES if name.replace("+", ".") == profile]
+    if spelled:
+        return f"{message}: {profile} is how a resource name spells profile {spelled[0]}; write {spelled[0]}"
+    closest = _closest_profile(profile)
+    if closest is None:
+        return f"{message} (webhook/core/mig_reference.py), so it allows no slice"
+    return f"{message}, so it allows no slice; did you mean {closest}?"
+
+
+def _closest_profile(profile: str) -> str | None:
+    """The known profile fewest edits away (at most two), the one more GPU models have on a tie:
+    `3g.4gb` is one edit from 3g.40gb, 3g.47gb and 3g.48gb, and 3g.40gb is the common one."""
+    models = Counter(str(name) for model in MODELS for name in model["profiles"])
+    distance, _, name = min((_edits(profile, name), -count, name) for name, count in models.items())
+    return name if distance <= 2 else None
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance: the fewest characters to insert, delete or change to turn a into b."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]
 
 
 def _check_match(match: Mapping[str, Any], checks: Checks) -> None:

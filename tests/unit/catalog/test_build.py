@@ -104,6 +104,31 @@ def test_policy_fields_are_validated(spec: dict[str, Any], path: str) -> None:
     assert problems(policy_doc("p", ["*"], **spec)) == {path}
 
 
+@pytest.mark.parametrize(
+    ("profiles", "path"),
+    [
+        (["1g.10gb", "2g.20gb", "3g.4gb", "1g.20gb"], "spec.mig.allowedProfiles[2]"),  # 3g.40gb meant
+        (["9g.900gb"], "spec.mig.allowedProfiles[0]"),
+        (["1g.10gb.me"], "spec.mig.allowedProfiles[0]"),  # the resource spelling of 1g.10gb+me
+    ],
+)
+def test_an_allowed_profile_no_gpu_has_is_refused_at_its_entry(profiles: list[str], path: str) -> None:
+    assert problems(policy_doc("p", ["*"], mig={"allowedProfiles": profiles})) == {path}
+
+
+def test_an_unknown_allowed_profile_names_the_closest_known_one() -> None:
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": ["3g.4gb", "1g.10gb.me"]}))
+    messages = {p.path: p.message for p in caught.value.problems}
+    assert "3g.40gb" in messages["spec.mig.allowedProfiles[0]"]
+    assert "1g.10gb+me" in messages["spec.mig.allowedProfiles[1]"]
+
+
+def test_allowed_profiles_of_known_gpus_load() -> None:
+    profiles = ["1g.10gb", "1g.10gb+me", "1g.24gb+me.all", "1g.24gb-me", "3g.40gb", "7g.80gb", "1g.5gb"]
+    make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": profiles}))
+
+
 def test_two_templates_of_different_priority_never_tie() -> None:
     a = template_doc("a", match={"images": ["vllm/*"]}, priority=2)
     b = template_doc("b", match={"images": ["vllm/*"]}, priority=1)

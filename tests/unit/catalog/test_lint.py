@@ -420,3 +420,13 @@ def test_a_template_defined_twice_is_one_problem_not_also_a_tie(tmp_path: Path) 
     )
     problems = lint_paths([tmp_path / "templates"])
     assert located(tmp_path, problems) == {("templates/b.yaml", 4, "metadata.name")}
+
+
+def test_an_allowed_profile_no_gpu_has_is_reported_at_its_line_by_lint_and_load(tmp_path: Path) -> None:
+    body = '  namespaces: ["*"]\n  mig:\n    allowedProfiles:\n      - 1g.10gb\n      - 3g.4gb\n'
+    write(tmp_path, {"policies/p.yaml": policy("p", body)})
+    expected = {("policies/p.yaml", 10, "spec.mig.allowedProfiles[1]")}
+    assert located(tmp_path, lint_paths([tmp_path])) == expected
+    with pytest.raises(CatalogError) as caught:
+        load_catalog([tmp_path])
+    assert located(tmp_path, list(caught.value.problems)) == expected

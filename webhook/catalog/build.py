@@ -275,7 +275,27 @@ def _bytes(value: object, path: list[str | int], checks: Checks) -> int | None:
     if parsed <= 0:
         checks.add(path, f"{excerpt(value)} must be positive")
         return None
+    if parsed < LEAST_GPU_MEMORY:
+        checks.add(path, _too_little_memory(value))
+        return None
     return int(parsed)
+
+
+LEAST_GPU_MEMORY: Final = 2**20
+"""1Mi: no GPU or slice has less, so a smaller GPU memory is a missing unit (`40` for 40Gi)."""
+
+
+def _too_little_memory(value: object) -> str:
+    text = str(value).strip()
+    if _BARE_NUMBER.fullmatch(text):
+        return (
+            f"{excerpt(value)} has no unit, so it is read as {text} bytes, below the 1Mi any GPU has;"
+            f" write {text}Gi for {text} GiB"
+        )
+    return f"{excerpt(value)} is below 1Mi, less than any GPU has; write a size such as 40Gi"
+
+
+_BARE_NUMBER: Final = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 def _share(value: object, path: list[str | int], checks: Checks) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from tests.builders import make_catalog, policy_doc, template_doc
 from webhook.catalog import CatalogError
 
 PER_GPU = "spec.inject.resources.perGpu"
+OVERRIDES = "spec.accelerator.podOverrides.gpuMemory"
 
 
 def problems(*documents: dict[str, Any]) -> set[str]:
@@ -127,6 +129,38 @@ def test_an_unknown_allowed_profile_names_the_closest_known_one() -> None:
 def test_allowed_profiles_of_known_gpus_load() -> None:
     profiles = ["1g.10gb", "1g.10gb+me", "1g.24gb+me.all", "1g.24gb-me", "3g.40gb", "7g.80gb", "1g.5gb"]
     make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": profiles}))
+
+
+@pytest.mark.parametrize("memory", [40, "40", "1.5", "512Ki", "1048575"])
+@pytest.mark.parametrize(
+    ("accelerator", "path"),
+    [
+        ({"gpuMemory": "MEMORY"}, "spec.accelerator.gpuMemory"),
+        ({"gpuMemory": "8Gi", "podOverrides": {"gpuMemory": {"min": "MEMORY"}}}, OVERRIDES + ".min"),
+        ({"gpuMemory": "8Gi", "podOverrides": {"gpuMemory": {"max": "MEMORY"}}}, OVERRIDES + ".max"),
+    ],
+)
+def test_a_gpu_memory_below_1mi_is_refused_at_its_field(
+    memory: object, accelerator: dict[str, Any], path: str
+) -> None:
+    """A bare number is read as bytes: `40` meant 40Gi and would fit any slice."""
+    written = json.loads(json.dumps(accelerator).replace('"MEMORY"', json.dumps(memory)))
+    assert problems(template_doc("t", accelerator={"gpu": "required", **written})) == {path}
+
+
+def test_a_bare_gpu_memory_is_said_to_be_read_as_bytes_with_the_unit_to_write() -> None:
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(template_doc("t", accelerator={"gpu": "required", "gpuMemory": 40}))
+    [problem] = caught.value.problems
+    assert problem.path == "spec.accelerator.gpuMemory"
+    assert "bytes" in problem.message and "40Gi" in problem.message
+
+
+@pytest.mark.parametrize("memory", ["1Mi", 1048576, "40Gi", "0.5Gi", "42949672960"])
+def test_a_gpu_memory_of_1mi_or_more_loads(memory: object) -> None:
+    bounds = {"min": memory, "max": memory}
+    accelerator = {"gpu": "required", "gpuMemory": memory, "podOverrides": {"gpuMemory": bounds}}
+    make_catalog(template_doc("t", accelerator=accelerator))
 
 
 def test_two_templates_of_different_priority_never_tie() -> None:

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from sys import intern
-from typing import Any, Final
+from typing import Any
 
 from webhook.core.model import CORDONED, GpuNode, Inventory, SliceOffer, Strategy, Taint
 from webhook.core.mutators.packing_affinity import packing_order
+from webhook.core.mutators.tolerations import TRANSIENT_TAINTS, gpu_taints, is_gpu_taint
 from webhook.core.profiles import (
     GPU,
     MIG_PREFIX,
@@ -44,9 +45,6 @@ KARPENTER_GPU_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
-_TRANSIENT_TAINTS = ("node.kubernetes.io/", "node.cloudprovider")
-"""Node conditions (not ready, cordoned, under pressure, uninitialized): they come and go, and a
-decision that followed them would flap."""
 
 
 def build_inventory(
@@ -426,43 +424,16 @@ def slice_resource(node: GpuNode, profile: str) -> str:
     return resource_for_profile(profile) if node.strategy == "mixed" else GPU
 
 
-_GPU_TAINT_VALUES: Final = frozenset({"gpu", "gpus", "nvidia", "accelerator", "accelerators"})
-
-
-def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:
-    """The GPU-related taints of these nodes (never the node-lifecycle ones a pod must not tolerate)."""
-    found = set()
-    for node in nodes:
-        for taint in node.taints:
-            key, value = str(taint.get("key") or ""), str(taint.get("value") or "")
-            if key and _is_gpu_taint(key, value):
-                found.add(Taint(key, value, str(taint.get("effect") or "")))
-    return tuple(sorted(found, key=lambda t: (t.key, t.value, t.effect)))
-
-
 def blocking_taints(taints: Iterable[Mapping[str, Any]]) -> tuple[Taint, ...]:
     """The taints that keep a pod off the node unless it tolerates them (see GpuNode)."""
     found = []
     for taint in taints:
         key, value, effect = (str(taint.get(k) or "") for k in ("key", "value", "effect"))
-        if effect not in _BLOCKING_EFFECTS or not key or key.startswith(_TRANSIENT_TAINTS):
+        if effect not in _BLOCKING_EFFECTS or not key or key.startswith(TRANSIENT_TAINTS):
             continue
-        if not _is_gpu_taint(key, value):
+        if not is_gpu_taint(key, value):
             found.append(Taint(key, value, effect))
     return tuple(found)
-
-
-def _is_gpu_taint(key: str, value: str) -> bool:
-    """A taint that keeps non-GPU pods off GPU nodes, which every GPU pod is given a toleration
-    for: an `nvidia.com/` key, a key that names GPUs or accelerators (`gpu`, `amd.com/gpu`), or
-    a value that is only that (AKS's `sku=gpu`, `dedicated=gpu`). A value that merely mentions
-    GPUs (`dedicated=gpu-team-a`) marks a team's or a tier's pool, which only its own pods
-    tolerate: tolerated for every GPU pod, it would let them all in."""
-    if key.startswith((*_TRANSIENT_TAINTS, "node-role.kubernetes.io/")):
-        return False
-    lowered = key.lower()
-    named = "gpu" in lowered or "accelerator" in lowered
-    return key.startswith("nvidia.com/") or named or value.lower() in _GPU_TAINT_VALUES
 
 
 def _int_label(labels: Mapping[str, str], key: str) -> int | None:

@@ -1,14 +1,25 @@
 """Tolerate what the GPU nodes need: the device resources (as ExtendedResourceToleration would,
 but it runs before webhooks and never sees a renamed resource), the GPU taints of the nodes the
-pod can land on, and the template's own tolerations."""
+pod can land on, and the template's own tolerations.
+
+Only GPU taints (`is_gpu_taint`) are ever tolerated for a pod: a spot or team pool's taint on
+the same nodes is the pool's own, which only the pods the pool is meant for tolerate (the
+inventory reads the rest as a node's blocking taints, which slice choice honours). So which taint
+is a GPU taint is decided here, and webhook/inventory/nodes.py reads nodes with it."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Final
 
 from webhook.core.env import Env
-from webhook.core.model import MAPPINGS, Finding, Pod, Taint, lenient_object
+from webhook.core.model import MAPPINGS, Finding, GpuNode, Pod, Taint, lenient_object
 from webhook.core.mutators._pod import child_list, containers, read_list, read_spec, section_of, spec
+
+TRANSIENT_TAINTS: Final = ("node.kubernetes.io/", "node.cloudprovider")
+"""Node conditions (not ready, cordoned, under pressure, uninitialized): they come and go, and a
+decision that followed them would flap."""
+_GPU_TAINT_VALUES: Final = frozenset({"gpu", "gpus", "nvidia", "accelerator", "accelerators"})
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
@@ -51,6 +62,34 @@ def _device_resources(pod: Pod, base: str) -> list[str]:
             if name.startswith("nvidia.com/"):
                 names[name] = None
     return sorted(names)
+
+
+def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:
+    """The GPU-related taints of these nodes (never the node-lifecycle ones a pod must not tolerate)."""
+    found = set()
+    for node in nodes:
+        for taint in node.taints:
+            key, value = str(taint.get("key") or ""), str(taint.get("value") or "")
+            if key and is_gpu_taint(key, value):
+                found.add(Taint(key, value, str(taint.get("effect") or "")))
+    return _ordered(found)
+
+
+def is_gpu_taint(key: str, value: str) -> bool:
+    """A taint that keeps non-GPU pods off GPU nodes, which every GPU pod is given a toleration
+    for: an `nvidia.com/` key, a key that names GPUs or accelerators (`gpu`, `amd.com/gpu`), or
+    a value that is only that (AKS's `sku=gpu`, `dedicated=gpu`). A value that merely mentions
+    GPUs (`dedicated=gpu-team-a`) marks a team's or a tier's pool, which only its own pods
+    tolerate: tolerated for every GPU pod, it would let them all in."""
+    if key.startswith((*TRANSIENT_TAINTS, "node-role.kubernetes.io/")):
+        return False
+    lowered = key.lower()
+    named = "gpu" in lowered or "accelerator" in lowered
+    return key.startswith("nvidia.com/") or named or value.lower() in _GPU_TAINT_VALUES
+
+
+def _ordered(taints: Iterable[Taint]) -> tuple[Taint, ...]:
+    return tuple(sorted(taints, key=lambda t: (t.key, t.value, t.effect)))
 
 
 def _for_taint(taint: Taint) -> dict[str, Any]:

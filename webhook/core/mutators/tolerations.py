@@ -1,6 +1,6 @@
 """Tolerate what the GPU nodes need: the device resources (as ExtendedResourceToleration would,
-but it runs before webhooks and never sees a renamed resource), the GPU taints of the nodes the
-pod can land on, and the template's own tolerations.
+but it runs before webhooks and never sees a renamed resource), the GPU taints of the nodes that
+serve the devices the pod asks for, and the template's own tolerations.
 
 Only GPU taints (`is_gpu_taint`) are ever tolerated for a pod: a spot or team pool's taint on
 the same nodes is the pool's own, which only the pods the pool is meant for tolerate (the
@@ -9,17 +9,21 @@ is a GPU taint is decided here, and webhook/inventory/nodes.py reads nodes with 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, GpuNode, Pod, Taint, lenient_object
 from webhook.core.mutators._pod import child_list, containers, read_list, read_spec, section_of, spec
+from webhook.core.mutators.whole_gpu_guard import keeps_off_slice_nodes
+from webhook.core.placement import gpu_nodes, remember
+from webhook.core.profiles import GPU
 
 TRANSIENT_TAINTS: Final = ("node.kubernetes.io/", "node.cloudprovider")
 """Node conditions (not ready, cordoned, under pressure, uninitialized): they come and go, and a
 decision that followed them would flap."""
 _GPU_TAINT_VALUES: Final = frozenset({"gpu", "gpus", "nvidia", "accelerator", "accelerators"})
+_SLICE_STRATEGIES: Final = ("single", "gke")
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
@@ -43,9 +47,7 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
     for resource in requested:
         wanted.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})
     if requested:
-        offer = env.plan.offer
-        taints = offer.taints if offer is not None else env.inventory.whole_gpu_taints
-        wanted.extend(_for_taint(t) for t in taints)
+        wanted.extend(_for_taint(t) for t in _serving_taints(env, requested))
     wanted.extend(dict(t) for t in env.template.inject.tolerations)
     unique: list[dict[str, Any]] = []
     for toleration in wanted:
@@ -62,6 +64,43 @@ def _device_resources(pod: Pod, base: str) -> list[str]:
             if name.startswith("nvidia.com/"):
                 names[name] = None
     return sorted(names)
+
+
+def _serving_taints(env: Env, requested: Sequence[str]) -> tuple[Taint, ...]:
+    """The GPU taints of the nodes that serve the devices the pod asks for as it leaves the
+    webhook: its slice's nodes when it was rewritten to one, else each resource's own nodes."""
+    offer = env.plan.offer
+    if offer is not None:
+        return offer.taints
+    found: set[Taint] = set()
+    for resource in requested:
+        found.update(_resource_taints(env, resource))
+    return _ordered(found)
+
+
+def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
+    """The GPU taints of the nodes that advertise `resource`. For `nvidia.com/gpu`, the nodes
+    whose GPUs are MIG devices (single strategy, GKE partitions) only where the pod is not kept
+    off them (whole_gpu_guard): a single-strategy-only cluster's pods land there. A resource no
+    node advertises (a DRA DeviceClass's, or one no node offers) and one DRA serves also get the
+    whole-GPU nodes' taints, where DRA devices are. Worked out once per inventory."""
+    inventory = env.inventory
+    on_slice_nodes = resource == GPU and not keeps_off_slice_nodes(env)
+    key = ("serving-taints", resource, on_slice_nodes)
+    found: tuple[Taint, ...] | None = inventory.memo.get(key)
+    if found is None:
+        serving = [n for n in gpu_nodes(inventory) if _serves(n, resource, on_slice_nodes)]
+        found = gpu_taints(serving)
+        if not serving or resource in inventory.dra_resources:
+            found = _ordered({*found, *inventory.whole_gpu_taints})
+        remember(inventory, key, found)
+    return found
+
+
+def _serves(node: GpuNode, resource: str, on_slice_nodes: bool) -> bool:
+    if node.allocatable.get(resource, 0) <= 0:
+        return False
+    return on_slice_nodes or resource != GPU or node.strategy not in _SLICE_STRATEGIES
 
 
 def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:

@@ -1,13 +1,31 @@
-"""tolerations: the device resources, the GPU taints of the target nodes, the template's own."""
+"""tolerations: the device resources, the GPU taints of the nodes serving them, the template's own."""
 
 from __future__ import annotations
 
-from tests.builders import A100, make_inventory, make_pod, whole_node
+from typing import Any
+
+from tests.builders import (
+    A100,
+    GPU_TAINT,
+    H100,
+    context,
+    make_inventory,
+    make_pod,
+    mixed_node,
+    single_node,
+    whole_node,
+)
 from tests.unit.core.mutators._helpers import apply
+from webhook.core.decide import decide
 from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import tolerations
+from webhook.inventory.nodes import build_inventory
 
 PATH = "spec.tolerations"
+SLICE = "nvidia.com/mig-1g.10gb"
+SKU = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
+SKU_TOLERATION = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+TEAM = {"key": "dedicated", "value": "gpu-team-a", "effect": "NoSchedule"}
 
 
 def exists(key: str, effect: str | None = "NoSchedule") -> dict[str, str]:
@@ -83,3 +101,84 @@ def test_no_template_no_tolerations(unit_catalog: Catalog, tainted: Inventory) -
     pod = make_pod().container("c", gpu=1).build()
     mutated, found = apply(tolerations.mutate, unit_catalog, pod, tainted)
     assert (mutated, found) == (pod, [])
+
+
+def decided_tolerations(catalog: Catalog, pod: dict[str, Any], inventory: Inventory) -> list[Any]:
+    """The pod's tolerations as it leaves the webhook (every mutator run, in order)."""
+    decision = decide(pod, context(catalog, inventory))
+    assert decision.allowed
+    tolerations_: list[Any] = (decision.mutated or pod)["spec"].get("tolerations", [])
+    return tolerations_
+
+
+def slice_by_name() -> dict[str, Any]:
+    return make_pod().container("c", image="embeddings/server", limits={SLICE: 1}).build()
+
+
+def test_a_slice_asked_by_name_tolerates_what_a_pod_rewritten_to_it_does(unit_catalog: Catalog) -> None:
+    """Where no node has whole GPUs, the slice's nodes' GPU taint is still tolerated."""
+    inventory = make_inventory(
+        mixed_node("h100-mig", H100, {"1g.10gb": (14, None)}),
+        mixed_node("a100-mig", A100, {"1g.10gb": (2, None)}),
+    )
+    rewritten = make_pod().container("c", image="embeddings/server", gpu=1).build()
+    expected = [exists(SLICE), exists("nvidia.com/gpu")]
+    assert decided_tolerations(unit_catalog, rewritten, inventory) == expected
+    assert decided_tolerations(unit_catalog, slice_by_name(), inventory) == expected
+
+
+def test_a_slice_asked_by_name_tolerates_no_taint_only_whole_gpu_nodes_carry(unit_catalog: Catalog) -> None:
+    inventory = make_inventory(
+        mixed_node("a100-mig", A100, {"1g.10gb": (7, None)}),
+        whole_node("a100-whole", A100, 8, taints=(SKU,)),
+    )
+    assert decided_tolerations(unit_catalog, slice_by_name(), inventory) == [
+        exists(SLICE),
+        exists("nvidia.com/gpu"),
+    ]
+
+
+def test_a_team_pools_taint_on_the_slices_nodes_is_not_tolerated(unit_catalog: Catalog) -> None:
+    inventory = make_inventory(mixed_node("team-mig", A100, {"1g.10gb": (7, None)}, taints=(GPU_TAINT, TEAM)))
+    assert decided_tolerations(unit_catalog, slice_by_name(), inventory) == [
+        exists(SLICE),
+        exists("nvidia.com/gpu"),
+    ]
+
+
+def test_gpus_kept_where_only_single_strategy_nodes_serve_them_tolerate_those_nodes(
+    unit_catalog: Catalog,
+) -> None:
+    inventory = make_inventory(single_node("aks-mig", A100, "1g.10gb", 56, taints=(SKU,)))
+    pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
+    assert SKU_TOLERATION in decided_tolerations(unit_catalog, pod, inventory)
+
+
+def test_whole_gpus_kept_off_single_strategy_nodes_tolerate_none_of_their_taints(
+    unit_catalog: Catalog,
+) -> None:
+    inventory = make_inventory(
+        whole_node("a100-whole", A100, 8),
+        single_node("aks-mig", A100, "1g.10gb", 56, taints=(SKU,)),
+    )
+    pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
+    assert SKU_TOLERATION not in decided_tolerations(unit_catalog, pod, inventory)
+    assert exists("nvidia.com/gpu") in decided_tolerations(unit_catalog, pod, inventory)
+
+
+def test_a_resource_only_dra_serves_tolerates_the_whole_gpu_nodes_taints(unit_catalog: Catalog) -> None:
+    """No node advertises it: its devices are on the GPU nodes, whose taints are tolerated."""
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "mig-1g-12gb.gpu.nvidia.com"},
+        "spec": {"extendedResourceName": "nvidia.com/mig-1g.12gb"},
+    }
+    inventory = build_inventory(
+        [whole_node("a100-whole", A100, 8, taints=(SKU,))], device_classes=[device_class]
+    )
+    pod = make_pod().container("c", image="embeddings/server", limits={"nvidia.com/mig-1g.12gb": 1}).build()
+    assert decided_tolerations(unit_catalog, pod, inventory) == [
+        exists("nvidia.com/mig-1g.12gb"),
+        SKU_TOLERATION,
+    ]

@@ -5,7 +5,9 @@ and its compute share meet the per-device need, and one node offers as many as t
 The *right-sized* slice for a GPU model is the smallest profile of that model that fits.
 When the cluster offers a right-sized slice, the pod gets the smallest one. Otherwise the
 policy's `whenNoSliceFits` decides: `larger` takes the smallest fitting slice on offer,
-`whole` keeps the whole GPU, `deny` rejects the pod.
+`whole` keeps the whole GPU, `deny` rejects the pod. Offers are sized one GPU model at a time; the
+slice chosen is then required on every model whose nodes serve it to the pod and where it fits
+(`_across_models`), not on the model sized first alone.
 
 When the inventory knows what bound pods use (a live cluster), the smallest candidate with a
 free device on one node wins; when every candidate is in use, `whenNoneFree` decides: `larger`
@@ -29,7 +31,7 @@ from webhook.core.model import (
     Template,
 )
 from webhook.core.need import Need
-from webhook.core.placement import Placement, admitted_offers, has_room, slice_rooms
+from webhook.core.placement import Placement, admitted_offers, has_room, remember, slice_rooms
 from webhook.core.pod_resources import fills_below_limits, pod_requests
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
@@ -114,9 +116,84 @@ def plan_slice(
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
         if crowded:
             plan = Plan(findings=(_no_room(view, need, crowded, own, pinned, policy),))
-    if plan.offer is None or original is None:
+    if plan.offer is None:
         return plan
-    return Plan(original[plan.offer], plan.rewrite, plan.findings)
+    named = _named_offer(inventory, plan.offer, roomy, original, Fit(need, devices, policy))
+    return Plan(named, plan.rewrite, plan.findings)
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """What a slice must hold: the per-device need, as many devices on one node, the policy."""
+
+    need: Need
+    devices: int
+    policy: Policy
+
+
+def _named_offer(
+    inventory: Inventory,
+    chosen: SliceOffer,
+    pool: tuple[SliceOffer, ...],
+    original: Mapping[SliceOffer, SliceOffer] | None,
+    fit: Fit,
+) -> SliceOffer:
+    """The offer the plan names (the mutators look up its nodes): the inventory's offer over every
+    GPU model whose nodes serve the chosen slice to the pod (`_across_models`), else the chosen
+    one (as the inventory has it, where the pod's node choice narrowed it)."""
+    widened = _across_models(inventory, chosen, pool, fit)
+    if widened is not None:
+        return widened
+    return chosen if original is None else original[chosen]
+
+
+def _across_models(
+    inventory: Inventory, chosen: SliceOffer, pool: tuple[SliceOffer, ...], fit: Fit
+) -> SliceOffer | None:
+    """The inventory's offer of the chosen slice over every GPU model in `pool` (the offers within
+    the pod's node choice, its namespace's quotas and room for it) whose slice of that profile
+    fits the pod too; None where no other model's does. Offers are sized one model at a time, but
+    a 1g.10gb is a 1g.10gb on an A100 and on an H100: required onto one model only, the pod would
+    wait while the other's slices are free. Right-sizing is the chosen model's: the slice is the
+    profile chosen, whichever model it is on."""
+    same = [o for o in pool if o == chosen or _serves_too(o, chosen, fit)]
+    if len(same) < 2:
+        return None
+    return _offers_across_models(inventory).get(_models_key(same))
+
+
+def _serves_too(offer: SliceOffer, chosen: SliceOffer, fit: Fit) -> bool:
+    """Another GPU model's offer of the chosen slice that fits the pod. One whose nodes lack the
+    product label does not, where the chosen one's have it: without the label to steer by, the
+    pod would go wherever its resource is, onto models whose slice does not fit it as well."""
+    return (
+        offer.strategy == chosen.strategy
+        and offer.profile == chosen.profile
+        and _fits(offer, fit.need, fit.devices, fit.policy)
+        and (offer.products_labelled or not chosen.products_labelled)
+    )
+
+
+_ModelsKey = tuple[str, str, frozenset[str], frozenset[str]]
+
+
+def _models_key(offers: Iterable[SliceOffer]) -> _ModelsKey:
+    """(strategy, profile, products, GKE accelerators) of offers of one slice, taken together."""
+    listed = tuple(offers)
+    products = frozenset(p for o in listed for p in o.products)
+    accelerators = frozenset(a for o in listed for a in o.gke_accelerators)
+    return (listed[0].strategy, listed[0].profile, products, accelerators)
+
+
+def _offers_across_models(inventory: Inventory) -> dict[_ModelsKey, SliceOffer]:
+    """The inventory's offers over several GPU models (in `members`, not among the offers slice
+    choice sizes: webhook.inventory.nodes), by what they span. Worked out once per inventory."""
+    found: dict[_ModelsKey, SliceOffer] | None = inventory.memo.get(("across-models",))
+    if found is None:
+        sized = frozenset(inventory.offers)
+        found = {_models_key((o,)): o for o in inventory.members if o not in sized}
+        remember(inventory, ("across-models",), found)
+    return found
 
 
 def _own_requests(

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
+from itertools import combinations
 from sys import intern
 from typing import Any
 
@@ -327,7 +328,7 @@ def _aggregate(
         largest_gpu_slices=max(slice_counts, key=lambda most: most[0], default=(0, "")),
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
         usage_known=usage_known,
-        packing=_packing(nodes, offers) if usage_known else {},
+        packing=_packing(nodes, tuple(members)) if usage_known else {},
         members=members,
         has_blocking_taints=any(n.blocking_taints for n in nodes),
         has_cordoned_nodes=usage_known and any(n.state == CORDONED for n in nodes),
@@ -358,7 +359,8 @@ def _offers(
     nodes: tuple[GpuNode, ...], usage_known: bool
 ) -> tuple[tuple[SliceOffer, ...], dict[SliceOffer, tuple[GpuNode, ...]]]:
     """One offer per strategy, profile and GPU model, the smallest first (as slice choice takes
-    them), a profile's variants right after it; and each offer's nodes."""
+    them), a profile's variants right after it; and the nodes of each, and of the offers over
+    several GPU models that slice choice widens its choice to (`_across_models`)."""
     groups: dict[tuple[str, str, str], list[GpuNode]] = defaultdict(list)
     for node in nodes:
         model = node_model(node)
@@ -375,7 +377,52 @@ def _offers(
         )
     )
     members = {offer: tuple(groups[key]) for key, offer in keyed}
+    members.update(_across_models([offer for _, offer in keyed], members))
     return _plain_before_variants(keyed), members
+
+
+MOST_MODELS_COMBINED: Final = 4
+"""Up to this many GPU models offering one profile, every two or more of them get an offer over
+their nodes; beyond it (GPU models are few in a cluster), only all of them together do."""
+
+
+def _across_models(
+    offers: list[SliceOffer], members: Mapping[SliceOffer, tuple[GpuNode, ...]]
+) -> dict[SliceOffer, tuple[GpuNode, ...]]:
+    """Where several GPU models offer a profile under a strategy, an offer over the nodes of each
+    two or more of them (webhook.core.selection widens a slice's choice to it): a 1g.10gb is a
+    1g.10gb on an A100 and on an H100. Not among the inventory's offers, which slice choice sizes
+    one GPU model at a time, but with its nodes (and packing order) as any offer."""
+    by_profile: dict[tuple[str, str], list[SliceOffer]] = defaultdict(list)
+    for offer in offers:
+        by_profile[(offer.strategy, offer.profile)].append(offer)
+    across: dict[SliceOffer, tuple[GpuNode, ...]] = {}
+    for models in by_profile.values():
+        sizes = range(2, len(models) + 1) if len(models) <= MOST_MODELS_COMBINED else (len(models),)
+        for size in sizes:
+            for parts in combinations(models, size):
+                nodes = tuple(node for part in parts for node in members[part])
+                across[_offer_across(parts, nodes)] = nodes
+    return across
+
+
+def _offer_across(parts: tuple[SliceOffer, ...], nodes: tuple[GpuNode, ...]) -> SliceOffer:
+    """The offer over the nodes of several GPU models' offers of one slice: it fits a pod where
+    it fits on each (the least memory and compute share), and the rest are what any offer says of
+    its nodes."""
+    free = [part.free_per_node for part in parts if part.free_per_node is not None]
+    return replace(
+        parts[0],
+        memory_mib=min(part.memory_mib for part in parts),
+        compute_share=min(part.compute_share for part in parts),
+        max_per_node=max(part.max_per_node for part in parts),
+        products=tuple(sorted({product for part in parts for product in part.products})),
+        node_count=len(nodes),
+        taints=gpu_taints(nodes),
+        gke_accelerators=tuple(sorted({name for part in parts for name in part.gke_accelerators})),
+        free_per_node=max(free) if free else None,
+        products_labelled=all(part.products_labelled for part in parts),
+    )
 
 
 def _plain_before_variants(keyed: list[tuple[tuple[str, str, str], SliceOffer]]) -> tuple[SliceOffer, ...]:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from decimal import Decimal
 from itertools import combinations
 from sys import intern
-from typing import Any
+from typing import Any, Final
 
 from webhook.core.model import CORDONED, GpuNode, Inventory, SliceOffer, Strategy, Taint
 from webhook.core.mutators.packing_affinity import packing_order

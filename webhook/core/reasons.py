@@ -42,7 +42,6 @@ _TABLE: Final = (
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow."),
     Reason("MigForbiddenByTemplate", "deny", "A MIG slice on a template that needs whole GPUs."),
     Reason("NoSliceFits", "deny", "No offered slice meets the need and the policy says to deny."),
-    Reason("OnlyMigDevices", "deny", "nvidia.com/gpu kept where the pod's GPU nodes serve it only as MIG devices, and its template forbids MIG or no slice fits its need."),
     Reason("NoFreeSlice", "deny", "Every fitting slice is in use and the policy (whenNoneFree: deny) says to deny."),
     # Templates.
     Reason("GpuOnCpuOnlyTemplate", "deny", "An accelerator request on a CPU-only template."),
@@ -53,6 +52,7 @@ _TABLE: Final = (
     Reason("InvalidGpuAnnotation", "deny", "A gpu.aethervirt.io annotation that cannot be parsed."),
     Reason("GpuAnnotationOutOfBounds", "deny", "A stated GPU need outside the bounds the template sets."),
     # Warnings.
+    Reason("OnlyMigDevices", "warn", "nvidia.com/gpu kept where the pod's GPU nodes serve it only as MIG devices, and its template forbids MIG or none holds its need."),
     Reason("KeptWholeGpu", "warn", "The template prefers MIG but no fitting slice is offered (on nodes the pod admits, within quota, with room for its CPU and memory); the whole GPU is kept."),
     Reason("WaitingForFreeSlice", "warn", "Every right-sized slice is in use; the pod keeps the smallest and waits for one to free up."),
     Reason("AnnotationsLeaveNoRoom", "deny", "The pod's annotations leave no room for what the webhook must add within the API server's 256 KiB."),
@@ -66,7 +66,7 @@ _TABLE: Final = (
     Reason("RewrittenToMig", "info", "Whole-GPU requests were rewritten to the smallest fitting MIG slice."),
     Reason("TookLargerFreeSlice", "info", "Every right-sized slice is in use; the next larger free slice was chosen (whenNoneFree: larger)."),
     Reason("PreferredPackedNodes", "info", "A preferred node affinity toward busy nodes with free slices of the chosen profile, so small pods pack."),
-    Reason("SteeredToMigNodes", "info", "Node affinity was added for the chosen GPU model and slice."),
+    Reason("SteeredToMigNodes", "info", "Node affinity was added for the chosen slice and the GPU models that offer it."),
     Reason("SteeredOffMigNodes", "info", "Node affinity keeps a whole-GPU pod off nodes that advertise MIG slices as nvidia.com/gpu."),
     Reason("InjectedTolerations", "info", "Tolerations for the GPU nodes' taints were added."),
     Reason("InjectedNodeAffinity", "info", "The template's node affinity was added."),

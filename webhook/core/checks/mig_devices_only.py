@@ -1,33 +1,65 @@
 """A pod that keeps `nvidia.com/gpu` where every GPU node it may run on serves that resource as MIG
 devices (single-strategy or GKE partition nodes) gets a MIG device, not a GPU. That is how one
-asks for a MIG device there, so it is fine, unless the webhook knows the device is wrong for
-it: its template forbids MIG, or no slice fits its need (KeptWholeGpu would say it keeps a whole
-GPU that does not exist; the mixed strategy's nodes deny the same pod, ExceedsLargestNode)."""
+asks for a MIG device there, so it is fine, unless the webhook knows no such device will do: its
+template forbids MIG, or it states a need that no device of those nodes holds (KeptWholeGpu
+would say it keeps a whole GPU that does not exist). A warning, not a denial: the pod does run,
+on a device its owner may not expect, and workloads admitted before this check must go on
+scaling. Where a DRA DeviceClass serves `nvidia.com/gpu`, whole GPUs exist."""
 
 from __future__ import annotations
 
 from webhook.core.env import Env
-from webhook.core.model import Finding
+from webhook.core.model import Finding, SliceOffer
 from webhook.core.placement import gets_whole_gpus
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
+from webhook.core.selection import describe_need
+
+MIB = 1024 * 1024
 
 
 def check(env: Env) -> list[Finding]:
     inventory, view, template = env.inventory, env.view, env.template
     if not inventory.known or env.plan.rewrite or view.queued or view.effective(GPU) <= 0:
         return []
-    if inventory.largest_gpu_slices[0] == 0 or gets_whole_gpus(inventory, env.placement):
+    if GPU in inventory.dra_resources or inventory.largest_gpu_slices[0] == 0:
         return []
-    devices = ", ".join(sorted({o.profile for o in inventory.offers if o.resource == GPU})) or "MIG"
-    served = f"the GPU nodes it may run on serve {GPU} only as MIG devices ({devices})"
+    if gets_whole_gpus(inventory, env.placement):
+        return []
+    offers = _admitted_offers(env)
+    if not offers:
+        return []  # its own node choice reaches no GPU node this inventory knows: nothing to tell
+    served = f"the GPU nodes it may run on serve {GPU} only as MIG devices ({_profiles(offers)})"
     if template is not None and template.accelerator.mig == "forbidden":
         message = f"template {template.name} needs whole GPUs, but {served}"
-    elif any(f.code == "KeptWholeGpu" for f in env.plan.findings):
-        message = f"no MIG slice fits its need, and {served}: no whole GPU to keep"
+    elif env.need.known and not any(_holds(o, env) for o in offers):
+        message = f"{served}, none of which holds {describe_need(env.need)}"
     else:
         return []
     return [Finding("OnlyMigDevices", _gpu_path(env), message)]
+
+
+def _admitted_offers(env: Env) -> list[SliceOffer]:
+    """The offers of nvidia.com/gpu as MIG devices on nodes the pod admits."""
+    placement, members = env.placement, env.inventory.members
+    return [
+        offer
+        for offer in env.inventory.offers
+        if offer.resource == GPU
+        and (placement is None or any(placement.admits(n) for n in members.get(offer, ())))
+    ]
+
+
+def _holds(offer: SliceOffer, env: Env) -> bool:
+    need = env.need
+    if need.memory_bytes is not None and offer.memory_mib * MIB < need.memory_bytes:
+        return False
+    return need.compute_share is None or offer.compute_share + 1e-9 >= need.compute_share
+
+
+def _profiles(offers: list[SliceOffer]) -> str:
+    ordered = sorted(offers, key=lambda o: (o.memory_mib, o.profile))
+    return ", ".join(dict.fromkeys(o.profile for o in ordered)) or "MIG"
 
 
 def _gpu_path(env: Env) -> str:

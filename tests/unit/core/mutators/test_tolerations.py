@@ -150,7 +150,7 @@ def test_gpus_kept_where_only_single_strategy_nodes_serve_them_tolerate_those_no
     unit_catalog: Catalog,
 ) -> None:
     inventory = make_inventory(single_node("aks-mig", A100, "1g.10gb", 56, taints=(SKU,)))
-    pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
+    pod = make_pod().container("c", image="vllm/vllm-openai", gpu=2).build()
     assert SKU_TOLERATION in decided_tolerations(unit_catalog, pod, inventory)
 
 

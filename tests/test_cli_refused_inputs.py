@@ -61,6 +61,26 @@ def test_check_refuses_an_extensions_v1beta1_deployment_naming_apps_v1(
     assert f"{manifest}#1: Deployment vllm: apiVersion: " in err and "apps/v1" in err
 
 
+@pytest.mark.parametrize(
+    ("api_version", "kind", "served"),
+    [
+        ("apps/v1beta2", "Deployment", "apps/v1"),
+        ("apps/v1beta1", "StatefulSet", "apps/v1"),
+        ("batch/v1beta1", "CronJob", "batch/v1"),
+    ],
+)
+def test_check_refuses_a_version_no_api_server_serves_any_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], api_version: str, kind: str, served: str
+) -> None:
+    """They were decided as if they were the served version, and check exited 0."""
+    manifest = tmp_path / "old.yaml"
+    text = OLD_CHART_DEPLOYMENT.replace("extensions/v1beta1", api_version).replace("Deployment", kind)
+    manifest.write_text(text, encoding="utf-8")
+    assert main(["check", str(manifest), "--templates", TEMPLATES, "--policies", POLICIES]) == 2
+    err = capsys.readouterr().err
+    assert f"{manifest}#1: {kind} vllm: apiVersion: " in err and f"apiVersion {served}," in err
+
+
 def test_krm_reports_an_extensions_v1beta1_deployment_at_its_api_version() -> None:
     item = yaml.safe_load(OLD_CHART_DEPLOYMENT)
     resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [item]}

@@ -62,12 +62,17 @@ class Manifest:
 
 def kind_problems(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A kind the webhook reads, written as the API server refuses it: in another of Kubernetes'
-    own groups (`apps/v1` Pod, `extensions/v1beta1` Deployment) or in another case (`kind: pod`).
+    own groups (`apps/v1` Pod, `extensions/v1beta1` Deployment), in a version of its own group no
+    API server serves any more (`apps/v1beta2` Deployment), or in another case (`kind: pod`).
     Read as some other kind, it would be skipped as holding no pod template, and go undecided."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
         return []
     group = api_group(api_version)
+    served = BUILT_IN_VERSIONS.get(group or "")
+    if group is not None and served and api_version != served and is_supported((group, kind)):
+        # apps/v1beta2 Deployment (gone in 1.16), batch/v1beta1 CronJob (1.25)
+        return [("apiVersion", f"kind {kind} is in apiVersion {served}, not {api_version}")]
     if group is None or is_supported((group, kind)):
         return []
     known = next((k for k in ("Pod", *sorted(SUPPORTED_KINDS)) if k.lower() == kind.lower()), None)

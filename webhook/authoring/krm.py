@@ -217,7 +217,7 @@ def _process(
     metadata = lenient_object(item.get("metadata"))
     namespace = str(metadata.get("namespace") or config.namespace or "default")
     context = Context(catalog, inventory, namespace=namespace, mutate_templates=config.mutate)
-    malformed = shape_problems(item)
+    malformed = kind_problems(item) or shape_problems(item)
     if malformed:
         return item, [_malformed(item, path, problem) for path, problem in malformed]
     try:

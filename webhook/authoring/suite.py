@@ -270,7 +270,7 @@ class _SuiteReader:
         before = len(self.problems)
         for manifest in manifests:
             wrong = (
-                shape_problems(manifest.obj)
+                (kind_problems(manifest.obj) or shape_problems(manifest.obj))
                 if is_checkable(manifest)
                 else [*identity_problems(manifest.obj), *kind_problems(manifest.obj)]
             )

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     skipped = []
     for manifest in manifests:
         malformed = (
-            shape_problems(manifest.obj)
+            (kind_problems(manifest.obj) or shape_problems(manifest.obj))
             if _checkable(manifest)
             else [*identity_problems(manifest.obj), *kind_problems(manifest.obj)]
         )

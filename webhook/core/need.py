@@ -70,6 +70,8 @@ def _memory(raw: str) -> float:
     value = parse_quantity(raw)
     if value <= 0:
         raise ValueError("must be a positive memory size such as 18Gi")
+    if value < 2**20:
+        raise ValueError("is read as bytes, under 1Mi: write the unit, such as 18Gi")
     return float(value)
 
 

@@ -57,11 +57,13 @@ def test_an_idle_bar_that_is_no_percentage_is_refused(
     assert out == "" and "--idle-below" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("window", ["1 hour", "0s", "00m"])
 @pytest.mark.parametrize("prometheus_given", [True, False], ids=["with-prometheus", "without"])
 def test_a_window_that_is_no_duration_is_refused(
-    prometheus_given: bool, capsys: pytest.CaptureFixture[str]
+    prometheus_given: bool, window: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = [*FILES, "--window", "1 hour"]
+    """A zero window is refused here too: Prometheus answers it 400, duration must be greater than 0."""
+    argv = [*FILES, "--window", window]
     assert main([*argv, "--prometheus", UNREACHABLE] if prometheus_given else argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and "--window" in err and "Traceback" not in err

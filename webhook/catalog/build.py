@@ -117,6 +117,10 @@ def _unknown_profile(profile: str) -> str:
     spelled = [name for name in KNOWN_PROFILES if name.replace("+", ".") == profile]
     if spelled:
         return f"{message}: {profile} is how a resource name spells profile {spelled[0]}; write {spelled[0]}"
+    plain = re.split(r"[+-]", profile, maxsplit=1)[0]
+    if plain != profile and plain in KNOWN_PROFILES:  # `3g.40gb+me`: the size is right, the variant is not
+        variant = profile[len(plain) :]
+        return f"{message}: no GPU it knows has a {variant} variant of {plain}; did you mean {plain}?"
     closest = _closest_profile(profile)
     if closest is None:
         return f"{message} (webhook/core/mig_reference.py), so it allows no slice"
@@ -287,12 +291,14 @@ LEAST_GPU_MEMORY: Final = 2**20
 
 def _too_little_memory(value: object) -> str:
     text = str(value).strip()
-    if _BARE_NUMBER.fullmatch(text):
+    if _BARE_NUMBER.fullmatch(text) and float(text) <= 1024:  # a count of GiB with its unit left out
         return (
             f"{excerpt(value)} has no unit, so it is read as {text} bytes, below the 1Mi any GPU has;"
             f" write {text}Gi for {text} GiB"
         )
-    return f"{excerpt(value)} is below 1Mi, less than any GPU has; write a size such as 40Gi"
+    unitless = _BARE_NUMBER.fullmatch(text) or isinstance(value, int | float)
+    read = "has no unit, so it is read as bytes, below the 1Mi" if unitless else "is below 1Mi, less than"
+    return f"{excerpt(value)} {read} any GPU has; write a size such as 40Gi"
 
 
 _BARE_NUMBER: Final = re.compile(r"[0-9]+(?:\.[0-9]+)?")

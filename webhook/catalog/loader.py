@@ -141,7 +141,9 @@ def _no_files(folder: Path | None) -> Problem:
         shown,
         None,
         "",
-        f"no template or policy files ({suffixes}) in this folder (tests/ and hidden folders are not read)",
+        f"no template or policy files ({suffixes}) in this folder (tests/ and hidden folders are not"
+        " read); give only folders that hold some (templates and policies may share one), or a"
+        " policy with namespaces: ['*'] for the built-in default's",
     )
 
 

@@ -65,6 +65,8 @@ class GpuUtilisation:
 def check_window(window: str) -> str:
     if not _WINDOW.match(window):
         raise PrometheusError(f"--window {window!r} is not a Prometheus duration such as 1h, 30m or 7d")
+    if not any(digit in "123456789" for digit in window):  # Prometheus: "duration must be greater than 0"
+        raise PrometheusError(f"--window {window!r} is no time at all; give one such as 1h, 30m or 7d")
     return window
 
 

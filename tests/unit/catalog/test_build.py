@@ -126,6 +126,20 @@ def test_an_unknown_allowed_profile_names_the_closest_known_one() -> None:
     assert "1g.10gb+me" in messages["spec.mig.allowedProfiles[1]"]
 
 
+def test_a_variant_no_gpu_has_of_a_known_size_names_the_plain_profile() -> None:
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": ["3g.40gb+me"]}))
+    assert caught.value.problems[0].message.endswith("did you mean 3g.40gb?")
+
+
+def test_a_large_bare_number_is_not_advised_as_that_many_gib() -> None:
+    """1e6 bytes is under 1Mi, but 1,000,000 GiB is no GPU's memory either."""
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(template_doc("t", accelerator={"gpu": "required", "gpuMemory": 1e6}))
+    message = caught.value.problems[0].message
+    assert "read as bytes" in message and "1000000.0Gi" not in message
+
+
 def test_allowed_profiles_of_known_gpus_load() -> None:
     profiles = ["1g.10gb", "1g.10gb+me", "1g.24gb+me.all", "1g.24gb-me", "3g.40gb", "7g.80gb", "1g.5gb"]
     make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": profiles}))

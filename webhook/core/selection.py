@@ -156,7 +156,11 @@ def _across_models(
     a 1g.10gb is a 1g.10gb on an A100 and on an H100: required onto one model only, the pod would
     wait while the other's slices are free. Right-sizing is the chosen model's: the slice is the
     profile chosen, whichever model it is on."""
-    same = [o for o in pool if o == chosen or _serves_too(o, chosen, fit)]
+    same = [
+        o  # the profile first: comparing whole offers builds a tuple of every field, twice
+        for o in pool
+        if o is chosen or (o.profile == chosen.profile and (o == chosen or _serves_too(o, chosen, fit)))
+    ]
     if len(same) < 2:
         return None
     return _offers_across_models(inventory).get(_models_key(same))

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
+from webhook.core.image_names import image_forms
 from webhook.core.model import (
     DEFAULT_POLICY,
     TEMPLATE_LABEL,
@@ -67,7 +68,7 @@ def resolve_template(
         return _explicit(explicit, catalog, policy, namespace, f'{view.meta}.labels["{TEMPLATE_LABEL}"]')
     if policy.default_template and policy.default_template in catalog.templates:
         return catalog.templates[policy.default_template], []
-    images = [c.image for c in view.containers]
+    images = [form for c in view.containers for form in image_forms(c.image)]
     for template in catalog.index.candidates(images, namespace):
         if template_allowed(policy, template.name) and matches(template.match, view, namespace):
             return template, []
@@ -132,7 +133,7 @@ def matches(match: TemplateMatch, view: PodView, namespace: str) -> bool:
     regex = match.image_regex
     if regex is None:
         return True
-    return any(regex.match(c.image) for c in view.containers)
+    return any(regex.match(form) for c in view.containers for form in image_forms(c.image))
 
 
 def _expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

@@ -205,3 +205,21 @@ def test_a_label_naming_a_template_outside_its_namespaces_is_still_refused() -> 
     )
     pod = make_pod().template("nb-gpu").container("c", image="jupyter/base-notebook", gpu=1).build()
     assert pairs(decide(pod, context(catalog, namespace="notebooks"))) == [("TemplateNotAllowed", LABEL_PATH)]
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        ("docker.io/pytorch/pytorch:2.4.0", "training"),
+        ("index.docker.io/vllm/vllm-openai:v0.6.3", "serving"),
+        ("registry-1.docker.io/vllm/vllm-openai@sha256:" + "a" * 64, "serving"),
+        ("nvcr.io/pytorch/pytorch:24.01", None),  # another registry's image of that name
+        ("localhost:5000/vllm/vllm-openai", None),
+    ],
+)
+def test_a_docker_hub_image_matches_however_its_name_is_written(
+    unit_catalog: Catalog, image: str, expected: str | None
+) -> None:
+    """A registry-mirror policy writing docker.io/ into every image took the template away."""
+    pod = make_pod().container("c", image=image, gpu=2).build()
+    assert template_of(unit_catalog, pod) == expected

@@ -80,7 +80,7 @@ def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> di
     """The spec without the requirements the rewrite added, where the record says it added them
     (a pod's own equal requirement is its own choice and stays); a term left empty goes (it was
     made by the rewrite: an empty term matches no node), and so do affinity sections left empty.
-    A recorded place that holds other requirements (moved by a later change) is left alone."""
+    Where a later webhook inserted requirements before them, they are found further on."""
     affinity = _object(spec.get("affinity"))
     node_affinity = _object(affinity.get("nodeAffinity"))
     required = _object(node_affinity.get(REQUIRED))
@@ -91,16 +91,31 @@ def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> di
     for index, term in enumerate(terms):
         place = record[index] if index < len(record) else None
         expressions = term.get("matchExpressions") if isinstance(term, dict) else None
-        if place is None or not isinstance(expressions, list) or not _steering_at(expressions, *place):
+        start = (
+            _steering_from(expressions, *place)
+            if place is not None and isinstance(expressions, list)
+            else None
+        )
+        if place is None or start is None or not isinstance(expressions, list):
             kept_terms.append(term)
             continue
-        start, count = place
+        count = place[1]
         rest = {**term, "matchExpressions": expressions[:start] + expressions[start + count :]}
         if not rest["matchExpressions"]:
             del rest["matchExpressions"]
         if rest.get("matchExpressions") or rest.get("matchFields"):
             kept_terms.append(rest)
     return _with_terms(spec, affinity, node_affinity, required, kept_terms)
+
+
+def _steering_from(expressions: list[Any], start: int, count: int) -> int | None:
+    """Where the `count` requirements the rewrite recorded at `start` are now: there, or further
+    on where a later webhook inserted requirements before them (a policy adding a zone at the
+    front); None when no such block is at or after its place."""
+    for at in range(start, len(expressions) - count + 1):
+        if _steering_at(expressions, at, count):
+            return at
+    return None
 
 
 def _steering_at(expressions: list[Any], start: int, count: int) -> bool:

@@ -19,6 +19,7 @@ from webhook.core.model import (
     Catalog,
     Inventory,
 )
+from webhook.core.placement import REQUIRED
 from webhook.core.rewritten import as_first_asked
 from webhook.inventory.files import load_inventory
 
@@ -216,3 +217,18 @@ def test_only_the_requirements_the_rewrite_added_are_taken_back(
     assert PROFILE_ANNOTATION in first.mutated["metadata"]["annotations"]
     again = decide(first.mutated, context(catalog, inventory))
     assert (again.allowed, again.patch) == (True, ()), again.violations
+
+
+def test_the_rewrites_requirements_are_found_after_a_later_webhook_inserted_one_before_them(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """A policy added a zone at the front of the term and Kueue's queue label: read again, the
+    pod keeps its whole GPU as written and the zone, not the slice's product pin."""
+    inventory = inventories["h100-single"]
+    pod = copy.deepcopy(rewritten(catalog, inventory))
+    term = pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0]
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a"]}
+    term["matchExpressions"].insert(0, zone)
+    read = as_first_asked(pod)
+    terms = read["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [zone]}]

@@ -58,8 +58,9 @@ def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Ki
         return Kind.MIG
     if name in advertised or name.startswith(KNOWN_OTHER_PREFIXES):
         return Kind.OTHER
-    if name.startswith(DEVICE_CLASS_PREFIX) and any(n.startswith(DEVICE_CLASS_PREFIX) for n in advertised):
-        return Kind.SUSPECT  # the cluster's DeviceClasses are known, and none has this name
+    if name.startswith(DEVICE_CLASS_PREFIX):  # an extended resource a DRA DeviceClass serves
+        known = any(n.startswith(DEVICE_CLASS_PREFIX) for n in advertised)
+        return Kind.SUSPECT if known else Kind.OTHER  # known: none of the cluster's classes has this name
     if _looks_like_gpu(name) or (inventory_known and name.startswith("nvidia.com/")):
         return Kind.SUSPECT
     return Kind.NONE

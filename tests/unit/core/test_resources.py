@@ -131,7 +131,8 @@ CLASS_GPU = "deviceclass.resource.kubernetes.io/gpu.nvidia.com"
     [
         (CLASS_GPU, frozenset({CLASS_GPU}), Kind.OTHER),
         ("deviceclass.resource.kubernetes.io/gpu.nvidia.co", frozenset({CLASS_GPU}), Kind.SUSPECT),
-        ("deviceclass.resource.kubernetes.io/gpu.nvidia.co", frozenset({"nvidia.com/gpu"}), Kind.NONE),
+        # no class listed: not judged, and it may be a GPU's
+        ("deviceclass.resource.kubernetes.io/gpu.nvidia.co", frozenset({"nvidia.com/gpu"}), Kind.OTHER),
     ],
 )
 def test_a_device_class_name_is_suspect_only_where_the_classes_are_known(

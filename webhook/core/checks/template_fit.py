@@ -6,7 +6,7 @@ from typing import Final
 
 from webhook.core.env import Env
 from webhook.core.model import TEMPLATE_LABEL, Finding
-from webhook.core.resources import KNOWN_OTHER_PREFIXES, Kind
+from webhook.core.resources import DEVICE_CLASS_PREFIX, KNOWN_OTHER_PREFIXES, Kind
 
 _ACCELERATORS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
 # GPU requests made by scheduler annotations instead of resources (NVIDIA KAI scheduler).
@@ -35,7 +35,8 @@ def check(env: Env) -> list[Finding]:
             findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
     dra = env.inventory.dra_resources  # a device DRA serves: a GPU or MIG device, in practice
     has_gpu = any(
-        (_is_accelerator(a.kind, a.resource) or a.resource in dra) and _asked(a.count)
+        (_is_accelerator(a.kind, a.resource) or a.resource in dra or _unlisted_class(a.resource, dra))
+        and _asked(a.count)
         for c in env.view.containers
         for a in c.accel
     ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
@@ -46,6 +47,14 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
     return findings
+
+
+def _unlisted_class(resource: str, dra: frozenset[str]) -> bool:
+    """A DeviceClass asked for by name where no DeviceClass is known (no inventory, or one that
+    lists none): it may well be a GPU's, so a GPU template is not told its pod asks for none."""
+    if not resource.startswith(DEVICE_CLASS_PREFIX):
+        return False
+    return not any(n.startswith(DEVICE_CLASS_PREFIX) for n in dra)
 
 
 def is_mpi_launcher(labels: dict[str, str]) -> bool:

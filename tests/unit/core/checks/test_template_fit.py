@@ -50,3 +50,12 @@ def test_an_optional_gpu_template_accepts_pods_without_gpus(unit_catalog: Catalo
 def test_no_template_no_findings(unit_catalog: Catalog) -> None:
     pod = make_pod().container("c", gpu=1).build()
     assert run(template_fit.check, unit_catalog, pod) == []
+
+
+def test_a_device_class_asked_by_name_satisfies_a_gpu_template_where_no_class_is_known(
+    unit_catalog: Catalog,
+) -> None:
+    """`check` without an inventory: the class may well be a GPU's, and the API server serves it."""
+    limits = {"deviceclass.resource.kubernetes.io/mig.nvidia.com": 1}
+    pod = make_pod().container("c", image="vllm/vllm-openai", limits=limits).build()
+    assert run(template_fit.check, unit_catalog, pod) == []

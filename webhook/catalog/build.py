@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from webhook.catalog import apirules
 from webhook.core.catalog_index import has_wildcard
+from webhook.core.image_names import DOCKER_HUB, HUB_ALIASES
 from webhook.core.mig_reference import MODELS
 from webhook.core.model import Accelerator, Bounds, Injection, Policy, Template, TemplateMatch
 from webhook.core.quantity import parse_quantity, scale_quantity
@@ -118,10 +119,12 @@ def _unknown_profile(profile: str) -> str:
     if spelled:
         return f"{message}: {profile} is how a resource name spells profile {spelled[0]}; write {spelled[0]}"
     plain = re.split(r"[+-]", profile, maxsplit=1)[0]
-    if plain != profile and plain in KNOWN_PROFILES:  # `3g.40gb+me`: the size is right, the variant is not
-        variant = profile[len(plain) :]
-        return f"{message}: no GPU it knows has a {variant} variant of {plain}; did you mean {plain}?"
     closest = _closest_profile(profile)
+    near_variant = closest is not None and re.split(r"[+-]", closest, maxsplit=1)[0] == plain
+    if plain != profile and plain in KNOWN_PROFILES and not near_variant:  # `3g.40gb+me`: no such variant
+        variant = profile[len(plain) :]
+        missing = f"no GPU it knows has a {variant} variant of {plain}"
+        return f"{message}, so it allows no slice: {missing}; did you mean {plain}?"
     if closest is None:
         return f"{message} (webhook/core/mig_reference.py), so it allows no slice"
     return f"{message}, so it allows no slice; did you mean {closest}?"
@@ -150,6 +153,7 @@ def _check_match(match: Mapping[str, Any], checks: Checks) -> None:
     """A template's namespaces and podSelector as the API server would read them: a pattern that
     can match no namespace name, or a selector it would refuse, matches no pod, without a word."""
     _check_namespaces(match.get("namespaces"), ["spec", "match", "namespaces"], checks)
+    _check_image_patterns(match.get("images"), ["spec", "match", "images"], checks)
     selector = _object(match.get("podSelector"))
     base: list[str | int] = ["spec", "match", "podSelector"]
     found = [(["matchLabels", *p], m) for p, m in apirules.label_map(_object(selector.get("matchLabels")))]
@@ -161,6 +165,21 @@ def _check_match(match: Mapping[str, Any], checks: Checks) -> None:
     for path, message in found:
         if checks.clean([*base, *path]):
             checks.add([*base, *path], message)
+
+
+def _check_image_patterns(patterns: object, path: list[str | int], checks: Checks) -> None:
+    """Docker Hub images are matched as `nvidia/cuda` and `docker.io/nvidia/cuda`, whichever way a
+    pod writes them (webhook/core/image_names.py); a pattern under another of Docker Hub's names
+    would match only images written that way."""
+    for index, pattern in enumerate(_list(patterns)):
+        alias = next((a for a in HUB_ALIASES if isinstance(pattern, str) and pattern.startswith(a)), None)
+        if alias is not None and alias != f"{DOCKER_HUB}/" and checks.clean([*path, index]):
+            rest = str(pattern)[len(alias) :]
+            checks.add(
+                [*path, index],
+                f"{excerpt(pattern)}: Docker Hub images are matched as {rest} and {DOCKER_HUB}/{rest},"
+                f" however a pod writes them; write {rest}",
+            )
 
 
 def _check_namespaces(patterns: object, path: list[str | int], checks: Checks) -> None:

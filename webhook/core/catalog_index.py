@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 from typing import TYPE_CHECKING, Final
 
+from webhook.core.image_names import MEMO_NAME_MAX
+
 if TYPE_CHECKING:
     from webhook.core.model import Policy, Template
 
@@ -79,9 +81,10 @@ class CatalogIndex:
             found = (
                 int(hit.lastgroup[1:]) if hit is not None and hit.lastgroup is not None else len(self.ranked)
             )
-            if len(memo) >= IMAGE_MEMO_SIZE:
-                memo.clear()
-            memo[image] = found
+            if len(image) <= MEMO_NAME_MAX:  # a real reference is far shorter; a 2 MB one is not kept
+                if len(memo) >= IMAGE_MEMO_SIZE:
+                    memo.clear()
+                memo[image] = found
         return found
 
     def excluding(self, namespace: str) -> Policy | None:

@@ -10,11 +10,14 @@ from __future__ import annotations
 from typing import Final
 
 DOCKER_HUB: Final = "docker.io"
-_HUB_ALIASES: Final = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
+HUB_ALIASES: Final = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
 _OFFICIAL: Final = "library/"
 _FORMS: Final[dict[str, tuple[str, ...]]] = {}
 """Worked out once per image name: a cluster runs a few images over and over. Emptied when full."""
 _FORMS_MAX: Final = 4096
+MEMO_NAME_MAX: Final = 512
+"""Image names longer than this are not remembered (a repository name is at most 255 characters,
+a tag 128, a digest 71): each remembered entry holds up to five copies of the name."""
 
 
 def image_forms(image: str) -> tuple[str, ...]:
@@ -22,9 +25,10 @@ def image_forms(image: str) -> tuple[str, ...]:
     found = _FORMS.get(image)
     if found is None:
         found = _forms(image)
-        if len(_FORMS) >= _FORMS_MAX:
-            _FORMS.clear()
-        _FORMS[image] = found
+        if len(image) <= MEMO_NAME_MAX:  # a real reference is far shorter; a 2 MB one is not kept
+            if len(_FORMS) >= _FORMS_MAX:
+                _FORMS.clear()
+            _FORMS[image] = found
     return found
 
 
@@ -45,7 +49,7 @@ def _forms(image: str) -> tuple[str, ...]:
 
 def _hub_path(image: str) -> str | None:
     """The repository path of a Docker Hub image (`nvidia/cuda:12.4`), else None."""
-    for alias in _HUB_ALIASES:
+    for alias in HUB_ALIASES:
         if image.startswith(alias):
             return image[len(alias) :]
     first, slash, _ = image.partition("/")

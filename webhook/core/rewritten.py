@@ -111,9 +111,13 @@ def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> di
 def _steering_from(expressions: list[Any], start: int, count: int) -> int | None:
     """Where the `count` requirements the rewrite recorded at `start` are now: there, or further
     on where a later webhook inserted requirements before them (a policy adding a zone at the
-    front); None when no such block is at or after its place."""
-    for at in range(start, len(expressions) - count + 1):
-        if _steering_at(expressions, at, count):
+    front); None when no such block is at or after its place. The rewrite writes them last in
+    the term, each `In`: the last such block from its place on is taken, so a requirement of
+    the pod's own that the insertion moved onto the recorded place (`gpu.product Exists`) stays."""
+    for at in range(len(expressions) - count, start - 1, -1):
+        if _steering_at(expressions, at, count) and all(
+            e.get("operator") == "In" for e in expressions[at : at + count]
+        ):
             return at
     return None
 

@@ -132,6 +132,16 @@ def test_a_variant_no_gpu_has_of_a_known_size_names_the_plain_profile() -> None:
     assert caught.value.problems[0].message.endswith("did you mean 3g.40gb?")
 
 
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [("1g.24gb+me.al", "1g.24gb+me.all"), ("1g.24gb+gfxx", "1g.24gb+gfx"), ("1g.10gb-me", "1g.10gb+me")],
+)
+def test_a_typo_of_a_real_variant_names_that_variant(written: str, meant: str) -> None:
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": [written]}))
+    assert caught.value.problems[0].message.endswith(f"did you mean {meant}?")
+
+
 def test_a_large_bare_number_is_not_advised_as_that_many_gib() -> None:
     """1e6 bytes is under 1Mi, but 1,000,000 GiB is no GPU's memory either."""
     with pytest.raises(CatalogError) as caught:
@@ -256,3 +266,13 @@ def test_negative_and_undercut_messages_say_why() -> None:
     messages = {p.path: p.message for p in caught.value.problems}
     assert messages["spec.inject.shmSize"].startswith("-5 is not valid here: it is negative")
     assert messages[PER_GPU + ".limits.cpu"].startswith("1 is below perGpu.requests.cpu 4: ")
+
+
+@pytest.mark.parametrize("pattern", ["index.docker.io/nvidia/cuda*", "registry-1.docker.io/nvidia/cuda*"])
+def test_an_image_pattern_under_another_docker_hub_name_is_refused(pattern: str) -> None:
+    """Images are matched as nvidia/cuda and docker.io/nvidia/cuda: this one would match neither."""
+    template = template_doc("t", match={"images": ["vllm/*", pattern]})
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(template)
+    assert [p.path for p in caught.value.problems] == ["spec.match.images[1]"]
+    assert caught.value.problems[0].message.endswith("write nvidia/cuda*")

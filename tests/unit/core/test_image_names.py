@@ -33,3 +33,14 @@ from webhook.core.image_names import image_forms
 def test_the_names_of_an_image(image: str, forms: set[str]) -> None:
     found = image_forms(image)
     assert found[0] == image and set(found) == forms
+
+
+def test_a_name_longer_than_any_real_reference_is_not_remembered() -> None:
+    """Each remembered name is kept up to five times: 2 MB names would fill a worker's memory."""
+    from webhook.core import image_names
+
+    long_name = "team/" + "x" * 2_000_000
+    assert image_forms(long_name)[0] == long_name
+    assert long_name not in image_names._FORMS
+    image_forms("team/app:1")
+    assert "team/app:1" in image_names._FORMS

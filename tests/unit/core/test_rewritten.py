@@ -232,3 +232,29 @@ def test_the_rewrites_requirements_are_found_after_a_later_webhook_inserted_one_
     read = as_first_asked(pod)
     terms = read["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [zone]}]
+
+
+def test_a_pods_own_requirement_moved_onto_the_recorded_place_stays(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """The pod required `gpu.product Exists` itself; the rewrite appended its `In` after it. A zone
+    inserted at the front moves `Exists` onto the recorded place: it stays, the rewrite's `In` goes."""
+    inventory = inventories["h100-single"]
+    own = {"key": "nvidia.com/gpu.product", "operator": "Exists"}
+    pod = vllm_pod()
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [own]}]}}
+    }
+    first = decide(pod, context(catalog, inventory))
+    assert first.mutated is not None
+    mutated = copy.deepcopy(first.mutated)
+    term = mutated["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"][0] == own and len(term["matchExpressions"]) == 2
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a"]}
+    term["matchExpressions"].insert(0, zone)
+    read = as_first_asked(mutated)
+    terms = read["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [zone, own]}]
+    again = decide(mutated, context(catalog, inventory))
+    assert again.allowed
+    assert not [op for op in again.patch if "matchExpressions/1" in op["path"]]  # the pod's own stays

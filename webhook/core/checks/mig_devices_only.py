@@ -29,9 +29,9 @@ def check(env: Env) -> list[Finding]:
     offers = _admitted_offers(env)
     if not offers:
         return []  # its own node choice reaches no GPU node this inventory knows: nothing to tell
-    served = f"the GPU nodes it may run on serve {GPU} only as MIG devices ({_profiles(offers)})"
+    served = f"only MIG devices ({_profiles(offers)}) as {GPU} on the GPU nodes it may run on"
     if template is not None and template.accelerator.mig == "forbidden":
-        message = f"template {template.name} needs whole GPUs, but {served}"
+        message = f"{served}; template {template.name} needs whole GPUs"
     elif env.need.known and not any(_holds(o, env) for o in offers):
         message = f"{served}, none of which holds {describe_need(env.need)}"
     else:

@@ -90,3 +90,18 @@ def test_whole_gpus_a_dra_device_class_serves_count(unit_catalog: Catalog) -> No
     pod = make_pod().spec("nodeSelector", {"kubernetes.io/os": "linux"})
     pod = pod.container("c", image="pytorch/pytorch", gpu=2).build()
     assert found(unit_catalog, pod, inventory) == []
+
+
+def test_the_warning_names_the_devices_within_the_api_servers_budget(single_only: Inventory) -> None:
+    """Warnings are cut at 120 characters: the devices come first, the template after."""
+    from webhook.core.decide import MAX_WARNING
+
+    training = template_doc(
+        "distributed-training",
+        match={"images": ["pytorch/*"]},
+        accelerator={"gpu": "required", "mig": "forbidden"},
+    )
+    catalog = make_catalog(training, policy_doc("default"))
+    pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
+    warning = next(w for w in decide(pod, context(catalog, single_only)).warnings if "OnlyMigDevices" in w)
+    assert "(1g.10gb, 3g.40gb)" in warning[:MAX_WARNING]

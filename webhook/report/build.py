@@ -98,6 +98,7 @@ def build_report(
         window=window,
         idle_threshold_percent=idle_threshold,
         unaccounted=unaccounted,
+        dra_served=tuple(sorted(inventory.dra_resources)),
     )
 
 

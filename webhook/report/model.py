@@ -208,6 +208,9 @@ class Report:
     idle_threshold_percent: float = 5.0
     unaccounted: tuple[UnaccountedPod, ...] = ()
     """Bound pods holding NVIDIA devices that no node's lines count (see UnaccountedPod)."""
+    dra_served: tuple[str, ...] = ()
+    """The extended resources DRA DeviceClasses serve: their devices are in ResourceSlices, which
+    the report does not read, so neither they nor what pods hold of them are counted."""
 
     def totals_by_profile(self, exact: bool = False) -> list[dict[str, Any]]:
         """Cluster-wide allocatable, allocated and free per (product, profile); `unschedulable` is
@@ -278,6 +281,7 @@ class Report:
             "unaccounted": [pod.to_dict() for pod in self.unaccounted],
             "window": self.window,
             "idleThresholdPercent": self.idle_threshold_percent,
+            "draServed": list(self.dra_served),
         }
 
 

@@ -87,6 +87,11 @@ def render_text(report: Report) -> str:
             "note: no pods given (--pods or --kubeconfig): allocated counts are unknown, shown as 0; "
             "what is free and its cost are unknown, shown as -"
         )
+    if report.dra_served:
+        lines.append(
+            f"note: DRA DeviceClasses serve {', '.join(report.dra_served)}; the devices DRA hands out are "
+            "in ResourceSlices, which this report does not read: it counts what nodes advertise"
+        )
     lines += _profile_lines(report)
     lines += _unaccounted_lines(report)
     lines += _cost_lines(report)

@@ -311,6 +311,11 @@ class Inventory:
     so no check holds a request for one against the nodes (webhook/inventory/dra.py)."""
     dra_gpu_resources: frozenset[str] = frozenset()
     """Those of them that DeviceClasses selecting NVIDIA GPU devices serve: they count as GPUs."""
+    dra_nodes: tuple[GpuNode, ...] = ()
+    """The GPU nodes that advertise no NVIDIA device but carry NVIDIA's node labels
+    (`nvidia.com/gpu.product`, `nvidia.com/gpu.present`): where DRA serves the devices. Only
+    their names, labels and taints count: the GPU taints a pod asking what DRA serves tolerates,
+    and whether its node choice reaches DRA at all. Not in `nodes` nor in any node count."""
     quota_room: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Per namespace, what its unscoped ResourceQuotas leave of each NVIDIA resource they limit
     (webhook/inventory/quotas.py): slice choice neither escapes nor overruns them."""

@@ -38,6 +38,7 @@ from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
+PRESENT_LABEL = "nvidia.com/gpu.present"
 MEMORY_LABEL = "nvidia.com/gpu.memory"
 STRATEGY_LABEL = "nvidia.com/mig.strategy"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
@@ -62,6 +63,7 @@ def build_inventory(
     ResourceQuotas what is left to each namespace (webhook/inventory/quotas.py).
     """
     gpu_nodes: list[GpuNode] = []
+    dra_nodes: list[GpuNode] = []
     advertised: set[str] = set()
     for node in nodes:
         allocatable = _allocatable(node)
@@ -69,11 +71,13 @@ def build_inventory(
         parsed = parse_node(node, allocatable)
         if parsed is not None:
             gpu_nodes.append(parsed)
+        elif (dra_node := parse_dra_node(node, allocatable)) is not None:
+            dra_nodes.append(dra_node)
     usage = None
     if pods is not None:
         usage = usage_by_node(u for u in map(pod_usage, pods) if u is not None)
     classes = tuple(device_classes)
-    inventory = assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(classes))
+    inventory = assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(classes), dra_nodes)
     fields = quota_fields((*quota_room(q), quota_scopes(q)) for q in quotas)
     gpus = dra_gpu_resources(classes)
     if gpus:
@@ -86,15 +90,27 @@ def assemble_inventory(
     advertised: frozenset[str],
     usage: Mapping[str, tuple[Mapping[str, int], int]] | None = None,
     dra: frozenset[str] = frozenset(),
+    dra_nodes: Iterable[GpuNode] = (),
 ) -> Inventory:
     """The inventory of parsed nodes; with `usage` (per node: requests by resource, pod count)
     each node carries what is used and each offer what is free; `dra`: the extended resources
-    DRA DeviceClasses serve."""
+    DRA DeviceClasses serve; `dra_nodes`: the GPU nodes with no device allocatable
+    (parse_dra_node), where DRA serves them."""
     ordered = tuple(nodes)
     if usage is None:
-        return _aggregate(ordered, advertised, dra)
-    used = tuple(_with_usage(node, usage.get(node.name)) for node in ordered)
-    return _aggregate(used, advertised, dra, usage_known=True)
+        inventory = _aggregate(ordered, advertised, dra)
+    else:
+        used = tuple(_with_usage(node, usage.get(node.name)) for node in ordered)
+        inventory = _aggregate(used, advertised, dra, usage_known=True)
+    return _with_dra_nodes(inventory, tuple(dra_nodes))
+
+
+def _with_dra_nodes(inventory: Inventory, dra_nodes: tuple[GpuNode, ...]) -> Inventory:
+    """Their blocking taints are part of a pod's node choice too (Placement.admits)."""
+    if not dra_nodes:
+        return inventory
+    blocking = inventory.has_blocking_taints or any(n.blocking_taints for n in dra_nodes)
+    return replace(inventory, dra_nodes=dra_nodes, has_blocking_taints=blocking)
 
 
 def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> Inventory:
@@ -114,6 +130,8 @@ def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> I
         quota_room=inventory.quota_room,
         scoped_quotas=inventory.scoped_quotas,
         dra_gpu_resources=inventory.dra_gpu_resources,
+        dra_nodes=inventory.dra_nodes,
+        has_blocking_taints=combined.has_blocking_taints or inventory.has_blocking_taints,
     )
 
 
@@ -139,10 +157,30 @@ def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNo
     """The GPU node, or None for a node without NVIDIA devices. A node whose capacity has them but
     whose allocatable has none (every device unhealthy) is a GPU node with nothing allocatable:
     the report shows it, and the pods still bound to it as over-allocated; no decision counts it."""
-    raw_labels = _mapping(_mapping(node.get("metadata")).get("labels"))
-    labels = {k: v for k, v in raw_labels.items() if isinstance(v, str)}  # files are checked; be safe
+    labels = _labels(node)
     if not (_has_devices(allocatable) or _has_devices(_capacity(node))):
         return None
+    return _gpu_node(node, labels, allocatable)
+
+
+def parse_dra_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNode | None:
+    """The node as a GPU node whose devices DRA serves, or None: a node that advertises no NVIDIA
+    device (parse_node found none) but carries NVIDIA's node labels, GPU Feature Discovery's
+    `nvidia.com/gpu.product` or `nvidia.com/gpu.present`. Only its name, labels and taints count
+    (Inventory.dra_nodes): which GPU taints a pod asking what DRA serves tolerates, and whether
+    its node choice reaches a node DRA serves devices on."""
+    labels = _labels(node)
+    if not (labels.get(PRODUCT_LABEL) or labels.get(PRESENT_LABEL) == "true"):
+        return None
+    return _gpu_node(node, labels, allocatable)
+
+
+def _labels(node: Mapping[str, Any]) -> dict[str, str]:
+    raw_labels = _mapping(_mapping(node.get("metadata")).get("labels"))
+    return {k: v for k, v in raw_labels.items() if isinstance(v, str)}  # files are checked; be safe
+
+
+def _gpu_node(node: Mapping[str, Any], labels: Mapping[str, str], allocatable: Mapping[str, int]) -> GpuNode:
     strategy = _strategy(labels, allocatable)
     product = labels.get(PRODUCT_LABEL) or labels.get(GKE_ACCELERATOR_LABEL) or _other_product(labels)
     slices, memory = _slices(strategy, labels, allocatable, product)

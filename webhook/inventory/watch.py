@@ -50,7 +50,13 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory, ScopeRequirement
 from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources, gpu_class_resources
-from webhook.inventory.nodes import advertised_names, assemble_inventory, node_allocatable, parse_node
+from webhook.inventory.nodes import (
+    advertised_names,
+    assemble_inventory,
+    node_allocatable,
+    parse_dra_node,
+    parse_node,
+)
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.usage import PodUsage, pod_usage
 
@@ -83,12 +89,16 @@ class NodeRecord:
     gpu: GpuNode | None
     """The parsed GPU node; None for a node without NVIDIA devices."""
     advertised: frozenset[str]
+    dra: GpuNode | None = None
+    """The node as one DRA serves GPUs on (parse_dra_node), when it is not a GPU node."""
 
 
 def node_record(node: Mapping[str, Any]) -> NodeRecord:
     allocatable = node_allocatable(node)
     name = str(_mapping(node.get("metadata")).get("name") or "")
-    return NodeRecord(name, parse_node(node, allocatable), frozenset(advertised_names(allocatable)))
+    gpu = parse_node(node, allocatable)
+    dra = parse_dra_node(node, allocatable) if gpu is None else None
+    return NodeRecord(name, gpu, frozenset(advertised_names(allocatable)), dra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,12 +219,15 @@ class ClusterState:
     def snapshot(self) -> Inventory:
         with self._lock:
             gpu_nodes = sorted((r.gpu for r in self._nodes.values() if r.gpu), key=lambda n: n.name)
+            dra_nodes = sorted((r.dra for r in self._nodes.values() if r.dra), key=lambda n: n.name)
             distinct = {id(r.advertised): r.advertised for r in self._nodes.values()}
             usage = {node: (dict(self._used.get(node, {})), n) for node, n in self._pod_counts.items()}
             dra = frozenset().union(*(r.resources for r in self._classes.values()))
             dra_gpus = frozenset().union(*(r.gpus for r in self._classes.values()))
             fields = quota_fields((r.namespace, r.room, r.scopes) for r in self._quotas.values())
-        inventory = assemble_inventory(gpu_nodes, frozenset().union(*distinct.values()), usage, dra)
+        inventory = assemble_inventory(
+            gpu_nodes, frozenset().union(*distinct.values()), usage, dra, dra_nodes
+        )
         if dra_gpus:
             fields["dra_gpu_resources"] = dra_gpus
         return replace(inventory, **fields) if fields else inventory

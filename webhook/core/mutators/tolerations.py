@@ -43,9 +43,10 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
 def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
     assert env.template is not None
     wanted: list[dict[str, Any]] = []
-    requested = _device_resources(pod, env.view.base)
+    requested = _device_resources(pod, env.view.base, env.inventory.dra_resources)
     for resource in requested:
-        wanted.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})
+        if resource.startswith("nvidia.com/"):
+            wanted.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})
     if requested:
         wanted.extend(_for_taint(t) for t in _serving_taints(env, requested))
     wanted.extend(dict(t) for t in env.template.inject.tolerations)
@@ -56,12 +57,15 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
     return unique
 
 
-def _device_resources(pod: Pod, base: str) -> list[str]:
+def _device_resources(pod: Pod, base: str, dra: frozenset[str]) -> list[str]:
+    """The devices the pod's limits ask for: NVIDIA's resources (whose own names it tolerates, as
+    ExtendedResourceToleration would) and what DRA serves (`example.com/h100`,
+    `deviceclass.resource.kubernetes.io/<class>`), whose nodes' GPU taints it tolerates."""
     names: dict[str, None] = {}
     for group, index, container in containers(pod, base):
         limits = section_of(container, "limits", base, group, index)
         for name in limits:
-            if name.startswith("nvidia.com/"):
+            if name.startswith("nvidia.com/") or name in dra:
                 names[name] = None
     return sorted(names)
 
@@ -83,7 +87,8 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
     whose GPUs are MIG devices (single strategy, GKE partitions) only where the pod is not kept
     off them (whole_gpu_guard): a single-strategy-only cluster's pods land there. A resource no
     node advertises (a DRA DeviceClass's, or one no node offers) and one DRA serves also get the
-    whole-GPU nodes' taints, where DRA devices are. Worked out once per inventory."""
+    whole-GPU nodes' taints, where DRA devices may be; one DRA serves, the GPU taints of the nodes
+    DRA serves devices on (Inventory.dra_nodes). Worked out once per inventory."""
     inventory = env.inventory
     on_slice_nodes = resource == GPU and not keeps_off_slice_nodes(env)
     key = ("serving-taints", resource, on_slice_nodes)
@@ -93,6 +98,8 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
         found = gpu_taints(serving)
         if not serving or resource in inventory.dra_resources:
             found = _ordered({*found, *inventory.whole_gpu_taints})
+        if resource in inventory.dra_resources:
+            found = _ordered({*found, *gpu_taints(inventory.dra_nodes)})
         remember(inventory, key, found)
     return found
 

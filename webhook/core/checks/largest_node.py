@@ -1,5 +1,5 @@
 """A pod that asks for more of a device than any node has can never be scheduled (unless DRA
-serves the resource: then no node count tells)."""
+serves the resource on a node the pod may reach: then no node count tells)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
-from webhook.core.placement import gets_whole_gpus
+from webhook.core.placement import gets_whole_gpus, remember
 from webhook.core.profiles import GPU, MIG_PREFIX
 from webhook.core.resources import Kind
 
@@ -43,7 +43,8 @@ class Held(NamedTuple):
 def held_against_nodes(env: Env) -> list[Held]:
     """The pod's accelerator requests that node counts judge, by resource name: not nvidia.com/gpu
     when it will be rewritten to a slice (the slice chosen fits one node), not what DRA serves,
-    not a slice no node offers (MigProfileUnavailable says so)."""
+    not what DRA serves where the pod may reach a node DRA serves on (reaches_dra_node), not a
+    slice no node offers (MigProfileUnavailable says so)."""
     inventory = env.inventory
     if not inventory.known:
         return []
@@ -52,7 +53,7 @@ def held_against_nodes(env: Env) -> list[Held]:
     for resource in sorted({a.resource for c in view.containers for a in c.gpu_requests}):
         if resource == GPU and env.plan.rewrite:
             continue
-        if resource in inventory.dra_resources:
+        if resource in inventory.dra_resources and reaches_dra_node(env):
             continue  # its devices are in ResourceSlices, not in node counts
         kind = Kind.WHOLE if resource == GPU else Kind.MIG
         if kind is Kind.MIG and resource not in inventory.largest:
@@ -64,6 +65,22 @@ def held_against_nodes(env: Env) -> list[Held]:
             most, node = inventory.largest_gpu_slices  # not kept off them: its queue may pin it there
         held.append(Held(resource, view.effective(resource), most, node))
     return held
+
+
+def reaches_dra_node(env: Env) -> bool:
+    """Whether the pod's own node choice may reach a node DRA serves devices on. Where it admits
+    none of them (a nodeSelector on a device-plugin pool, a nodeName), what DRA serves is
+    nowhere for it, and node counts judge it as if DRA served nothing. True where the inventory
+    knows no such node (Inventory.dra_nodes): then nothing tells."""
+    placement, dra_nodes = env.placement, env.inventory.dra_nodes
+    if placement is None or not dra_nodes:
+        return True
+    key = ("reaches-dra", placement)
+    found: bool | None = env.inventory.memo.get(key)
+    if found is None:
+        found = any(placement.admits(node) for node in dra_nodes)
+        remember(env.inventory, key, found)
+    return found
 
 
 def _path(env: Env, resource: str) -> str:

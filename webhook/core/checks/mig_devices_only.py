@@ -4,10 +4,12 @@ asks for a MIG device there, so it is fine, unless the webhook knows no such dev
 template forbids MIG, or it states a need that no device of those nodes holds (KeptWholeGpu
 would say it keeps a whole GPU that does not exist). A warning, not a denial: the pod does run,
 on a device its owner may not expect, and workloads admitted before this check must go on
-scaling. Where a DRA DeviceClass serves `nvidia.com/gpu`, whole GPUs exist."""
+scaling. Where a DRA DeviceClass serves `nvidia.com/gpu`, whole GPUs exist, for a pod whose node
+choice may reach a node DRA serves on."""
 
 from __future__ import annotations
 
+from webhook.core.checks.largest_node import reaches_dra_node
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer
 from webhook.core.placement import gets_whole_gpus
@@ -22,9 +24,11 @@ def check(env: Env) -> list[Finding]:
     inventory, view, template = env.inventory, env.view, env.template
     if not inventory.known or env.plan.rewrite or view.queued or view.effective(GPU) <= 0:
         return []
-    if GPU in inventory.dra_resources or inventory.largest_gpu_slices[0] == 0:
+    if inventory.largest_gpu_slices[0] == 0:
         return []
-    if gets_whole_gpus(inventory, env.placement):
+    if GPU in inventory.dra_resources and reaches_dra_node(env):
+        return []
+    if _gets_whole_gpus(env):
         return []
     offers = _admitted_offers(env)
     if not offers:
@@ -37,6 +41,15 @@ def check(env: Env) -> list[Finding]:
     else:
         return []
     return [Finding("OnlyMigDevices", _gpu_path(env), message)]
+
+
+def _gets_whole_gpus(env: Env) -> bool:
+    """gets_whole_gpus for a pod that reaches no node DRA serves on: a DeviceClass serving
+    `nvidia.com/gpu` gives it no whole GPU, so with no whole-GPU node it gets none."""
+    inventory = env.inventory
+    if GPU in inventory.dra_resources and not inventory.whole_gpu_nodes:
+        return False
+    return gets_whole_gpus(inventory, env.placement)
 
 
 def _admitted_offers(env: Env) -> list[SliceOffer]:

@@ -121,3 +121,39 @@ def test_a_pod_pinned_to_single_mig_nodes_is_warned_only_mig_devices(unit_catalo
     pinned = training.spec("nodeSelector", {"kubernetes.io/hostname": "h100-single"})
     codes, _ = decided(unit_catalog, pinned.container("c", image="pytorch/pytorch", gpu=2).build(), inventory)
     assert "OnlyMigDevices" in codes
+
+
+def nic_class(name: str) -> dict[str, Any]:
+    selector = {"cel": {"expression": f"device.driver == '{name}'"}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [selector]},
+    }
+
+
+def test_a_pod_pinned_to_a_pool_with_no_node_now_is_not_judged_by_node_counts(unit_catalog: Catalog) -> None:
+    """Its choice reaches no node the inventory knows (a pool scaled to zero): DRA may serve it there."""
+    inventory = build_inventory(
+        [dra_node(), on_fabric(whole_node("a100-0", A100, 4))], device_classes=CLASSES
+    )
+    pod = make_pod().spec("nodeSelector", {"pool": "h100-spare"})
+    pod = pod.container("c", image="pytorch/pytorch", gpu=8).build()
+    codes, _ = decided(unit_catalog, pod, inventory)
+    assert "ExceedsLargestNode" not in codes
+
+
+def test_a_dra_class_of_other_devices_tolerates_no_gpu_taint(unit_catalog: Catalog) -> None:
+    """A NIC's class serves no GPU: its pods are no reason to tolerate the GPU nodes' taints."""
+    nic = "mrdma.google.com"
+    inventory = build_inventory([whole_node("a100-0", A100, 4)], device_classes=[*CLASSES, nic_class(nic)])
+    limits = {f"deviceclass.resource.kubernetes.io/{nic}": 1}
+    pod = (
+        make_pod()
+        .label("app", "jupyter")
+        .container("c", image="jupyter/base-notebook", limits=limits)
+        .build()
+    )
+    _, tolerations = decided(unit_catalog, pod, inventory)
+    assert not [t for t in tolerations if t.get("key") == GPU]

@@ -71,14 +71,17 @@ def reaches_dra_node(env: Env) -> bool:
     """Whether the pod's own node choice may reach a node DRA serves devices on. Where it admits
     none of them (a nodeSelector on a device-plugin pool, a nodeName), what DRA serves is
     nowhere for it, and node counts judge it as if DRA served nothing. True where the inventory
-    knows no such node (Inventory.dra_nodes): then nothing tells."""
+    knows no such node (Inventory.dra_nodes), or where the choice admits no node it knows at all
+    (a pool with no node now, whose devices DRA may serve when it scales up): then nothing tells."""
     placement, dra_nodes = env.placement, env.inventory.dra_nodes
     if placement is None or not dra_nodes:
         return True
     key = ("reaches-dra", placement)
     found: bool | None = env.inventory.memo.get(key)
     if found is None:
-        found = any(placement.admits(node) for node in dra_nodes)
+        found = any(placement.admits(node) for node in dra_nodes) or not any(
+            placement.admits(node) for node in env.inventory.nodes
+        )  # a choice that reaches no known node at all (a pool scaled to zero) tells nothing
         remember(env.inventory, key, found)
     return found
 

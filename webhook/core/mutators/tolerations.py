@@ -43,7 +43,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
 def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
     assert env.template is not None
     wanted: list[dict[str, Any]] = []
-    requested = _device_resources(pod, env.view.base, env.inventory.dra_resources)
+    requested = _device_resources(pod, env.view.base, env.inventory.dra_gpu_resources)
     for resource in requested:
         if resource.startswith("nvidia.com/"):
             wanted.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})
@@ -59,8 +59,9 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
 
 def _device_resources(pod: Pod, base: str, dra: frozenset[str]) -> list[str]:
     """The devices the pod's limits ask for: NVIDIA's resources (whose own names it tolerates, as
-    ExtendedResourceToleration would) and what DRA serves (`example.com/h100`,
-    `deviceclass.resource.kubernetes.io/<class>`), whose nodes' GPU taints it tolerates."""
+    ExtendedResourceToleration would) and what DRA's GPU DeviceClasses serve (`example.com/h100`,
+    `deviceclass.resource.kubernetes.io/<class>`), whose nodes' GPU taints it tolerates; a
+    class of other devices (a NIC's) is no reason to tolerate GPU nodes' taints."""
     names: dict[str, None] = {}
     for group, index, container in containers(pod, base):
         limits = section_of(container, "limits", base, group, index)
@@ -96,9 +97,10 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
     if found is None:
         serving = [n for n in gpu_nodes(inventory) if _serves(n, resource, on_slice_nodes)]
         found = gpu_taints(serving)
-        if not serving or resource in inventory.dra_resources:
+        dra_gpu = resource in inventory.dra_gpu_resources  # a DeviceClass of GPUs serves it
+        if not serving or dra_gpu:
             found = _ordered({*found, *inventory.whole_gpu_taints})
-        if resource in inventory.dra_resources:
+        if dra_gpu:
             found = _ordered({*found, *gpu_taints(inventory.dra_nodes)})
         remember(inventory, key, found)
     return found

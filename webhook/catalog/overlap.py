@@ -38,22 +38,32 @@ def template_ties(templates: Sequence[Template]) -> Iterator[tuple[Template, Tem
 
 def policy_overlaps(policies: Sequence[Policy]) -> Iterator[tuple[Policy, Policy, str, str]]:
     """(first policy, second policy, its pattern, the first's pattern it ties with)."""
-    claimed: list[tuple[str, Policy]] = []
+    names: dict[str, tuple[str, Policy]] = {}
+    by_rank: dict[Any, list[tuple[str, Policy]]] = {}  # patterns, by rank: only equals can tie
     for policy in policies:
         for pattern in policy.namespaces:
-            other = next((c for c in claimed if c[1].name != policy.name and _same_rank(c[0], pattern)), None)
+            other = _claimed_by_another(pattern, policy, names, by_rank)
             if other is not None:
                 yield other[1], policy, pattern, other[0]
-            claimed.append((pattern, policy))
+            if has_wildcard(pattern):
+                by_rank.setdefault(pattern_rank(pattern), []).append((pattern, policy))
+            else:
+                names.setdefault(pattern, (pattern, policy))
 
 
-def _same_rank(first: str, second: str) -> bool:
-    """Two namespace patterns that could select the same namespace with neither ranked above."""
-    if first == second:
-        return True
-    if not (has_wildcard(first) and has_wildcard(second)):
-        return False
-    return pattern_rank(first) == pattern_rank(second) and patterns_overlap(first, second)
+def _claimed_by_another(
+    pattern: str,
+    policy: Policy,
+    names: Mapping[str, tuple[str, Policy]],
+    by_rank: Mapping[Any, list[tuple[str, Policy]]],
+) -> tuple[str, Policy] | None:
+    """The first pattern of another policy that could select the same namespace with neither
+    ranked above: the same name, or a pattern of the same rank that overlaps."""
+    if not has_wildcard(pattern):
+        found = names.get(pattern)
+        return found if found is not None and found[1].name != policy.name else None
+    same = by_rank.get(pattern_rank(pattern), ())
+    return next((c for c in same if c[1].name != policy.name and patterns_overlap(c[0], pattern)), None)
 
 
 def _could_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:
@@ -63,34 +73,66 @@ def _could_overlap(a: TemplateMatch, b: TemplateMatch) -> bool:
 def _namespaces_overlap(a: frozenset[str], b: frozenset[str]) -> bool:
     if not a or not b:
         return True
-    return any(patterns_overlap(p, q) for p in a for q in b)
+    if a & b:
+        return True  # a name both list (the usual case: teams kept apart by their own namespaces)
+    return any(patterns_overlap(p, q) for p in a for q in b if has_wildcard(p) or has_wildcard(q))
 
 
 @lru_cache(maxsize=4096)
 def patterns_overlap(first: str, second: str) -> bool:
     """Whether some string of namespace characters matches both patterns, as fnmatchcase reads
-    them (`*`, `?`, `[...]` classes and ranges, `[!...]`)."""
-    tokens = _collapsed(glob_tokens(first)), _collapsed(glob_tokens(second))
-    literals = {token for side in tokens for token in side if len(token) == 1 and token not in "*?"}
-    alphabet = LABEL_CHARS | literals
-    return _meet(_admitted(tokens[0], alphabet), _admitted(tokens[1], alphabet))
+    them (`*`, `?`, `[...]` classes and ranges, `[!...]`); its length is not held to 63. A name
+    against a pattern is one fnmatchcase; two patterns, a walk over their tokens, after their
+    fixed ends are compared (most pairs differ there)."""
+    if first == second:
+        return True
+    wild_first, wild_second = has_wildcard(first), has_wildcard(second)
+    if not (wild_first or wild_second):
+        return False
+    if not wild_first:
+        return _is_name(first) and fnmatchcase(first, second)
+    if not wild_second:
+        return _is_name(second) and fnmatchcase(second, first)
+    a, b = _tokens(first), _tokens(second)
+    return _ends_meet(a, b) and _ends_meet(a[::-1], b[::-1]) and _meet(a, b)
 
 
 _Token = frozenset[str] | None
-"""The characters one glob token admits; None for `*` (any run of characters)."""
+"""The namespace characters one glob token admits; None for `*` (any run of characters)."""
 
 
-def _collapsed(tokens: list[str]) -> list[str]:
-    """`**` matches what `*` does: one star each keeps the walk below as short as the pattern's
-    fixed part (a namespace pattern has at most 63 fixed tokens)."""
-    return [t for index, t in enumerate(tokens) if not (t == "*" and index > 0 and tokens[index - 1] == "*")]
+def _is_name(text: str) -> bool:
+    return all(char in LABEL_CHARS for char in text)
 
 
-def _admitted(tokens: list[str], alphabet: frozenset[str]) -> tuple[_Token, ...]:
-    return tuple(
-        None if token == "*" else frozenset(char for char in alphabet if fnmatchcase(char, token))
-        for token in tokens
-    )
+@lru_cache(maxsize=4096)
+def _tokens(pattern: str) -> tuple[_Token, ...]:
+    """The pattern's tokens as the characters each admits, `**` as one `*` (it matches what `*`
+    does, and keeps the walk as short as the pattern's fixed part). Worked out once per pattern."""
+    tokens = glob_tokens(pattern)
+    kept = [t for index, t in enumerate(tokens) if not (t == "*" and index > 0 and tokens[index - 1] == "*")]
+    return tuple(_token_chars(token) for token in kept)
+
+
+@cache
+def _token_chars(token: str) -> _Token:
+    if token == "*":
+        return None
+    if token == "?":
+        return LABEL_CHARS
+    if len(token) == 1:
+        return frozenset({token}) & LABEL_CHARS
+    return frozenset(char for char in LABEL_CHARS if fnmatchcase(char, token))
+
+
+def _ends_meet(a: tuple[_Token, ...], b: tuple[_Token, ...]) -> bool:
+    """Whether the tokens before either pattern's first `*` admit a common character pairwise."""
+    for here, there in zip(a, b, strict=False):  # up to the shorter one's end
+        if here is None or there is None:
+            return True
+        if not here & there:
+            return False
+    return True
 
 
 def _meet(a: tuple[_Token, ...], b: tuple[_Token, ...]) -> bool:

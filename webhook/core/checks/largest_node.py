@@ -27,6 +27,8 @@ def _advice(env: Env, held: Held) -> str:
     slices = sorted(r for r in env.inventory.largest if r.startswith(MIG_PREFIX))
     if held.resource == GPU and slices:
         return f"no node serves whole GPUs, only MIG slices ({', '.join(slices)}): ask for one of those"
+    if env.inventory.dra_nodes and held.resource in env.inventory.dra_resources:
+        return "no node it may run on has any (its node choice or taints keep it off the nodes DRA serves on)"
     return "no node has any"
 
 

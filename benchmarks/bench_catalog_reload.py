@@ -2,8 +2,10 @@
 
 The reloading source polls every N seconds in each gunicorn worker. A poll reads and hashes the
 files; only a changed digest pays for a load. Figures for the shipped catalog and a synthetic one
-of --templates templates laid out as a mounted ConfigMap (`..data` symlink). Also the cost of
-`current()` on the request path, against a plain attribute read.
+of --templates templates laid out as a mounted ConfigMap (`..data` symlink): each with its own
+priority, and all at one priority kept apart by their own namespaces (one team's each), which the
+load's tie check must compare pair by pair. Also the cost of `current()` on the request path,
+against a plain attribute read.
 
     python benchmarks/bench_catalog_reload.py [--templates 200] [--rounds 50]
 """
@@ -31,9 +33,9 @@ metadata:
   description: synthetic template {index}
 spec:
   kind: inference
-  priority: {index}
+  priority: {priority}
   match:
-    images: ["registry.example.com/team-{index}/*"]
+    images: ["registry.example.com/team-{index}/*"]{namespaces}
   accelerator:
     gpu: required
     gpuMemory: 18Gi
@@ -53,14 +55,17 @@ def per_call(function: Callable[[], object], rounds: int) -> float:
     return (time.perf_counter() - started) / rounds
 
 
-def configmap_catalog(root: Path, count: int) -> list[Path]:
+def configmap_catalog(root: Path, count: int, same_priority: bool = False) -> list[Path]:
     templates, policies = root / "templates", root / "policies"
     for folder in (templates, policies):
         (folder / "..2026_01_01").mkdir(parents=True)
         (folder / "..data").symlink_to("..2026_01_01")
     for index in range(count):
         name = f"t{index:04}.yaml"
-        (templates / "..data" / name).write_text(TEMPLATE.format(index=index))
+        priority = 100 if same_priority else index
+        namespaces = f'\n    namespaces: ["team-{index}", "team-{index}-*"]' if same_priority else ""
+        text = TEMPLATE.format(index=index, priority=priority, namespaces=namespaces)
+        (templates / "..data" / name).write_text(text)
         (templates / name).symlink_to(f"..data/{name}")
     policy = (ROOT / "policies" / "default.yaml").read_text()
     (policies / "..data" / "default.yaml").write_text(policy)
@@ -105,6 +110,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         paths = configmap_catalog(Path(tmp), args.templates)
         report(f"synthetic ConfigMap mount ({args.templates} templates)", paths, args.rounds)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = configmap_catalog(Path(tmp), args.templates, same_priority=True)
+        label = f"the same, one priority, kept apart by namespace ({args.templates} templates)"
+        report(label, paths, args.rounds)
     print(f"(pid {os.getpid()}; polls run every interval in each worker, default 10 s)")
 
 

@@ -14,7 +14,9 @@ from webhook.core.catalog_index import has_wildcard
 from webhook.core.image_names import DOCKER_HUB, HUB_ALIASES
 from webhook.core.mig_reference import MODELS
 from webhook.core.model import Accelerator, Bounds, Injection, Policy, Template, TemplateMatch
+from webhook.core.profiles import plain_profile
 from webhook.core.quantity import parse_quantity, scale_quantity
+from webhook.core.resources import edit_distance
 from webhook.yamlio import excerpt
 
 
@@ -118,9 +120,9 @@ def _unknown_profile(profile: str) -> str:
     spelled = [name for name in KNOWN_PROFILES if name.replace("+", ".") == profile]
     if spelled:
         return f"{message}: {profile} is how a resource name spells profile {spelled[0]}; write {spelled[0]}"
-    plain = re.split(r"[+-]", profile, maxsplit=1)[0]
+    plain = plain_profile(profile)
     closest = _closest_profile(profile)
-    near_variant = closest is not None and re.split(r"[+-]", closest, maxsplit=1)[0] == plain
+    near_variant = closest is not None and plain_profile(closest) == plain
     if plain != profile and plain in KNOWN_PROFILES and not near_variant:  # `3g.40gb+me`: no such variant
         variant = profile[len(plain) :]
         missing = f"no GPU it knows has a {variant} variant of {plain}"
@@ -134,19 +136,8 @@ def _closest_profile(profile: str) -> str | None:
     """The known profile fewest edits away (at most two), the one more GPU models have on a tie:
     `3g.4gb` is one edit from 3g.40gb, 3g.47gb and 3g.48gb, and 3g.40gb is the common one."""
     models = Counter(str(name) for model in MODELS for name in model["profiles"])
-    distance, _, name = min((_edits(profile, name), -count, name) for name, count in models.items())
+    distance, _, name = min((edit_distance(profile, name), -count, name) for name, count in models.items())
     return name if distance <= 2 else None
-
-
-def _edits(a: str, b: str) -> int:
-    """Levenshtein distance: the fewest characters to insert, delete or change to turn a into b."""
-    previous = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        current = [i]
-        for j, other in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
-        previous = current
-    return previous[-1]
 
 
 def _check_match(match: Mapping[str, Any], checks: Checks) -> None:

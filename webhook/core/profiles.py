@@ -44,6 +44,12 @@ def is_profile_syntax(profile: str) -> bool:
     return _PROFILE.match(profile) is not None
 
 
+def plain_profile(profile: str) -> str:
+    """`1g.24gb+me.all` -> `1g.24gb`, `1g.24gb-me` -> `1g.24gb`; a plain profile is itself."""
+    cut = min((i for i in (profile.find("+"), profile.find("-")) if i >= 0), default=len(profile))
+    return profile[:cut]
+
+
 def resource_for_profile(profile: str) -> str:
     return MIG_PREFIX + profile.replace("+", ".")
 

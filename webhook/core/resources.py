@@ -91,7 +91,7 @@ def _looks_like_gpu(name: str) -> bool:
     domain, _, word = lower.rpartition("/")
     if word in _GPU_WORDS or word.startswith("mig"):
         return "nvidia" in domain or domain in ("", "gpu")
-    return _edit_distance(lower, GPU) <= 2 or lower.startswith("nvidia.com/mig")
+    return edit_distance(lower, GPU) <= 2 or lower.startswith("nvidia.com/mig")
 
 
 def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = False) -> str:
@@ -120,10 +120,11 @@ def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = Fal
 
 
 def _closest(names: Sequence[str], name: str) -> str:
-    return min(names, key=lambda candidate: (_edit_distance(candidate, name), candidate))
+    return min(names, key=lambda candidate: (edit_distance(candidate, name), candidate))
 
 
-def _edit_distance(a: str, b: str) -> int:
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: the fewest characters to insert, delete or change to turn a into b."""
     previous = list(range(len(b) + 1))
     for i, char_a in enumerate(a, 1):
         current = [i]

@@ -27,6 +27,7 @@ from webhook.core.profiles import (
     canonical_profile,
     model_for_node,
     name_only_memory_mib,
+    plain_profile,
     profile_compute_slices,
     profile_from_resource,
     resource_for_profile,
@@ -471,17 +472,11 @@ def _plain_before_variants(keyed: list[tuple[tuple[str, str, str], SliceOffer]])
 
     def rank(index: int) -> tuple[int, int, int]:
         strategy, profile, model_key = keyed[index][0]
-        plain = _plain_profile(profile)
+        plain = plain_profile(profile)
         sibling = position.get((strategy, plain, model_key)) if plain != profile else None
         return (index, 0, index) if sibling is None else (sibling, 1, index)
 
     return tuple(keyed[index][1] for index in sorted(range(len(keyed)), key=rank))
-
-
-def _plain_profile(profile: str) -> str:
-    """`1g.24gb+me.all` -> `1g.24gb`, `1g.24gb-me` -> `1g.24gb`; a plain profile is itself."""
-    cut = min((i for i in (profile.find("+"), profile.find("-")) if i >= 0), default=len(profile))
-    return profile[:cut]
 
 
 def _offer(strategy: str, profile: str, members: list[GpuNode], usage_known: bool) -> SliceOffer:

@@ -365,14 +365,14 @@ def _rewritable_devices(view: PodView) -> int:
 
 
 def _fits(offer: SliceOffer, need: Need, devices: int, policy: Policy) -> bool:
-    return _allowed(offer, policy) and _holds(offer, need, devices)
+    return _allowed(offer, policy) and holds(offer, need, devices)
 
 
 def _allowed(offer: SliceOffer, policy: Policy) -> bool:
     return policy.allowed_profiles is None or offer.profile in policy.allowed_profiles
 
 
-def _holds(offer: SliceOffer, need: Need, devices: int) -> bool:
+def holds(offer: SliceOffer, need: Need, devices: int) -> bool:
     """The slice meets the need, and one node has as many as the pod asks for, policy aside."""
     if need.memory_bytes is not None and offer.memory_mib * MIB < need.memory_bytes:
         return False
@@ -438,7 +438,7 @@ def _no_fit(
     over_quota = _profiles(o for o in sizing.left_out if _fits(o, need, devices, policy))
     if over_quota:
         parts.append(f"{', '.join(over_quota)} beyond the namespace's ResourceQuota")
-    barred = _profiles(o for o in sizing.offers if not _allowed(o, policy) and _holds(o, need, devices))
+    barred = _profiles(o for o in sizing.offers if not _allowed(o, policy) and holds(o, need, devices))
     if barred:
         parts.append(f"{', '.join(barred)} not allowed by policy {policy.name}")
     if parts:

@@ -15,9 +15,7 @@ from webhook.core.model import Finding, SliceOffer
 from webhook.core.placement import gets_whole_gpus
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
-from webhook.core.selection import describe_need
-
-MIB = 1024 * 1024
+from webhook.core.selection import describe_need, holds
 
 
 def check(env: Env) -> list[Finding]:
@@ -36,7 +34,7 @@ def check(env: Env) -> list[Finding]:
     served = f"only MIG devices ({_profiles(offers)}) as {GPU} on the GPU nodes it may run on"
     if template is not None and template.accelerator.mig == "forbidden":
         message = f"{served}; template {template.name} needs whole GPUs"
-    elif env.need.known and not any(_holds(o, env) for o in offers):
+    elif env.need.known and not any(holds(o, env.need, 1) for o in offers):
         message = f"{served}, none of which holds {describe_need(env.need)}"
     else:
         return []
@@ -61,13 +59,6 @@ def _admitted_offers(env: Env) -> list[SliceOffer]:
         if offer.resource == GPU
         and (placement is None or any(placement.admits(n) for n in members.get(offer, ())))
     ]
-
-
-def _holds(offer: SliceOffer, env: Env) -> bool:
-    need = env.need
-    if need.memory_bytes is not None and offer.memory_mib * MIB < need.memory_bytes:
-        return False
-    return need.compute_share is None or offer.compute_share + 1e-9 >= need.compute_share
 
 
 def _profiles(offers: list[SliceOffer]) -> str:

@@ -17,7 +17,7 @@ def check(env: Env) -> list[Finding]:
     for held in held_against_nodes(env):
         if held.wanted > held.most:
             message = f"pod asks for {held.wanted} {held.resource}; {_advice(env, held)}"
-            findings.append(Finding("ExceedsLargestNode", _path(env, held.resource), message))
+            findings.append(Finding("ExceedsLargestNode", request_path(env, held.resource), message))
     return findings
 
 
@@ -88,7 +88,8 @@ def reaches_dra_node(env: Env) -> bool:
     return found
 
 
-def _path(env: Env, resource: str) -> str:
+def request_path(env: Env, resource: str) -> str:
+    """Where the pod asks for `resource`: its first container's limit, else its request."""
     for container in env.view.containers:
         for accel in container.gpu_requests:
             if accel.resource == resource:  # where the count is: a request alone has its own finding

@@ -9,12 +9,11 @@ choice may reach a node DRA serves on."""
 
 from __future__ import annotations
 
-from webhook.core.checks.largest_node import reaches_dra_node
+from webhook.core.checks.largest_node import reaches_dra_node, request_path
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer
 from webhook.core.placement import gets_whole_gpus
 from webhook.core.profiles import GPU
-from webhook.core.resources import Kind
 from webhook.core.selection import describe_need, holds
 
 
@@ -38,7 +37,7 @@ def check(env: Env) -> list[Finding]:
         message = f"{served}, none of which holds {describe_need(env.need)}"
     else:
         return []
-    return [Finding("OnlyMigDevices", _gpu_path(env), message)]
+    return [Finding("OnlyMigDevices", request_path(env, GPU), message)]
 
 
 def _gets_whole_gpus(env: Env) -> bool:
@@ -64,11 +63,3 @@ def _admitted_offers(env: Env) -> list[SliceOffer]:
 def _profiles(offers: list[SliceOffer]) -> str:
     ordered = sorted(offers, key=lambda o: (o.memory_mib, o.profile))
     return ", ".join(dict.fromkeys(o.profile for o in ordered)) or "MIG"
-
-
-def _gpu_path(env: Env) -> str:
-    for container in env.view.containers:
-        for accel in container.accel:
-            if accel.kind is Kind.WHOLE:
-                return container.resource_path("limits" if accel.limit is not None else "requests", GPU)
-    return f"{env.view.base}.containers"  # pragma: no cover - a pod asking for a GPU has its container

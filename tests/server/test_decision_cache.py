@@ -79,6 +79,63 @@ def test_a_replica_is_answered_from_the_cache_as_deciding_would(
     assert admission.validation_response(second, cached) == admission.validation_response(second, fresh)
 
 
+def with_token_volume(review: Review, name: str) -> Review:
+    """The review with its service-account token volume renamed, as the API server names another replica's."""
+    old = review.obj["spec"]["volumes"][-1]["name"]
+    renamed = json.dumps(review.obj).replace(f'"{old}"', f'"{name}"')
+    return dataclasses.replace(review, obj=json.loads(renamed))
+
+
+def test_replicas_with_their_own_token_volumes_are_answered_from_the_cache(
+    catalog: Catalog, mixed_cluster: Inventory
+) -> None:
+    """The API server gives each replica its own `kube-api-access-xxxxx` volume before any webhook."""
+    cache = DecisionCache()
+    first = review_of(REPLICA, "uid-1")
+    assert first.obj["spec"]["volumes"][-1]["name"] == "kube-api-access-msxhw"
+    second = with_token_volume(review_of(REPLICA, "uid-2"), "kube-api-access-7x2bq")
+    assert cache.decide(first, catalog, mixed_cluster)[1] == "miss"
+    cached, outcome = cache.decide(second, catalog, mixed_cluster)
+    assert outcome == "hit"
+    fresh = admission.decide_review(second, catalog, mixed_cluster)
+    assert same_answer(cached, fresh)
+    assert admission.mutation_response(second, cached) == admission.mutation_response(second, fresh)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("kube-api-access-msxha", id="a letter the generator never draws"),
+        pytest.param("kube-api-access-msxhwz", id="six characters"),
+        pytest.param("my-api-access-msxhw", id="another prefix"),
+    ],
+)
+def test_other_volume_names_are_not_taken_for_a_token_volume(
+    catalog: Catalog, mixed_cluster: Inventory, name: str
+) -> None:
+    cache = DecisionCache()
+    cache.decide(review_of(REPLICA), catalog, mixed_cluster)
+    assert cache.decide(with_token_volume(review_of(REPLICA), name), catalog, mixed_cluster)[1] == "miss"
+
+
+def test_a_decision_that_names_the_token_volume_is_not_kept(
+    catalog: Catalog, mixed_cluster: Inventory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another replica's answer would name the wrong volume."""
+    decide = admission.decide_review
+
+    def naming_the_volume(review: Review, catalog: Catalog, inventory: Inventory) -> Decision:
+        decision = decide(review, catalog, inventory)
+        name = review.obj["spec"]["volumes"][-1]["name"]
+        return dataclasses.replace(decision, warnings=(*decision.warnings, f"volume {name} is odd"))
+
+    monkeypatch.setattr(admission, "decide_review", naming_the_volume)
+    cache = DecisionCache()
+    assert cache.decide(review_of(REPLICA), catalog, mixed_cluster)[1] == "bypass"
+    assert cache.decide(review_of(REPLICA), catalog, mixed_cluster)[1] == "bypass"
+    assert len(cache) == 0
+
+
 def test_managed_fields_do_not_make_a_replica_new(catalog: Catalog, mixed_cluster: Inventory) -> None:
     """Replicas created a second apart differ in their managedFields' time, which no decision reads."""
     cache = DecisionCache()
@@ -270,20 +327,37 @@ def test_every_reference_request_gets_the_same_answer_from_the_cache(
         )
 
 
+def with_service_account_token(pod: dict[str, Any], name: str) -> dict[str, Any]:
+    """The pod as the ServiceAccount admission plugin leaves it: a projected token volume, mounted
+    in every container."""
+    pod = copy.deepcopy(pod)
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return pod
+    token = {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}
+    spec.setdefault("volumes", []).append({"name": name, "projected": {"sources": [token]}})
+    mount = {"name": name, "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+    for group in ("initContainers", "containers"):
+        for container in spec.get(group) or []:
+            container.setdefault("volumeMounts", []).append(dict(mount))
+    return pod
+
+
 @pytest.mark.skipif(not FILES, reason="no corpus")
 def test_every_corpus_pod_gets_the_same_answer_from_the_cache(
     catalog: Catalog, mixed_cluster: Inventory
 ) -> None:
-    """Whatever the pod, a second one with other managedFields is a hit with the same answer."""
+    """Whatever the pod, a second one with other managedFields and its own service-account token
+    volume, as the API server sends a replica, is a hit with the same answer."""
     cache = DecisionCache(capacity=100_000)
     hits = 0
     for path in FILES:
         documents, _ = _documents(path)
         for document in documents:
             for where, pod in pods_in(document):
-                first = pod_review(pod, "uid-1")
+                first = pod_review(with_service_account_token(pod, "kube-api-access-msxhw"), "uid-1")
                 cache.decide(first, catalog, mixed_cluster)
-                second = pod_review(pod, "uid-2")
+                second = pod_review(with_service_account_token(pod, "kube-api-access-7x2bq"), "uid-2")
                 second.obj.setdefault("metadata", {})["managedFields"] = [{"manager": "other"}]
                 cached, outcome = cache.decide(second, catalog, mixed_cluster)
                 hits += outcome == "hit"

@@ -11,6 +11,13 @@ against the same catalog and inventory gets that decision again without deciding
   seconds), with the API group and kind (a Job of batch and one of batch.volcano.sh are not the
   same object, whatever the object's own apiVersion says) and the namespace. Objects over
   MAX_OBJECT_BYTES are not kept.
+- Replicas are not quite the same object when they reach a webhook: the API server's
+  ServiceAccount admission plugin, which runs before any webhook, gives each pod its own token
+  volume, `kube-api-access-` and five random characters, mounted in every container. The key
+  reads that name as a placeholder. No decision depends on it (the core compares volume names
+  only with the /dev/shm volume's own names), so the decision for one replica is the decision
+  for another with the name changed wherever it appears; a decision whose patch or messages
+  hold the name is therefore not kept.
 - The entries belong to one (catalog, inventory) pair, compared by identity: both are immutable
   values that the sources replace when something changes (a catalog reload; an inventory
   update, at most once a second in a live cluster and only when GPU nodes or the
@@ -27,7 +34,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field, replace
 from hashlib import blake2b
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from webhook import admission, jsoncodec
 from webhook.admission import Review, without_managed_fields
@@ -42,6 +49,11 @@ Outcome = Literal["hit", "miss", "bypass"]
 """hit: answered from the cache; miss: decided and kept; bypass: decided, not cacheable."""
 
 Key = tuple[tuple[str, str], str, bytes]
+
+TOKEN_VOLUME_PREFIX: Final = "kube-api-access-"
+TOKEN_SUFFIX_LETTERS: Final = frozenset("bcdfghjklmnpqrstvwxz2456789")
+"""What the API server's name generator draws the five characters from (no vowels, no 0, 1, 3)."""
+_TOKEN_PLACEHOLDER: Final = b'"kube-api-access-?????"'
 
 
 @dataclass(frozen=True)
@@ -62,14 +74,17 @@ class DecisionCache:
         self._lock = threading.Lock()
 
     def decide(self, review: Review, catalog: Catalog, inventory: Inventory) -> tuple[Decision, Outcome]:
-        key = self._key(review)
-        if key is None:
+        keyed = self._key(review)
+        if keyed is None:
             return admission.decide_review(review, catalog, inventory), "bypass"
+        key, token_volume = keyed
         generation = self._generation_for(catalog, inventory)
         found = generation.entries.get(key)
         if found is not None:
             return found, "hit"
         decision = admission.decide_review(review, catalog, inventory)
+        if token_volume is not None and _mentions(decision, token_volume):
+            return decision, "bypass"
         self._store(generation, key, decision)
         return decision, "miss"
 
@@ -77,13 +92,18 @@ class DecisionCache:
         generation = self._generation
         return 0 if generation is None else len(generation.entries)
 
-    def _key(self, review: Review) -> Key | None:
+    def _key(self, review: Review) -> tuple[Key, str | None] | None:
+        """The key, and the token volume's name when the key holds the placeholder for it."""
         if not self.capacity or review.dry_run or review.operation != "CREATE" or not review.obj:
             return None
         encoded = jsoncodec.encode(without_managed_fields(review.obj))
         if len(encoded) > MAX_OBJECT_BYTES:
             return None
-        return review.group_kind, review.namespace, blake2b(encoded, digest_size=16).digest()
+        token_volume = generated_token_volume(review.obj)
+        if token_volume is not None:
+            encoded = encoded.replace(f'"{token_volume}"'.encode(), _TOKEN_PLACEHOLDER)
+        digest = blake2b(encoded, digest_size=16).digest()
+        return (review.group_kind, review.namespace, digest), token_volume
 
     def _generation_for(self, catalog: Catalog, inventory: Inventory) -> _Generation:
         generation = self._generation
@@ -98,6 +118,31 @@ class DecisionCache:
             while len(entries) >= self.capacity:
                 del entries[next(iter(entries))]  # dicts keep insertion order: the oldest first
             entries[key] = kept
+
+
+def generated_token_volume(obj: dict[str, Any]) -> str | None:
+    """The name of the service-account token volume the API server generated for this pod, if any."""
+    spec = obj.get("spec")
+    volumes = spec.get("volumes") if isinstance(spec, dict) else None
+    if not isinstance(volumes, list):
+        return None
+    for volume in volumes:
+        name = volume.get("name") if isinstance(volume, dict) else None
+        if isinstance(name, str) and _generated_token_name(name) and "projected" in volume:
+            return name
+    return None
+
+
+def _generated_token_name(name: str) -> bool:
+    suffix = name[len(TOKEN_VOLUME_PREFIX) :]
+    return name.startswith(TOKEN_VOLUME_PREFIX) and len(suffix) == 5 and set(suffix) <= TOKEN_SUFFIX_LETTERS
+
+
+def _mentions(decision: Decision, name: str) -> bool:
+    if name.encode() in jsoncodec.encode(list(decision.patch)):
+        return True
+    violations = decision.violations
+    return any(name in text for text in (*decision.warnings, *(v.path + v.message for v in violations)))
 
 
 def _without_mutated(decision: Decision) -> Decision:

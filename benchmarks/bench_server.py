@@ -4,8 +4,9 @@ Both run under the same gunicorn settings (webhook/server/gunicorn_conf.py, TLS 
 reloading context) in this run, on loopback, for each worker class (gthread, sync), under two
 loads, in alternating rounds:
 - `replicas`: every review carries the same pod, as a ReplicaSet's or a Job's burst does (no name
-  yet, only generateName): after the first, each worker answers from its decision cache;
-- `distinct`: every review's pod carries an annotation no other has, so each one is decided
+  yet, only generateName), but for its service-account token volume, named anew for each pod
+  as the API server names it: after the first, each worker answers from its decision cache;
+- `distinct`: every review's pod also carries an annotation no other has, so each one is decided
   (the cache never hits: the worst case, and what `decide` costs under load).
 Prints, per load:
 - throughput (req/s) of the trivial app and of /mutate, and their ratio (target >= 0.8x), and
@@ -36,6 +37,7 @@ import http.client
 import itertools
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -187,51 +189,74 @@ def post(conn: http.client.HTTPSConnection, body: bytes) -> bool:
 # --- the two loads ---------------------------------------------------------------------------
 LOADS = ("replicas", "distinct")
 SEQUENCE_ANNOTATION = "bench.gpu-webhook.io/sequence"
-_MARK = "@@sequence@@"
+_SEQUENCE = "@@sequence@@"
+_TOKEN = "@@token@@"
+TOKEN_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
+"""What the API server's name generator draws a token volume's five characters from."""
+TOKEN_SOURCES = [
+    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+]
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 @dataclass(frozen=True)
 class Bodies:
-    """The reviews a load sends: the same one every time (`replicas`), or each with its own value
-    of SEQUENCE_ANNOTATION (`distinct`), made from `head`, a sequence and `tail`."""
+    """The reviews a load sends, each pod as the API server hands it to a webhook: with its own
+    service-account token volume (`kube-api-access-` and five random characters, mounted in every
+    container, as the ServiceAccount admission plugin adds it). `replicas`: otherwise the same
+    pod every time; `distinct`: each also with its own value of SEQUENCE_ANNOTATION.
+    `text` is the review's JSON with marks where those go."""
 
     load: str
-    review: bytes
-    head: str = ""
-    tail: str = ""
+    text: str
     counter: Iterator[int] = field(default_factory=itertools.count, compare=False)
 
     @classmethod
     def of(cls, load: str, review: bytes) -> Bodies:
-        if load == "replicas":
-            return cls(load, review)
         document = json.loads(review)
-        metadata = document["request"]["object"].setdefault("metadata", {})
-        metadata.setdefault("annotations", {})[SEQUENCE_ANNOTATION] = _MARK
-        head, tail = json.dumps(document).split(_MARK)
-        return cls(load, review, head, tail)
+        pod = document["request"]["object"]
+        spec = pod.setdefault("spec", {})
+        name = f"kube-api-access-{_TOKEN}"
+        spec.setdefault("volumes", []).append({"name": name, "projected": {"sources": TOKEN_SOURCES}})
+        for group in ("initContainers", "containers"):
+            for container in spec.get(group) or []:
+                mount = {"name": name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH}
+                container.setdefault("volumeMounts", []).append(mount)
+        if load == "distinct":
+            pod.setdefault("metadata", {}).setdefault("annotations", {})[SEQUENCE_ANNOTATION] = _SEQUENCE
+        return cls(load, json.dumps(document))
 
     def next(self) -> bytes:
         """The next review to send (thread-safe: `itertools.count` is atomic under the GIL)."""
-        if self.load == "replicas":
-            return self.review
-        return f"{self.head}{next(self.counter)}-{time.monotonic_ns()}{self.tail}".encode()
+        token = "".join(random.choices(TOKEN_LETTERS, k=5))
+        text = self.text.replace(_TOKEN, token)
+        if self.load == "distinct":
+            text = text.replace(_SEQUENCE, f"{next(self.counter)}-{time.monotonic_ns()}")
+        return text.encode()
 
     def wrk_lines(self) -> list[str]:
-        """wrk's Lua: a fixed body, or `request()` making each one (unique across its threads and runs)."""
-        lines = ['wrk.method = "POST"', 'wrk.headers["Content-Type"] = "application/json"']
-        if self.load == "replicas":
-            return [*lines, f"wrk.body = {_lua_string(self.review.decode())}"]
+        """wrk's Lua: `request()` makes each body (its sequence unique across threads and runs)."""
         return [
-            *lines,
-            f"local head, tail = {_lua_string(self.head)}, {_lua_string(self.tail)}",
+            'wrk.method = "POST"',
+            'wrk.headers["Content-Type"] = "application/json"',
+            f"local text = {_lua_string(self.text)}",
+            f'local letters = "{TOKEN_LETTERS}"',
             f'local run = "{time.monotonic_ns()}"',
             "local threads = 0",
             'function setup(thread) thread:set("id", threads); threads = threads + 1 end',
+            "function init(args) math.randomseed(os.time() + 7919 * id) end",
+            "local function token()",
+            "  local picked = {}",
+            "  for i = 1, 5 do local k = math.random(#letters); picked[i] = letters:sub(k, k) end",
+            "  return table.concat(picked)",
+            "end",
             "local n = 0",
             "function request()",
             "  n = n + 1",
-            '  return wrk.format(nil, nil, nil, head .. run .. "-" .. id .. "-" .. n .. tail)',
+            f'  local body = text:gsub("{_TOKEN}", token())',
+            f'  body = body:gsub("{_SEQUENCE}", run .. "-" .. id .. "-" .. n)',
+            "  return wrk.format(nil, nil, nil, body)",
             "end",
         ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -39,7 +40,19 @@ def _wants_shm(container: Mapping[str, Any], gpu: str) -> bool:
 
 def _mounts_shm(container: Mapping[str, Any], where: str) -> bool:
     mounts = read_list(container, "volumeMounts", where)
-    return any(isinstance(m, MAPPINGS) and m.get("mountPath") == SHM_PATH for m in mounts)
+    return any(isinstance(m, MAPPINGS) and _is_shm(m.get("mountPath")) for m in mounts)
+
+
+def _is_shm(path: object) -> bool:
+    """The runtime cleans a mount path (`/dev/shm/`, `//dev//shm`, `/dev/./shm`) before it mounts
+    it, while the API server compares the strings: a second mount there would hide the pod's own."""
+    if path == SHM_PATH:
+        return True
+    return (
+        isinstance(path, str)
+        and path.startswith("/")
+        and posixpath.normpath("/" + path.lstrip("/")) == SHM_PATH
+    )
 
 
 def _ensure_volume(pod: Pod, base: str, size: str) -> str:

@@ -35,6 +35,28 @@ def test_a_container_that_mounts_dev_shm_already_is_left_alone(unit_catalog: Cat
     assert (mutated, found) == (pod, [])
 
 
+@pytest.mark.parametrize("path", ["/dev/shm/", "//dev/shm", "/dev//shm", "/dev/./shm", "/dev/shm/."])
+def test_a_mount_at_dev_shm_written_another_way_is_left_alone(unit_catalog: Catalog, path: str) -> None:
+    """The runtime cleans the path: a second mount at /dev/shm would hide the pod's own."""
+    mounts = [{"name": "shm", "mountPath": path}]
+    volumes = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}]
+    pod = (
+        make_pod()
+        .container("vllm", image="vllm/vllm-openai", gpu=1, volumeMounts=mounts)
+        .spec("volumes", volumes)
+    )
+    mutated, found = apply(shared_memory.mutate, unit_catalog, pod.build())
+    assert (mutated, found) == (pod.build(), [])
+
+
+@pytest.mark.parametrize("path", ["/dev/shmem", "/dev/shm/cache", "/dev"])
+def test_a_mount_elsewhere_still_gets_dev_shm(unit_catalog: Catalog, path: str) -> None:
+    mounts = [{"name": "data", "mountPath": path}]
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1, volumeMounts=mounts).build()
+    _, found = apply(shared_memory.mutate, unit_catalog, pod)
+    assert found == [("InjectedSharedMemory", "spec.volumes")]
+
+
 def test_an_existing_memory_volume_named_dshm_is_reused(unit_catalog: Catalog) -> None:
     volume = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
     pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).spec("volumes", [volume]).build()

@@ -147,6 +147,20 @@ def test_managed_fields_do_not_make_a_replica_new(catalog: Catalog, mixed_cluste
     assert cache.decide(with_metadata(first, managedFields=[]), catalog, mixed_cluster)[1] == "hit"
 
 
+def test_a_replica_whose_client_named_its_priority_class_is_decided_again(
+    catalog: Catalog, mixed_cluster: Inventory
+) -> None:
+    """managedFields tell whether the pod's class is its own or the Priority plugin's default."""
+    cache = DecisionCache()
+    first = review_of(REPLICA)
+    first.obj["spec"]["priorityClassName"] = "cluster-default"
+    cache.decide(first, catalog, mixed_cluster)
+    named = copy.deepcopy(first.obj["metadata"]["managedFields"])
+    named[0]["fieldsV1"]["f:spec"]["f:priorityClassName"] = {}
+    assert cache.decide(with_metadata(first, managedFields=named), catalog, mixed_cluster)[1] == "miss"
+    assert cache.decide(with_metadata(first, managedFields=named), catalog, mixed_cluster)[1] == "hit"
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -7,9 +7,10 @@ a refused pod sends it again too. So a CREATE whose object, API group and kind, 
 against the same catalog and inventory gets that decision again without deciding.
 
 - The key is a 128-bit BLAKE2b digest of the object's JSON without `metadata.managedFields`
-  (which the core never reads; its timestamps differ between replicas created in different
-  seconds), with the API group and kind (a Job of batch and one of batch.volcano.sh are not the
-  same object, whatever the object's own apiVersion says) and the namespace. Objects over
+  (its timestamps differ between replicas created in different seconds; the core reads in it
+  only whether the client named the priority class a pod names, and the digest holds that too),
+  with the API group and kind (a Job of batch and one of batch.volcano.sh are not the same
+  object, whatever the object's own apiVersion says) and the namespace. Objects over
   MAX_OBJECT_BYTES are not kept.
 - Replicas are not quite the same object when they reach a webhook: the API server's
   ServiceAccount admission plugin, which runs before any webhook, gives each pod its own token
@@ -38,6 +39,7 @@ from typing import Any, Final, Literal
 
 from webhook import admission, jsoncodec
 from webhook.admission import Review, without_managed_fields
+from webhook.core.managed_fields import PRIORITY_CLASS, client_set
 from webhook.core.model import Catalog, Decision, Inventory
 
 DEFAULT_CAPACITY: Final = 256
@@ -54,6 +56,7 @@ TOKEN_VOLUME_PREFIX: Final = "kube-api-access-"
 TOKEN_SUFFIX_LETTERS: Final = frozenset("bcdfghjklmnpqrstvwxz2456789")
 """What the API server's name generator draws the five characters from (no vowels, no 0, 1, 3)."""
 _TOKEN_PLACEHOLDER: Final = b'"kube-api-access-?????"'
+_CLIENT_SET: Final = {True: b"\x01", False: b"\x00", None: b""}
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,11 @@ class DecisionCache:
         token_volume = generated_token_volume(review.obj)
         if token_volume is not None:
             encoded = encoded.replace(f'"{token_volume}"'.encode(), _TOKEN_PLACEHOLDER)
-        digest = blake2b(encoded, digest_size=16).digest()
+        hasher = blake2b(encoded, digest_size=16)
+        spec = review.obj.get("spec")
+        if isinstance(spec, dict) and spec.get("priorityClassName"):
+            hasher.update(_CLIENT_SET[client_set(review.obj, PRIORITY_CLASS)])
+        digest = hasher.digest()
         return (review.group_kind, review.namespace, digest), token_volume
 
     def _generation_for(self, catalog: Catalog, inventory: Inventory) -> _Generation:

@@ -27,14 +27,6 @@ class BuildError(ValueError):
         super().__init__(message)
 
 
-class BuildErrors(ValueError):
-    """Every semantic problem of one document."""
-
-    def __init__(self, errors: Sequence[BuildError]) -> None:
-        self.errors = tuple(errors)
-        super().__init__("; ".join(e.message for e in self.errors))
-
-
 class Checks:
     """The problems found in one document so far. A value already reported (by the schema or
     by a check) is not judged again, nor is anything read from it: no cascades."""
@@ -55,18 +47,6 @@ class Checks:
 def _related(a: tuple[str | int, ...], b: tuple[str | int, ...]) -> bool:
     size = min(len(a), len(b))
     return a[:size] == b[:size]
-
-
-def build_template(data: Mapping[str, Any], source: str) -> Template:
-    checks = Checks()
-    template = read_template(data, source, checks)
-    if checks.errors:
-        raise BuildErrors(checks.errors)
-    return template
-
-
-def build_policy(data: Mapping[str, Any], source: str) -> Policy:
-    return read_policy(data, source)
 
 
 def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Template:

@@ -24,7 +24,6 @@ Strategy = Literal["none", "mixed", "single", "gke"]
 Outcome = Literal["deny", "warn", "audit", "info"]
 
 Pod = dict[str, Any]
-JsonObject = Mapping[str, Any]
 MAPPINGS: Final = (dict, Mapping)
 """For isinstance(): the same answer as Mapping, without the slower ABC check for a plain dict."""
 

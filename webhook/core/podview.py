@@ -115,10 +115,6 @@ class PodView:
         object.__setattr__(self, "has_resource_claims", has_resource_claims)
         object.__setattr__(self, "queued", queued)
 
-    @property
-    def regular(self) -> tuple[ContainerView, ...]:
-        return tuple(c for c in self.containers if c.group == "containers")
-
     def effective(self, resource: str) -> int:
         """The pod's request of one resource the way the scheduler counts it."""
         running = 0

@@ -73,9 +73,11 @@ HEADER = """#
 #     (fail open everywhere: nothing is rejected while the webhook is down), or the reverse on
 #     the mutating webhook (fail closed: no GPU pod starts un-right-sized, nor at all while it is down).
 #
-# Who is never sent to the webhook: the namespaces kube-system, kube-node-lease and gpu-webhook
-# (the webhook's own pods must start without it), selected by kubernetes.io/metadata.name, which
-# the API server sets and nobody can change. There is deliberately no objectSelector: a label on
+# Who is never sent to the webhook: the namespaces kube-system, kube-node-lease, kube-public,
+# gpu-webhook (the webhook's own pods must start without it) and gpu-operator (the GPU operator's
+# validator pods ask for nvidia.com/gpu, and must start while the webhook is down): the default
+# policy's excludedNamespaces, which the webhook would leave alone anyway, selected by
+# kubernetes.io/metadata.name, which the API server sets and nobody can change. There is deliberately no objectSelector: a label on
 # the pod would let any user opt out of validation.
 #
 # matchConditions (CEL) send only pods and pod templates that touch accelerators or name a

@@ -22,8 +22,10 @@ from webhook.core.model import MIRROR_ANNOTATION, TEMPLATE_LABEL
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.core.workloads import group_kind
 
-EXCLUDED_NAMESPACES: Final = ("kube-system", "kube-node-lease", "gpu-webhook")
-"""The namespaceSelector: kubernetes.io/metadata.name NotIn these."""
+EXCLUDED_NAMESPACES: Final = ("kube-system", "kube-node-lease", "kube-public", "gpu-webhook", "gpu-operator")
+"""The namespaceSelector: kubernetes.io/metadata.name NotIn these: the default policy's
+excludedNamespaces, so that what the webhook would leave alone does not wait for it (the GPU
+operator's validator pods ask for nvidia.com/gpu, and the validating webhook fails closed)."""
 RESOURCE_PATTERN: Final = re.compile(
     r"(nvidia|gpu|mig|amd[.]com/|habana[.]ai/|neuron|google[.]com/tpu)", re.IGNORECASE | re.ASCII
 )

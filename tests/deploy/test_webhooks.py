@@ -6,12 +6,15 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+import yaml
+
 from tests.conftest import ROOT
 from tests.deploy.conftest import Objects, all_of, one
 from webhook.core.model import TEMPLATE_LABEL
 from webhook.core.workloads import SUPPORTED
 
-EXCLUDED = {"kube-system", "kube-node-lease", "gpu-webhook"}
+EXCLUDED = {"kube-system", "kube-node-lease", "kube-public", "gpu-webhook", "gpu-operator"}
 
 
 def _webhooks(objects: Objects) -> list[tuple[str, dict[str, Any]]]:
@@ -91,6 +94,14 @@ def test_system_namespaces_are_excluded_by_the_immutable_name_label(objects: Obj
         assert expression["key"] == "kubernetes.io/metadata.name"
         assert expression["operator"] == "NotIn"
         assert set(expression["values"]) == EXCLUDED
+
+
+@pytest.mark.parametrize("policy", ["policies/default.yaml", "deploy/base/catalog/policies/default.yaml"])
+def test_what_the_default_policy_excludes_is_never_sent(policy: str) -> None:
+    """An excluded namespace's pods would be admitted unchanged anyway; sent, they would wait for
+    the fail-closed validating webhook during an outage (the GPU operator's validator pods)."""
+    excluded = yaml.safe_load((ROOT / policy).read_text())["spec"]["excludedNamespaces"]
+    assert set(excluded) <= EXCLUDED
 
 
 def test_match_conditions_are_present_bounded_and_agree(objects: Objects) -> None:

@@ -77,8 +77,8 @@ HEADER = """#
 # gpu-webhook (the webhook's own pods must start without it) and gpu-operator (the GPU operator's
 # validator pods ask for nvidia.com/gpu, and must start while the webhook is down): the default
 # policy's excludedNamespaces, which the webhook would leave alone anyway, selected by
-# kubernetes.io/metadata.name, which the API server sets and nobody can change. There is deliberately no objectSelector: a label on
-# the pod would let any user opt out of validation.
+# kubernetes.io/metadata.name, which the API server sets and nobody can change. There is
+# deliberately no objectSelector: a label on the pod would let any user opt out of validation.
 #
 # matchConditions (CEL) send only pods and pod templates that touch accelerators or name a
 # template: a container or initContainer whose resources.limits or resources.requests has a key

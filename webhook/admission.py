@@ -12,7 +12,7 @@ budget; audit annotations without the webhook prefix (the API server adds it).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, NoReturn
 
 import pybase64
@@ -22,6 +22,7 @@ from webhook.core.clone import JSON_SCALARS
 from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
 from webhook.core.reasons import UNCHECKED_NOTES
+from webhook.core.rewritten import without_rewrite_record
 from webhook.core.workloads import (
     SUPPORTED_KINDS,
     VOLCANO_JOB,
@@ -444,3 +445,19 @@ def _show(value: object) -> str:
 def _type(value: object) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
     return names.get(type(value), "a number")
+
+
+def decided_as_it_stands(
+    review: Review, decision: Decision, catalog: Catalog, inventory: Inventory
+) -> Decision:
+    """What /validate judges: the pod as it stands. A pod carrying a rewrite's annotations is
+    decided as first asked for (webhook/core/rewritten.py), which is right for this webhook's own
+    output: that reading gives it no patch. A pod that reading would still change is not that
+    output: its author wrote the annotations, or /mutate never ran (it fails open). Read as first
+    asked, a slice its template forbids would pass; so such a pod is decided without them."""
+    if not decision.patch or review.group_kind != ("", "Pod"):
+        return decision
+    stands = without_rewrite_record(review.obj)
+    if stands is review.obj:
+        return decision
+    return decide_review(replace(review, obj=stands), catalog, inventory)

@@ -60,6 +60,17 @@ def as_first_asked(pod: Pod) -> Pod:
     return read
 
 
+def without_rewrite_record(pod: Pod) -> Pod:
+    """The pod as it stands, without the annotations that would have it read as first asked for:
+    a copy sharing all else; itself when it carries none."""
+    metadata = _object(pod.get("metadata"))
+    annotations = _object(metadata.get("annotations"))
+    if PROFILE_ANNOTATION not in annotations:
+        return pod
+    kept = {k: v for k, v in annotations.items() if k not in _REWRITE_ANNOTATIONS}
+    return {**pod, "metadata": {**metadata, "annotations": kept}}
+
+
 def _steering_record(text: object) -> list[tuple[int, int] | None]:
     """Per required term, where the rewrite's requirements start and how many (the annotation
     mig_affinity.steering_record writes); empty when absent or unreadable."""

@@ -30,7 +30,7 @@ from werkzeug.wsgi import get_content_length
 
 from webhook import admission, jsoncodec
 from webhook.admission import Review, ReviewError
-from webhook.core.model import Decision, Violation
+from webhook.core.model import Catalog, Decision, Inventory, Violation
 from webhook.server.decision_cache import DEFAULT_CAPACITY, DecisionCache, Outcome
 from webhook.server.logs import LOGGER, write_line
 from webhook.server.metrics import Metrics, create_metrics
@@ -45,6 +45,12 @@ LARGE_BODY = 1024 * 1024
 
 Respond = Callable[[Review, Decision], dict[str, Any]]
 Reported = Callable[[Decision], tuple[Violation, ...]]
+Judged = Callable[[Review, Decision, Catalog, Inventory], Decision]
+"""The decision an endpoint answers with, from the one its review got."""
+
+
+def _as_decided(review: Review, decision: Decision, catalog: Catalog, inventory: Inventory) -> Decision:
+    return decision
 
 
 def create_app(
@@ -112,7 +118,12 @@ class Routes:
         return self._review("mutate", admission.mutation_response, admission.mutation_reported)
 
     def validate(self) -> Response:
-        return self._review("validate", admission.validation_response, admission.validation_reported)
+        return self._review(
+            "validate",
+            admission.validation_response,
+            admission.validation_reported,
+            admission.decided_as_it_stands,
+        )
 
     def healthz(self) -> Response:
         return _json({"alive": True}, 200)
@@ -125,7 +136,9 @@ class Routes:
         body = self._metrics.exposition() + b"".join(generate_latest(r) for r in self._extra_metrics)
         return Response(body, 200, content_type=CONTENT_TYPE_LATEST)
 
-    def _review(self, endpoint: str, respond: Respond, reported: Reported) -> Response:
+    def _review(
+        self, endpoint: str, respond: Respond, reported: Reported, judged: Judged = _as_decided
+    ) -> Response:
         """Answer a review; log and count the violations the answer reports, no others. Large
         bodies are answered one at a time: what Python makes of one can take a hundred times its
         size, and a few at once on a worker's threads could have it killed for its memory."""
@@ -137,19 +150,21 @@ class Routes:
         except ReviewError as error:
             return self._refuse(endpoint, error)
         if len(body) <= LARGE_BODY:
-            return self._answer(endpoint, body, started, respond, reported)
+            return self._answer(endpoint, body, started, respond, reported, judged)
         with self._large_bodies:
-            return self._answer(endpoint, body, started, respond, reported)
+            return self._answer(endpoint, body, started, respond, reported, judged)
 
     def _answer(
-        self, endpoint: str, body: bytes, started: float, respond: Respond, reported: Reported
+        self, endpoint: str, body: bytes, started: float, respond: Respond, reported: Reported, judged: Judged
     ) -> Response:
         try:
             review = admission.parse_body(body)
         except ReviewError as error:
             return self._refuse(endpoint, error)
         try:
-            decision, cache = self._decisions.decide(review, *self._runtime.snapshot())
+            catalog, inventory = self._runtime.snapshot()
+            decision, cache = self._decisions.decide(review, catalog, inventory)
+            decision = judged(review, decision, catalog, inventory)
             answer = respond(review, decision)
             violations = reported(decision)
         except Exception as exc:  # the documented internal-error answer; see the module docstring

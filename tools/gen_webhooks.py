@@ -299,10 +299,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         same = args.out.is_file() and args.out.read_text(encoding="utf-8") == text
         out = "" if args.out == OUT else f" --out {shlex.quote(str(args.out))}"
-        message = "up to date" if same else f"{args.out} differs; run {command(extras)}{out}"
+        state = "differs" if args.out.is_file() else "does not exist"
+        message = "up to date" if same else f"{args.out} {state}; run {command(extras)}{out}"
         print(message, file=sys.stderr)
         return 0 if same else 1
-    args.out.write_text(text, encoding="utf-8")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    except OSError as error:
+        parser.exit(1, f"gen_webhooks: cannot write {args.out}: {error.strerror or error}\n")
     print(f"wrote {args.out}")
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,6 +128,18 @@ def test_checked_in_webhooks_match_their_generator() -> None:
         [sys.executable, str(ROOT / "tools" / "gen_webhooks.py"), "--check"], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_generator_writes_an_overlay_file_into_a_new_folder(tmp_path: Path) -> None:
+    out = tmp_path / "my-overlay" / "webhooks.yaml"
+    generator = str(ROOT / "tools" / "gen_webhooks.py")
+    generate = [sys.executable, generator, "--extra-resource", "example.com/h100"]
+    checked = subprocess.run([*generate, "--out", str(out), "--check"], capture_output=True, text=True)
+    assert checked.returncode == 1 and "does not exist" in checked.stderr
+    written = subprocess.run([*generate, "--out", str(out)], capture_output=True, text=True)
+    assert written.returncode == 0, written.stderr
+    assert "example.com/h100" in out.read_text()
+    assert subprocess.run([*generate, "--out", str(out), "--check"], capture_output=True).returncode == 0
 
 
 def test_webhooks_call_our_service_on_https_paths(objects: Objects) -> None:

@@ -107,3 +107,9 @@ def test_the_defaults_apply_with_prometheus_alone(
 def test_without_prometheus_nor_its_options_the_report_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*FILES, "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["window"] is None
+
+
+def test_a_context_without_a_kubeconfig_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """--context names a kubeconfig context: with a node file it would be ignored."""
+    assert main(["report", "--inventory", str(NODES), "--context", "prod-cluster"]) == 2
+    assert "--context goes with --kubeconfig" in capsys.readouterr().err

@@ -86,3 +86,12 @@ def test_gauges_leave_out_every_usage_figure(tmp_path: Path) -> None:
     assert samples["gpu_webhook_devices_allocatable"]
     assert samples["gpu_webhook_devices_allocated"] == samples["gpu_webhook_devices_free"] == []
     assert samples["gpu_webhook_idle_cost_per_hour"] == []
+
+
+def test_without_pods_no_pod_is_said_to_hold_whole_gpus(tmp_path: Path) -> None:
+    """Nothing is known of the pods: that none wastes a GPU is not known either."""
+    text = render(_report(), "text")
+    assert "No pod holds whole GPUs" not in text
+    assert "Whole GPUs a slice would serve: unknown" in text
+    page = dashboard_page(tmp_path, NODES, None)
+    assert "No pod holds whole GPUs" not in page and "Whole GPUs a slice would serve: unknown" in page

@@ -111,6 +111,8 @@ def _inventory(args: argparse.Namespace) -> tuple[Inventory, list[PodUsage]]:
             raise UsageError("--pods goes with --inventory; --kubeconfig reads the pods from the cluster")
         check_kubeconfig(args.kubeconfig)
         return _from_cluster(args.kubeconfig, args.context)
+    if args.context:
+        raise UsageError("--context goes with --kubeconfig; --inventory reads nodes from a file")
     if not args.inventory:
         raise UsageError(
             "say where the nodes are: --kubeconfig FILE, or --inventory NODES.yaml [--pods PODS.yaml]"

@@ -185,6 +185,8 @@ def _cost_lines(report: Report) -> list[str]:
 
 def _waste_lines(report: Report) -> list[str]:
     if not report.wasteful:
+        if not report.usage_known:
+            return ["", "Whole GPUs a slice would serve: unknown (no pods in this inventory)."]
         return ["", "No pod holds whole GPUs that a slice would serve."]
     lines = ["", "WHOLE GPUS A SLICE WOULD SERVE (decide would rewrite them)"]
     for pod in report.wasteful:

@@ -339,3 +339,16 @@ def test_a_generated_or_mounted_serving_key_is_not_warned_about(
     (mounted / "..data").symlink_to(timestamped.name)
     _plan_serving(mounted)
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_kept_certificate_that_does_not_name_the_bound_host_is_warned_about(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The printed curl line, and the API server, would refuse it."""
+    write_serving_set(tmp_path)
+    args = build_parser().parse_args(["serve", "--bind", "127.0.0.2:0", "--cert-dir", str(tmp_path)])
+    _plan(args)
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'tls.crt'} is for" in err and "not 127.0.0.2" in err
+    _plan_serving(tmp_path)  # 127.0.0.1, which it names
+    assert "warning" not in capsys.readouterr().err

@@ -23,6 +23,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cryptography import x509
+
 from webhook.buildinfo import core_build
 from webhook.commands.common import (
     EXIT_BAD_INPUT,
@@ -46,6 +48,7 @@ from webhook.sources import (
     NodeTemplatesSource,
     StaticCatalogSource,
 )
+from webhook.tls.bundle import hosts_of
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
 from webhook.tls.files import loose_key_warnings
 from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
@@ -339,6 +342,8 @@ def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TL
     try:
         if ensure_self_signed(directory, hosts):
             print(f"generated a self-signed certificate for {', '.join(hosts)} in {directory}", flush=True)
+        else:
+            _warn_unless_named(certificate, _client_host(host))
     except OSError as exc:
         raise UsageError(f"cannot write certificates to {directory}: {exc.strerror or exc}") from exc
     for warning in loose_key_warnings([key]):  # once, at start; a mounted Secret is not warned about
@@ -357,10 +362,31 @@ def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TL
     return files, ca_file if ca_file.exists() else None
 
 
+def _client_host(host: str) -> str:
+    """The host the printed curl line connects to."""
+    return "127.0.0.1" if host in WILDCARDS else host
+
+
+def _warn_unless_named(certificate: Path, host: str) -> None:
+    """A certificate kept from an earlier run, or made for another address, that does not name
+    the host clients are told to connect to: they would refuse it, and the curl line would fail."""
+    try:
+        names = hosts_of(x509.load_pem_x509_certificate(certificate.read_bytes()))
+    except ValueError:
+        return  # unreadable: loading the files below says so
+    if host.lower() in (name.lower() for name in names):
+        return
+    error(
+        f"warning: {certificate} is for {', '.join(names) or 'no host'}, not {host}: clients that "
+        f"check names (the API server, curl) refuse it; delete {certificate.parent} for serve to make "
+        f"one for {host}, or make one with gpu-webhook certs"
+    )
+
+
 def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
     """Print where the webhook listens and a curl line that posts the example review."""
     port = addresses[0][1] if addresses and isinstance(addresses[0], tuple) else 0
-    host = "127.0.0.1" if plan.host in WILDCARDS else plan.host
+    host = _client_host(plan.host)
     url = f"https://{f'[{host}]' if ':' in host else host}:{port}"
     trust = ["--cacert", str(plan.ca_file)] if plan.ca_file else ["--insecure"]
     client = ["--cert", "CLIENT.crt", "--key", "CLIENT.key"] if plan.tls.client_ca else []

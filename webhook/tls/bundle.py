@@ -158,7 +158,7 @@ def _serving_due(certs: CertSet, plan: Renewal, now: dt.datetime, expired: Seque
             if lost
             else "not signed by a CA in the bundle"
         )
-    if set(_hosts_of(certificate)) != set(plan.hosts):
+    if set(hosts_of(certificate)) != set(plan.hosts):
         return "the host names changed"
     return _serving_time_due(certificate, issuer, plan, now)
 
@@ -199,7 +199,8 @@ def _issuer(
     return None
 
 
-def _hosts_of(certificate: x509.Certificate) -> list[str]:
+def hosts_of(certificate: x509.Certificate) -> list[str]:
+    """The DNS names and IP addresses a certificate is valid for."""
     try:
         names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:

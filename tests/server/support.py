@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -32,12 +33,17 @@ _SERVING = re.compile(r"gpu-webhook serving (https://\S+)")
 
 
 def vector(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((VECTORS / name).read_bytes())
+    document: dict[str, Any] = json.loads(vector_bytes(name))
     return document
 
 
 def vector_bytes(name: str) -> bytes:
-    return (VECTORS / name).read_bytes()
+    """A real kube-apiserver's request from the reference material beside the checkout; the test,
+    or the module that reads it at import, is skipped where that material is absent."""
+    path = VECTORS / name
+    if not path.is_file():
+        pytest.skip(f"no reference request at {path}", allow_module_level=True)
+    return path.read_bytes()
 
 
 def make_client_pair(ca: KeyPair, name: str = "kube-apiserver") -> KeyPair:

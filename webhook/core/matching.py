@@ -81,7 +81,8 @@ def _no_template(
     view: PodView, namespace: str, catalog: Catalog, policy: Policy, images: list[str]
 ) -> Finding:
     """NoMatchingTemplate, naming the templates the pod matches that the policy does not allow."""
-    allowed = ", ".join(sorted(policy.allowed_templates or catalog.templates)) or "none"
+    allowing = catalog.templates if policy.allowed_templates is None else policy.allowed_templates
+    allowed = ", ".join(sorted(allowing)) or "none"
     candidates = catalog.index.candidates(images, namespace)
     barred = ", ".join(t.name for t in candidates if matches(t.match, view, namespace))
     matched = (

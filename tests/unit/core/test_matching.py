@@ -223,3 +223,15 @@ def test_a_docker_hub_image_matches_however_its_name_is_written(
     """A registry-mirror policy writing docker.io/ into every image took the template away."""
     pod = make_pod().container("c", image=image, gpu=2).build()
     assert template_of(unit_catalog, pod) == expected
+
+
+def test_a_policy_allowing_no_template_says_none_is_allowed() -> None:
+    """Not every template: labelling the pod with one of those would only be refused."""
+    catalog = make_catalog(
+        template_doc("notebook", match={"images": ["*notebook*"]}),
+        policy_doc("locked", ["locked-*"], templates={"allowed": [], "required": True}),
+    )
+    pod = make_pod().container("nb", image="jupyter/pytorch-notebook", gpu=1).build()
+    decision = decide(pod, context(catalog, namespace="locked-a"))
+    assert pairs(decision) == [("NoMatchingTemplate", "metadata.labels")]
+    assert decision.violations[0].message.endswith("(allowed: none)")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from webhook.catalog.build import Checks, check_policy, read_policy, read_template
+from webhook.catalog.dead_policies import dead_policies
 from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.core.model import Catalog, Policy, Template
@@ -213,6 +214,23 @@ def _cross_checks(
     problems += _policy_ties(
         [(p, d) for p, d, c in _first_of_each_name(policies) if c.clean(["spec", "namespaces"])]
     )
+    problems += _dead_policies(
+        [
+            (p, d)
+            for p, d, c in _first_of_each_name(policies)
+            if c.clean(["spec", "namespaces"], ["spec", "excludedNamespaces"])
+        ]
+    )
+    return problems
+
+
+def _dead_policies(policies: list[tuple[Policy, Document]]) -> list[Problem]:
+    located = {p.name: d for p, d in policies}
+    problems = []
+    for policy, why in dead_policies([p for p, _ in policies]):
+        document = located[policy.name]
+        line = document.line_of(["spec", "namespaces"])
+        problems.append(Problem(document.source, line, "spec.namespaces", f"governs no namespace: {why}"))
     return problems
 
 

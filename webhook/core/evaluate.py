@@ -20,10 +20,11 @@ from webhook.core.need import resolve_need
 from webhook.core.placement import Placement, placement_of
 from webhook.core.podview import build_view
 from webhook.core.quota_scope import quota_for
-from webhook.core.selection import plan_slice
+from webhook.core.selection import NO_PLAN, plan_slice
 from webhook.core.writable import writable_copy
 
 _SHARED_FIELDS: Final = frozenset({"managedFields"})
+_CLAIMS: Final = "uses DRA resourceClaims, whose devices the webhook cannot see: checked, not mutated"
 
 
 @dataclass(frozen=True, init=False)
@@ -31,7 +32,7 @@ class Evaluation:
     template: Template | None
     findings: tuple[Finding, ...]
     env: Env | None
-    """None when the spec is left alone (DRA claims)."""
+    """None when the spec is not to be mutated (DRA claims)."""
 
     def __init__(self, template: Template | None, findings: tuple[Finding, ...], env: Env | None) -> None:
         object.__setattr__(self, "template", template)
@@ -43,15 +44,23 @@ def evaluate(
     pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str, queued: bool = False
 ) -> Evaluation:
     """Checks only: what template applies and every problem found, with paths under `base`.
-    `queued`: a workload's pod template whose workload a queue manager holds (podview.build_view)."""
+    `queued`: a workload's pod template whose workload a queue manager holds (podview.build_view).
+
+    A spec with DRA resourceClaims is checked on what its containers ask for through extended
+    resources (names, quantities, counts against the template, the policy and the nodes), so a
+    claim is no way around them; but it is not mutated (no env): the webhook cannot see which
+    devices a claim gets, so it plans no slice and injects nothing of the template, and the checks
+    that would need the pod's every device (NoGpuOnGpuTemplate, BelowTemplateMinGpus) say nothing."""
     inventory = context.inventory
     spec, metadata = _mapping(pod.get("spec")), _mapping(pod.get("metadata"))
     view = build_view(spec, metadata, inventory.advertised, inventory.known, base, meta, queued)
-    if view.has_resource_claims:
-        note = Finding("DraClaimsPresent", f"{base}.resourceClaims", "uses DRA resourceClaims; left alone")
-        return Evaluation(None, (note,), None)
     template, findings = resolve_template(view, namespace, context.catalog, policy)
     need, need_findings = resolve_need(template, view)
+    if view.has_resource_claims:
+        placement = _placement(spec, None, context)  # nothing of the template's is injected
+        env = Env(pod, view, namespace, policy, template, inventory, need, NO_PLAN, placement)
+        note = Finding("DraClaimsPresent", f"{base}.resourceClaims", _CLAIMS)
+        return Evaluation(template, (note, *findings, *need_findings, *run_checks(env)), None)
     placement = _placement(spec, template, context)
     quota = quota_for(inventory, namespace, spec, template, bare_pod=base == "spec")
     plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec)

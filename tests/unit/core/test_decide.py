@@ -84,19 +84,6 @@ def test_excluded_namespaces_are_left_alone(unit_catalog: Catalog) -> None:
     assert (decision.allowed, decision.template, decision.patch, decision.warnings) == (True, None, (), ())
 
 
-def test_dra_pods_are_left_alone(unit_catalog: Catalog, mixed: Inventory) -> None:
-    claims = [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]
-    pod = (
-        make_pod()
-        .container("vllm", image="vllm/vllm-openai", gpu=1, limits={"gpu": 1})
-        .spec("resourceClaims", claims)
-        .build()
-    )
-    decision = decide(pod, context(unit_catalog, mixed))
-    assert pairs(decision) == [("DraClaimsPresent", "spec.resourceClaims")]
-    assert (decision.allowed, decision.patch, decision.warnings) == (True, (), ())
-
-
 @pytest.mark.parametrize("operation", ["UPDATE", "DELETE", "CONNECT"])
 def test_only_creates_are_judged(unit_catalog: Catalog, operation: str) -> None:
     decision = decide(fractional(), context(unit_catalog, operation=operation))

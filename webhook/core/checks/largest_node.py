@@ -8,6 +8,7 @@ from typing import NamedTuple
 from webhook.core.env import Env
 from webhook.core.model import Finding
 from webhook.core.placement import gets_whole_gpus, remember
+from webhook.core.podview import PodView
 from webhook.core.profiles import GPU, MIG_PREFIX
 from webhook.core.resources import Kind
 
@@ -63,10 +64,17 @@ def held_against_nodes(env: Env) -> list[Held]:
         most, node = inventory.largest.get(resource, (0, ""))
         if resource == GPU and not gets_whole_gpus(inventory, env.placement):
             most, node = inventory.largest_gpu_slices  # its nvidia.com/gpu can only be MIG devices
-        elif resource == GPU and view.queued and inventory.largest_gpu_slices[0] > most:
-            most, node = inventory.largest_gpu_slices  # not kept off them: its queue may pin it there
+        elif resource == GPU and not_steered(view) and inventory.largest_gpu_slices[0] > most:
+            most, node = inventory.largest_gpu_slices  # not kept off them, so they may be its GPUs
         held.append(Held(resource, view.effective(resource), most, node))
     return held
+
+
+def not_steered(view: PodView) -> bool:
+    """Whether the pod is not kept off the nodes whose nvidia.com/gpu are MIG devices, where it may
+    also reach whole-GPU nodes: held for a queue manager (which may pin it there), or not mutated
+    at all (DRA resourceClaims). Its nvidia.com/gpu may then be either."""
+    return view.queued or view.has_resource_claims
 
 
 def reaches_dra_node(env: Env) -> bool:

@@ -7,7 +7,7 @@ the pod's own node choice."""
 
 from __future__ import annotations
 
-from webhook.core.checks.largest_node import held_against_nodes
+from webhook.core.checks.largest_node import held_against_nodes, not_steered
 from webhook.core.env import Env
 from webhook.core.model import Finding, GpuNode
 from webhook.core.placement import gets_whole_gpus, gpu_nodes
@@ -23,7 +23,7 @@ def check(env: Env) -> list[Finding]:
         return []  # one resource alone: ExceedsLargestNode judges it
     wanted = {h.resource: h.wanted for h in held}
     whole = gets_whole_gpus(inventory, env.placement)
-    slices = not whole or env.view.queued  # the nvidia.com/gpu that single-strategy nodes advertise
+    slices = not whole or not_steered(env.view)  # the nvidia.com/gpu that single-strategy nodes advertise
     for node in gpu_nodes(inventory):
         if all(_capacity(node, resource, whole, slices) >= amount for resource, amount in wanted.items()):
             return []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from webhook.core.checks.largest_node import not_steered
 from webhook.core.env import Env
 from webhook.core.model import Finding
 from webhook.core.placement import gets_whole_gpus
@@ -30,7 +31,7 @@ def check(env: Env) -> list[Finding]:
     placement = env.placement
     whole = gets_whole_gpus(inventory, placement)
     candidates = inventory.whole_gpu_nodes if whole else ()
-    if not whole or env.view.queued:  # a queued pod is not kept off MIG partitions
+    if not whole or not_steered(env.view):  # a queued or claiming pod is not kept off MIG partitions
         candidates = (*candidates, *inventory.gpu_slice_nodes)
     nodes = [n for n in candidates if placement is None or placement.admits(n)]
     if not nodes or not all(n.labels.get(GKE_SHARING_LABEL) for n in nodes):

@@ -40,13 +40,19 @@ def check(env: Env) -> list[Finding]:
         for c in env.view.containers
         for a in c.accel
     ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
-    if requirement == "required" and not has_gpu and not is_mpi_launcher(env.view.labels):
+    if requirement == "required" and not has_gpu and not _claims_or_launcher(env):
         message = (
             f"template {template.name} runs on GPUs but no container asks for one; "
             'add limits: {"nvidia.com/gpu": 1}'
         )
         findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
     return findings
+
+
+def _claims_or_launcher(env: Env) -> bool:
+    """A pod a GPU template need not see ask for a GPU: one with DRA resourceClaims, which may well
+    hold it (the webhook cannot see their devices), or an MPIJob's launcher, which wants none."""
+    return env.view.has_resource_claims or is_mpi_launcher(env.view.labels)
 
 
 def _unlisted_class(resource: str, dra: frozenset[str]) -> bool:

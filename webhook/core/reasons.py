@@ -58,7 +58,7 @@ _TABLE: Final = (
     Reason("AnnotationsLeaveNoRoom", "deny", "The pod's annotations leave no room for what the webhook must add within the API server's 256 KiB."),
     Reason("MutationSkipped", "warn", "The webhook could not mutate this pod safely and left it unchanged."),
     # Information (mutations and skips).
-    Reason("DraClaimsPresent", "info", "The pod uses DRA resourceClaims; it is left alone."),
+    Reason("DraClaimsPresent", "info", "The pod uses DRA resourceClaims; it is checked, not mutated."),
     Reason("QueuedPodKeptAsWritten", "info", "The pod waits for a queue manager (scheduling gates, Kueue) that counts its request as written; it is not rewritten to a slice."),
     Reason("OwnedByController", "info", "A workload a controller created (a Deployment's ReplicaSet, a CronJob's Job); its owner and its pods are checked, so it is left alone."),
     Reason("MirrorPodLeftAlone", "info", "The mirror of a static pod, which the kubelet runs from its own manifest; it is left alone."),
@@ -81,7 +81,8 @@ _TABLE: Final = (
 UNCHECKED_NOTES: Final = frozenset(
     {"NamespaceExcluded", "DraClaimsPresent", "MirrorPodLeftAlone", "OwnedByController"}
 )
-"""Info codes that say the pod was not looked at, and why: /validate keeps them in its answer."""
+"""Info codes that say the pod was not looked at, or not mutated, and why: /validate keeps them in
+its answer."""
 NOT_MUTATIONS: Final = UNCHECKED_NOTES | {"QueuedPodKeptAsWritten"}
 """Info codes that are not mutations: never sent back as warnings, nor said to be unapplied."""
 

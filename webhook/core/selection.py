@@ -31,7 +31,14 @@ from webhook.core.model import (
     Template,
 )
 from webhook.core.need import Need
-from webhook.core.placement import Placement, admitted_offers, has_room, remember, slice_rooms
+from webhook.core.placement import (
+    Placement,
+    admitted_offers,
+    gets_whole_gpus,
+    has_room,
+    remember,
+    slice_rooms,
+)
 from webhook.core.pod_resources import fills_below_limits, pod_requests
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
@@ -69,8 +76,9 @@ NO_PLAN: Final = Plan()
 _NO_REQUESTS: Final[Mapping[str, Decimal]] = {"cpu": Decimal(0), "memory": Decimal(0)}
 _QUEUED: Final = (
     "held for a queue manager (scheduling gates, or Kueue's queue label), which admits it on its "
-    "request as written and may then pin its nodes; kept the whole GPU"
+    "request as written and may then pin its nodes"
 )
+_KEPT_WHOLE: Final = "kept the whole GPU"
 
 
 def plan_slice(
@@ -92,7 +100,8 @@ def plan_slice(
     if devices == 0 or not need.known:
         return NO_PLAN
     if view.queued:
-        return Plan(findings=(Finding("QueuedPodKeptAsWritten", _gpu_path(view), _QUEUED),))
+        message = f"{_QUEUED}; {_kept(inventory, placement)}"
+        return Plan(findings=(Finding("QueuedPodKeptAsWritten", _gpu_path(view), message),))
     if placement is None:
         offers, original = inventory.offers, None
     else:
@@ -104,18 +113,18 @@ def plan_slice(
         within = tuple(o for o in offers if _within_quota(o.resource, devices, quota))
         beyond = _only_beyond_quota(offers, within, need, devices, policy)
         if beyond:
-            message = _over_quota(need, beyond, quota)
+            message = f"{_over_quota(need, beyond, quota)}; {_kept(inventory, placement)}"
             return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), message),))
         left_out = tuple(o for o in offers if o not in within)
         offers = within
     own = _own_requests(spec, template, inventory) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
-    sizing = Sizing(inventory.usage_known, pinned, roomy, left_out)
+    sizing = Sizing(inventory.usage_known, pinned, inventory, placement, roomy, left_out)
     plan = _plan(view, roomy, need, devices, policy, sizing)
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
         if crowded:
-            plan = Plan(findings=(_no_room(view, need, crowded, own, pinned, policy),))
+            plan = Plan(findings=(_no_room(view, need, crowded, own, sizing, policy),))
     if plan.offer is None:
         return plan
     named = _named_offer(inventory, plan.offer, roomy, original, Fit(need, devices, policy))
@@ -242,13 +251,13 @@ def _no_room(
     need: Need,
     crowded: list[SliceOffer],
     own: Mapping[str, Decimal],
-    pinned: bool,
+    sizing: Sizing,
     policy: Policy,
 ) -> Finding:
     """KeptWholeGpu, or NoSliceFits where the policy denies: kept whole, the pod is then kept off
     the slices' nodes, and a second pass would find no slice and deny."""
     profiles = ", ".join(dict.fromkeys(o.profile for o in crowded))
-    where = " it admits" if pinned else ""
+    where = " it admits" if sizing.pinned else ""
     asked = []
     if own["cpu"]:
         asked.append(f"{own['cpu']:g} CPU")
@@ -260,7 +269,7 @@ def _no_room(
     )
     if policy.when_no_slice_fits == "deny":
         return Finding("NoSliceFits", _gpu_path(view), f"{message}; ask an admin")
-    return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; kept the whole GPU")
+    return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; {sizing.kept()}")
 
 
 def _only_beyond_quota(
@@ -289,21 +298,51 @@ def _over_quota(need: Need, beyond: list[SliceOffer], quota: Mapping[str, int]) 
     limited = ", ".join(f"{name} ({left} left)" for name, left in sorted(quota.items()))
     return (
         f"the MIG slices that fit {describe_need(need)} ({profiles}) are not within the namespace's "
-        f"ResourceQuota, which limits {limited}; kept the whole GPU"
+        f"ResourceQuota, which limits {limited}"
     )
+
+
+def _kept(inventory: Inventory, placement: Placement | None) -> str:
+    """What keeping nvidia.com/gpu gives the pod: a whole GPU, unless the only GPU nodes its own
+    node choice reaches (or the cluster has) serve nvidia.com/gpu as MIG devices (single-strategy
+    and GKE partition nodes: gets_whole_gpus); then it is one of those, not a whole GPU."""
+    if gets_whole_gpus(inventory, placement):
+        return _KEPT_WHOLE
+    devices = profile_names(gpu_slice_offers(inventory, placement))
+    return f"kept {GPU} as asked: a MIG device ({devices}) on the nodes it may run on, not a whole GPU"
+
+
+def gpu_slice_offers(inventory: Inventory, placement: Placement | None) -> list[SliceOffer]:
+    """The offers of nvidia.com/gpu as MIG devices (single-strategy and GKE partition nodes) with
+    a node the pod's own node choice admits (`placement`; None: any)."""
+    offers = inventory.offers if placement is None else admitted_offers(inventory, placement).values()
+    return [o for o in offers if o.resource == GPU]
+
+
+def profile_names(offers: Iterable[SliceOffer]) -> str:
+    """The offers' profiles, smallest first, each once ("MIG" for none)."""
+    ordered = sorted(offers, key=lambda o: (o.memory_mib, o.profile))
+    return ", ".join(dict.fromkeys(o.profile for o in ordered)) or "MIG"
 
 
 @dataclass(frozen=True, slots=True)
 class Sizing:
     """What the slice choice knows beside the offers: `usage_known` (free devices are counted),
     `pinned` (the pod's own node choice left out some offers), and for the message when no slice
-    is taken, `offers` (those the choice was among) and `left_out` (those the namespace's
-    ResourceQuotas leave out)."""
+    is taken, the inventory and node choice (`placement`), which say what the pod keeps,
+    `offers` (those the choice was among) and `left_out` (those the namespace's ResourceQuotas
+    leave out)."""
 
     usage_known: bool
     pinned: bool
+    inventory: Inventory
+    placement: Placement | None
     offers: tuple[SliceOffer, ...] = ()
     left_out: tuple[SliceOffer, ...] = ()
+
+    def kept(self) -> str:
+        """What the pod keeps when it gets no slice (`_kept`): worked out only then."""
+        return _kept(self.inventory, self.placement)
 
 
 def _plan(
@@ -451,7 +490,7 @@ def _no_fit(
         message = f"no MIG slice that fits {wanted} is offered{where}"
     if policy.when_no_slice_fits == "deny":
         return Finding("NoSliceFits", _gpu_path(view), f"{message}; ask an admin")
-    return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; kept the whole GPU")
+    return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; {sizing.kept()}")
 
 
 def _profiles(offers: Iterable[SliceOffer]) -> list[str]:

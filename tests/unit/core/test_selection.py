@@ -18,6 +18,7 @@ from tests.builders import (
     mixed_node,
     policy_doc,
     single_node,
+    template_doc,
     whole_node,
 )
 from tests.unit.core.conftest import SERVING
@@ -357,3 +358,49 @@ def test_a_request_the_template_fills_beside_a_limit_alone_is_what_counts(
         "vllm", image="vllm/vllm-openai", gpu=1, limits={"cpu": "100"}, requests={"cpu": "4"}
     )
     assert first == plan(unit_catalog, filled.build(), small_mig_nodes) == ("3g.40gb", "mixed", True, [])
+
+
+JUPYTER = template_doc(
+    "notebook",
+    match={"images": ["jupyter/*"]},
+    accelerator={"gpu": "optional", "gpuMemory": "9Gi", "devices": {"min": 0, "max": 1}, "mig": "preferred"},
+)
+ONE_G_NODES = {"nvidia.com/gpu.product": f"{H100}-MIG-1g.10gb"}
+
+
+@pytest.fixture(scope="module")
+def single_beside_whole() -> Inventory:
+    return make_inventory(
+        single_node("h100-1g", H100, "1g.10gb", 56, 9984),
+        single_node("h100-3g", H100, "3g.40gb", 16, 40320),
+        whole_node("h100-whole", H100, 8),
+    )
+
+
+def _message(pod: dict[str, Any], inventory: Inventory, policy: dict[str, Any], code: str) -> str:
+    decision = decide(pod, context(make_catalog(JUPYTER, policy), inventory))
+    return next(v.message for v in decision.violations if v.code == code)
+
+
+def test_kept_gpu_on_mig_device_nodes_is_not_called_a_whole_gpu(single_beside_whole: Inventory) -> None:
+    """Pinned to the 1g.10gb single-strategy nodes, where 1g.10gb is not allowed: the notebook keeps
+    nvidia.com/gpu, which there is a 1g.10gb MIG device (found by QA: it said a whole GPU)."""
+    pod = make_pod().spec("nodeSelector", ONE_G_NODES).container("nb", image="jupyter/lab", gpu=1).build()
+    only_3g = policy_doc("only-3g", mig={"allowedProfiles": ["3g.40gb"]})
+    message = _message(pod, single_beside_whole, only_3g, "KeptWholeGpu")
+    assert "kept the whole GPU" not in message and "a MIG device (1g.10gb)" in message
+
+
+def test_kept_gpu_where_whole_gpus_are_reached_is_a_whole_gpu(single_beside_whole: Inventory) -> None:
+    pod = make_pod().container("nb", image="jupyter/lab", gpu=1).build()
+    none_fit = policy_doc("none", mig={"allowedProfiles": ["7g.80gb"], "whenNoSliceFits": "whole"})
+    assert _message(pod, single_beside_whole, none_fit, "KeptWholeGpu").endswith("; kept the whole GPU")
+
+
+def test_a_queued_pod_kept_on_mig_device_nodes_is_not_told_it_kept_a_whole_gpu(
+    single_beside_whole: Inventory,
+) -> None:
+    pod = make_pod().label("kueue.x-k8s.io/queue-name", "q").spec("nodeSelector", ONE_G_NODES)
+    pod = pod.container("nb", image="jupyter/lab", gpu=1).build()
+    message = _message(pod, single_beside_whole, policy_doc("open"), "QueuedPodKeptAsWritten")
+    assert "kept the whole GPU" not in message and "a MIG device (1g.10gb)" in message

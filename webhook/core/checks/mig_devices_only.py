@@ -2,19 +2,19 @@
 devices (single-strategy or GKE partition nodes) gets a MIG device, not a GPU. That is how one
 asks for a MIG device there, so it is fine, unless the webhook knows no such device will do: its
 template forbids MIG, or it states a need that no device of those nodes holds (KeptWholeGpu
-would say it keeps a whole GPU that does not exist). A warning, not a denial: the pod does run,
-on a device its owner may not expect, and workloads admitted before this check must go on
-scaling. Where a DRA DeviceClass serves `nvidia.com/gpu`, whole GPUs exist, for a pod whose node
-choice may reach a node DRA serves on."""
+only says, for a template that prefers MIG, that it keeps such a device). A warning, not a
+denial: the pod does run, on a device its owner may not expect, and workloads admitted before
+this check must go on scaling. Where a DRA DeviceClass serves `nvidia.com/gpu`, whole GPUs exist,
+for a pod whose node choice may reach a node DRA serves on."""
 
 from __future__ import annotations
 
 from webhook.core.checks.largest_node import reaches_dra_node, request_path
 from webhook.core.env import Env
-from webhook.core.model import Finding, SliceOffer
+from webhook.core.model import Finding
 from webhook.core.placement import gets_whole_gpus
 from webhook.core.profiles import GPU
-from webhook.core.selection import describe_need, holds
+from webhook.core.selection import describe_need, gpu_slice_offers, holds, profile_names
 
 
 def check(env: Env) -> list[Finding]:
@@ -27,10 +27,10 @@ def check(env: Env) -> list[Finding]:
         return []
     if _gets_whole_gpus(env):
         return []
-    offers = _admitted_offers(env)
+    offers = gpu_slice_offers(inventory, env.placement)
     if not offers:
         return []  # its own node choice reaches no GPU node this inventory knows: nothing to tell
-    served = f"only MIG devices ({_profiles(offers)}) as {GPU} on the GPU nodes it may run on"
+    served = f"only MIG devices ({profile_names(offers)}) as {GPU} on the GPU nodes it may run on"
     if template is not None and template.accelerator.mig == "forbidden":
         message = f"{served}; template {template.name} needs whole GPUs"
     elif env.need.known and not any(holds(o, env.need, 1) for o in offers):
@@ -47,19 +47,3 @@ def _gets_whole_gpus(env: Env) -> bool:
     if GPU in inventory.dra_resources and not inventory.whole_gpu_nodes:
         return False
     return gets_whole_gpus(inventory, env.placement)
-
-
-def _admitted_offers(env: Env) -> list[SliceOffer]:
-    """The offers of nvidia.com/gpu as MIG devices on nodes the pod admits."""
-    placement, members = env.placement, env.inventory.members
-    return [
-        offer
-        for offer in env.inventory.offers
-        if offer.resource == GPU
-        and (placement is None or any(placement.admits(n) for n in members.get(offer, ())))
-    ]
-
-
-def _profiles(offers: list[SliceOffer]) -> str:
-    ordered = sorted(offers, key=lambda o: (o.memory_mib, o.profile))
-    return ", ".join(dict.fromkeys(o.profile for o in ordered)) or "MIG"

@@ -8,6 +8,7 @@ from typing import Final
 from webhook.core.checks import (
     gpu_counts,
     largest_node,
+    mig_devices_allowed,
     mig_devices_only,
     mig_slices,
     mixed_kinds,
@@ -32,6 +33,7 @@ CHECKS: Final[tuple[Check, ...]] = (
     gpu_counts.check,
     largest_node.check,
     mig_devices_only.check,
+    mig_devices_allowed.check,
     one_node.check,
     shared_gpus.check,
     template_fit.check,

@@ -5,7 +5,8 @@ template forbids MIG, or it states a need that no device of those nodes holds (K
 only says, for a template that prefers MIG, that it keeps such a device). A warning, not a
 denial: the pod does run, on a device its owner may not expect, and workloads admitted before
 this check must go on scaling. Where a DRA DeviceClass serves `nvidia.com/gpu`, whole GPUs exist,
-for a pod whose node choice may reach a node DRA serves on."""
+for a pod whose node choice may reach a node DRA serves on. A device of a profile the policy
+does not allow is denied (mig_devices_allowed)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from webhook.core.env import Env
-from webhook.core.model import Finding
+from webhook.core.model import Finding, SliceOffer
 from webhook.core.profiles import profile_from_resource
 from webhook.core.resources import Kind, mig_profile_known
 
@@ -32,7 +32,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         )
         findings.append(Finding("MigForbiddenByTemplate", path, message))
     allowed = env.policy.allowed_profiles
-    if allowed is not None and not ({profile, profile.replace("gb.", "gb+", 1)} & allowed):
+    if allowed is not None and not allows(allowed, profile):
         message = (
             f"container {container}: slice {profile} is not allowed in this namespace; "
             f"allowed: {', '.join(sorted(allowed)) or 'none'}"
@@ -58,9 +58,20 @@ def _as_gpu(env: Env, spelled: str) -> str:
     for offer in env.inventory.offers:
         if offer.strategy == "mixed" or offer.profile.replace("+", ".") != spelled:
             continue
-        if offer.strategy == "gke":
-            label = f"cloud.google.com/gke-gpu-partition-size={offer.profile}"
-        else:
-            label = f"nvidia.com/gpu.product={offer.products[0]}"
+        label = node_label(offer)
         return f"; {offer.profile} is nvidia.com/gpu on nodes labelled {label}: ask for that there"
     return ""
+
+
+def node_label(offer: SliceOffer) -> str:
+    """The label (key=value) of the nodes of a single-strategy or GKE partition offer, where
+    nvidia.com/gpu is its MIG device: what a pod selects them by."""
+    if offer.strategy == "gke":
+        return f"cloud.google.com/gke-gpu-partition-size={offer.profile}"
+    return f"nvidia.com/gpu.product={offer.products[0]}"
+
+
+def allows(allowed: frozenset[str], profile: str) -> bool:
+    """Whether the policy's allowedProfiles name the profile as a resource or a product label
+    spells it (`1g.24gb.gfx`: neither may hold `+`) or as nvidia-smi does (`1g.24gb+gfx`)."""
+    return bool({profile, profile.replace("gb.", "gb+", 1)} & allowed)

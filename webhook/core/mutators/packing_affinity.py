@@ -4,7 +4,11 @@ Preferred (soft) node affinity terms the scheduler weighs, one per node: small p
 busy nodes instead of spreading one slice per node, which keeps whole nodes free for large jobs.
 It needs a live inventory that counts pods, and it is added to Pods only: a workload's template
 outlives the moment the node list is right. A pod that already prefers nodes by name keeps its preference,
-so a second pass adds nothing.
+so a second pass adds nothing. Only nodes the pod may run on are named, as slice choice judges them
+(`Placement.admits`: its node choice, and its tolerations of a pool's taints): a preferred term
+for a node the pod can never use is no help, and the MAX_NODES terms would go to other zones'
+nodes while the one busy node it may use got none. A pod that waits for a free slice
+(WaitingForFreeSlice) thus gets no preference: no node it may use has one.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, Final
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, GpuNode, Inventory, Pod, SliceOffer
 from webhook.core.mutators._pod import child_list, node_affinity
+from webhook.core.placement import Placement, remember
 from webhook.core.profiles import GPU
 
 WEIGHT: Final = 100
@@ -31,7 +36,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     if _already_prefers_by_name(pod):
         return []
     devices = max(1, env.view.effective(offer.resource), env.view.effective(GPU))
-    names = packed_nodes(env.inventory, offer, devices)
+    names = packed_nodes(env.inventory, offer, devices, env.placement)
     if not names:
         return []
     base = env.view.base
@@ -55,13 +60,33 @@ def _terms(names: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def packed_nodes(inventory: Inventory, offer: SliceOffer, devices: int) -> list[str]:
-    """Nodes of the offer that run accelerator pods and have room, fullest first (best fit)."""
+def packed_nodes(
+    inventory: Inventory, offer: SliceOffer, devices: int, placement: Placement | None = None
+) -> list[str]:
+    """Nodes of the offer that run accelerator pods, have room and that `placement` admits (None:
+    any), fullest first (best fit)."""
+    ranked = _ranked(inventory, offer, placement)
+    start = bisect_left(ranked, devices, key=lambda n: n.free(offer.resource))
+    return [node.name for node in ranked[start : start + MAX_NODES]]
+
+
+def _ranked(inventory: Inventory, offer: SliceOffer, placement: Placement | None) -> tuple[GpuNode, ...]:
+    """The offer's packing order, narrowed to the nodes the pod admits. Their free devices there
+    are the pod's own (`Placement.free_on`): a cordoned node, the one a pod's tolerations could
+    make differ, is never in the order (a node being drained is none to pack onto). Worked out
+    once per inventory, node choice and offer: a pinned pod in a large cluster does not scan the
+    busy nodes at each review."""
     ranked = inventory.packing.get(offer)
     if ranked is None:
         ranked = packing_order(inventory.nodes, offer)
-    start = bisect_left(ranked, devices, key=lambda n: n.free(offer.resource))
-    return [node.name for node in ranked[start : start + MAX_NODES]]
+    if placement is None:
+        return ranked
+    key = ("packing", placement, offer)
+    found: tuple[GpuNode, ...] | None = inventory.memo.get(key)
+    if found is None:
+        found = tuple(node for node in ranked if placement.admits(node))
+        remember(inventory, key, found)
+    return found
 
 
 def packing_order(nodes: Iterable[GpuNode], offer: SliceOffer) -> tuple[GpuNode, ...]:

@@ -24,7 +24,7 @@ import yaml
 
 from tests.api_rules import validity_problems
 from tests.builders import INVENTORIES, example_inventory_paths
-from tests.conftest import SHARED
+from tests.conftest import CORPUS, needs_shared
 from tests.corpus_pods import pods_in
 from webhook.core.decide import decide
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, Decision, Inventory
@@ -34,8 +34,7 @@ from webhook.inventory.nodes import build_inventory
 from webhook.report.files import load_pods
 from webhook.yamlio import YamlError, load_documents
 
-CORPUS = SHARED / "corpus" / "manifests"
-FILES = sorted(CORPUS.glob("*.yaml")) if CORPUS.is_dir() else []
+FILES = sorted(CORPUS.glob("*.yaml"))
 NOT_YAML = {  # the corpus README's "Real mistakes": our strict loader must refuse these
     "kserve__custom-torchserve-gpu.yaml",  # `image: {username}/...` is a flow mapping
     "gke-samples__infw-gw-vllm-llama3-8b-instruct.yaml",  # mis-indented first document
@@ -51,7 +50,7 @@ NO_GPU_REQUEST = {  # the corpus README's negative controls
     "nvidia-k8s-device-plugin__static-nvidia-device-plugin.yaml",
     "nvidia-kai-scheduler__cpu-only-pod.yaml",
 }
-pytestmark = pytest.mark.skipif(not FILES, reason=f"no corpus at {CORPUS}")
+pytestmark = needs_shared("corpus")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.builders import make_pod
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, corpus_files
 from tests.deploy.conftest import DEPLOY, Objects, all_of, render_path
 from webhook.core.model import TEMPLATE_LABEL
 from webhook.core.resources import Kind, classify
@@ -28,7 +28,6 @@ celpy = pytest.importorskip(
 )
 
 Pod = dict[str, Any]
-CORPUS = SHARED / "corpus" / "manifests"
 MIRROR = "kubernetes.io/config.mirror"
 DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
 GENERATOR = ROOT / "tools" / "gen_webhooks.py"
@@ -137,7 +136,7 @@ def test_every_single_typo_of_a_gpu_resource_still_reaches_the_checks(admits: Ca
 
 
 def _corpus_pods() -> Iterator[tuple[str, Pod]]:
-    for path in sorted(CORPUS.glob("*.yaml")):
+    for path in corpus_files():
         for index, document in enumerate(_documents(path)):
             pod = _pod_of(document)
             if pod is not None:
@@ -187,7 +186,7 @@ def test_no_corpus_pod_the_core_cares_about_is_filtered_out(admits: Callable[[Po
 
 def _corpus_controllers() -> Iterator[tuple[str, Pod, Pod]]:
     """(source, the controller object, its pod template as a pod) for every corpus controller."""
-    for path in sorted(CORPUS.glob("*.yaml")):
+    for path in corpus_files():
         for index, document in enumerate(_documents(path)):
             if document.get("kind") in (*TEMPLATE_KINDS, "CronJob"):
                 pod = _pod_of(document)

@@ -19,9 +19,10 @@ import pytest
 import yaml
 
 from tests.builders import make_pod
+from tests.conftest import corpus_files
 from tests.corpus_pods import pods_in
 from tests.deploy.conftest import Objects, all_of
-from tests.deploy.test_match_conditions import CORPUS, GENERATOR, _documents, _generate, celpy
+from tests.deploy.test_match_conditions import GENERATOR, _documents, _generate, celpy
 from webhook.core.model import MIRROR_ANNOTATION, TEMPLATE_LABEL
 from webhook.sent import (
     _ENTRIES,
@@ -102,7 +103,7 @@ def _workloads(template: Obj) -> Iterator[tuple[str, Obj]]:
 
 
 def _corpus_cases() -> Iterator[tuple[str, Obj, str]]:
-    for path in sorted(CORPUS.glob("*.yaml")):
+    for path in corpus_files():
         for index, document in enumerate(_documents(path)):
             source = f"{path.name}#{index}"
             at = entry(document)

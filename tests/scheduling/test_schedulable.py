@@ -41,7 +41,7 @@ from typing import Any, Final
 
 import pytest
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import CORPUS, ROOT, needs_shared
 from tests.corpus_pods import pods_in
 from tests.scheduling.oracle import (
     GPU,
@@ -61,7 +61,6 @@ from webhook.core.workloads import decide_object, group_kind, is_supported_objec
 from webhook.inventory.files import load_inventory
 from webhook.yamlio import YamlError, load_file
 
-CORPUS: Final = SHARED / "corpus" / "manifests"
 CASES: Final = ROOT / "tests" / "cases"
 INVENTORY_PATHS: Final = [
     path
@@ -317,7 +316,7 @@ def sweep(inventory_path: Path, catalog: Catalog) -> Sweep:
 # The tests
 
 
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
+pytestmark = needs_shared("corpus")
 
 
 class Sweeps:

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, SHARED, shared_path
 from webhook.server.metrics import FLUSH_SECONDS
 from webhook.tls.certgen import KeyPair, make_ca, make_serving, write_pair
 
@@ -40,10 +39,7 @@ def vector(name: str) -> dict[str, Any]:
 def vector_bytes(name: str) -> bytes:
     """A real kube-apiserver's request from the reference material beside the checkout; the test,
     or the module that reads it at import, is skipped where that material is absent."""
-    path = VECTORS / name
-    if not path.is_file():
-        pytest.skip(f"no reference request at {path}", allow_module_level=True)
-    return path.read_bytes()
+    return shared_path("reference", "admission", name).read_bytes()
 
 
 def make_client_pair(ca: KeyPair, name: str = "kube-apiserver") -> KeyPair:

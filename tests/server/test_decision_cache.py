@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from tests.conftest import INVENTORIES, ROOT
+from tests.conftest import INVENTORIES, ROOT, needs_shared, shared_path
 from tests.inventory.fake_apiserver import FakeApiServer, wait_for
 from tests.inventory.test_watch import bound_pod, cpu_pod, heartbeat, mig_node, source_for, used
 from tests.server.conftest import Served
@@ -329,7 +329,9 @@ def test_the_oldest_entry_goes_first(catalog: Catalog, mixed_cluster: Inventory)
 def test_every_reference_request_gets_the_same_answer_from_the_cache(
     catalog: Catalog, mixed_cluster: Inventory
 ) -> None:
-    for path in sorted((ROOT.parent / "shared" / "reference" / "admission").glob("*.json")):
+    paths = sorted(shared_path("reference", "admission").glob("*.json"))
+    assert paths
+    for path in paths:
         document = json.loads(path.read_bytes())
         cache = DecisionCache()
         first, second = review_of(document, "uid-1"), review_of(document, "uid-2")
@@ -357,7 +359,7 @@ def with_service_account_token(pod: dict[str, Any], name: str) -> dict[str, Any]
     return pod
 
 
-@pytest.mark.skipif(not FILES, reason="no corpus")
+@needs_shared("corpus")
 def test_every_corpus_pod_gets_the_same_answer_from_the_cache(
     catalog: Catalog, mixed_cluster: Inventory
 ) -> None:

@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import INVENTORIES, ROOT
+from tests.conftest import INVENTORIES, ROOT, needs_shared
 from tests.server.support import VECTORS
 from webhook.server.app import create_app, runtime_of, start_sources, stop_sources
 from webhook.sources import FileInventorySource, StaticCatalogSource
@@ -128,6 +128,7 @@ def test_random_json(client: FlaskClient, endpoint: str, document: Any) -> None:
     check(client, endpoint, json.dumps(document).encode(), document)
 
 
+@needs_shared("reference")
 @FUZZ
 @given(endpoint=endpoints, name=st.sampled_from(sorted(DOCUMENTS)), cut=st.floats(0, 1, exclude_max=True))
 def test_truncated_reviews(client: FlaskClient, endpoint: str, name: str, cut: float) -> None:
@@ -135,6 +136,7 @@ def test_truncated_reviews(client: FlaskClient, endpoint: str, name: str, cut: f
     check(client, endpoint, body[: int(len(body) * cut)])
 
 
+@needs_shared("reference")
 @settings(FUZZ, max_examples=250)
 @given(endpoint=endpoints, name=st.sampled_from(sorted(DOCUMENTS)), data=st.data())
 def test_mutated_reviews(client: FlaskClient, endpoint: str, name: str, data: st.DataObject) -> None:

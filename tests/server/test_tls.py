@@ -3,12 +3,14 @@ under load (the kubelet's `..data` symlink swap) without a single failed request
 
 from __future__ import annotations
 
+import copy
 import ssl
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,9 +81,11 @@ def test_tls_1_2_and_1_3_clients_are_served(tls_server: TlsServer, version: ssl.
 
 @dataclass
 class Load:
-    """Threads posting reviews until stopped: half on kept-alive connections, half on new ones."""
+    """Threads posting `review`, each time with a uid of its own, until stopped: half on kept-alive
+    connections, half on new ones. The review is read before: a thread cannot skip the test."""
 
     client: Client
+    review: dict[str, Any]
     stop: threading.Event = field(default_factory=threading.Event)
     answered: list[int] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -91,7 +95,7 @@ class Load:
         keep_alive = self.client.connection() if index % 2 == 0 else None
         count = 0
         while not self.stop.is_set():
-            document = vector("create-pod-gpu.json")
+            document = copy.deepcopy(self.review)
             document["request"]["uid"] = uid = f"load-{index}-{count}"
             count += 1
             try:
@@ -114,7 +118,7 @@ class Load:
 def test_a_renewed_certificate_is_served_without_failing_a_request(tls_server: TlsServer) -> None:
     old_serial = serial_of(tls_server.cert_dir / "tls.crt")
     assert tls_server.client.served_serial() == old_serial
-    load = Load(tls_server.client)
+    load = Load(tls_server.client, vector("create-pod-gpu.json"))
     threads = [threading.Thread(target=load.run, args=(i,), daemon=True) for i in range(4)]
     for thread in threads:
         thread.start()

@@ -16,7 +16,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, corpus_params, shared_path
 from webhook.core.decide import decide
 from webhook.core.model import (
     APPLIED_TEMPLATE_ANNOTATION,
@@ -31,9 +31,8 @@ from webhook.core.workloads import decide_object, held_by_queue, is_supported_ob
 from webhook.sent import not_sent
 from webhook.yamlio import YamlError, load_documents
 
-CORPUS = SHARED / "corpus" / "manifests"
 SOURCES = [
-    *(sorted(CORPUS.glob("*.yaml")) if CORPUS.is_dir() else []),
+    *corpus_params(),
     *sorted((ROOT / "templates" / "tests" / "manifests").glob("*.yaml")),
 ]
 AFFINITY = "spec.template.spec.affinity.nodeAffinity"
@@ -126,9 +125,7 @@ def test_a_whole_gpu_template_matching_no_template_is_steered_off_mig_nodes(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:
     """Its pods are steered off MIG nodes when created; the template is, where templates are mutated."""
-    path = CORPUS / "gke-samples__t5-serving-gpu.yaml"
-    if not path.is_file():
-        pytest.skip(f"no corpus at {CORPUS}")
+    path = shared_path("corpus", "manifests", "gke-samples__t5-serving-gpu.yaml")
     (deployment,) = (w for w in _workloads(path) if w["kind"] == "Deployment")
     inventory = inventories["mixed-cluster"]
     decision = decide_object(deployment, Context(catalog, inventory, "ml", mutate_templates=True))

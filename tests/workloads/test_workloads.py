@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonpatch
 import pytest
 import yaml
 
-from tests.conftest import SHARED
+from tests.conftest import shared_path
 from webhook.core.model import Catalog, Context, Inventory, Policy
 from webhook.core.workloads import (
     SUPPORTED_KINDS,
@@ -20,9 +19,6 @@ from webhook.core.workloads import (
     is_supported_object,
     pod_sites,
 )
-
-CORPUS = SHARED / "corpus" / "manifests"
-ADMISSION = SHARED / "reference" / "admission"
 
 # file, kind, the pod templates a user expects to be checked
 CORPUS_SITES = [
@@ -49,7 +45,9 @@ CORPUS_SITES = [
 ]  # fmt: skip
 
 
-def _first(path: Path, kind: str) -> dict[str, Any]:
+def _first(name: str, kind: str) -> dict[str, Any]:
+    """The first `kind` in the corpus file `name`; the test is skipped where the corpus is absent."""
+    path = shared_path("corpus", "manifests", name)
     for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
         if isinstance(document, dict) and document.get("kind") == kind:
             return document
@@ -57,7 +55,7 @@ def _first(path: Path, kind: str) -> dict[str, Any]:
 
 
 def _review_object(name: str, key: str = "object") -> dict[str, Any]:
-    request = json.loads((ADMISSION / name).read_text(encoding="utf-8"))["request"]
+    request = json.loads(shared_path("reference", "admission", name).read_text(encoding="utf-8"))["request"]
     found: dict[str, Any] = request[key]
     return found
 
@@ -69,13 +67,13 @@ def _context(catalog: Catalog, inventory: Inventory, **kwargs: Any) -> Context:
 @pytest.mark.parametrize(("name", "kind", "paths"), CORPUS_SITES, ids=[c[0] for c in CORPUS_SITES])
 def test_every_pod_template_of_a_corpus_workload_is_found(name: str, kind: str, paths: list[str]) -> None:
     assert kind in SUPPORTED_KINDS
-    assert [site.path for site in pod_sites(_first(CORPUS / name, kind))] == paths
+    assert [site.path for site in pod_sites(_first(name, kind))] == paths
 
 
 def test_lws_worker_request_without_limit_is_denied_with_the_full_path(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:
-    lws = _first(CORPUS / "kueue__sample-leaderworkerset-tas.yaml", "LeaderWorkerSet")
+    lws = _first("kueue__sample-leaderworkerset-tas.yaml", "LeaderWorkerSet")
     decision = decide_object(lws, _context(catalog, inventories["mixed-cluster"]))
     assert not decision.allowed
     container = "spec.leaderWorkerTemplate.workerTemplate.spec.containers[name=nginx-worker]"
@@ -86,7 +84,7 @@ def test_lws_worker_request_without_limit_is_denied_with_the_full_path(
 def test_kserve_framework_block_paths_name_the_framework(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:
-    isvc = _first(CORPUS / "kserve__accelerators-tensorflow-gpu.yaml", "InferenceService")
+    isvc = _first("kserve__accelerators-tensorflow-gpu.yaml", "InferenceService")
     isvc = copy.deepcopy(isvc)
     isvc["spec"]["predictor"]["tensorflow"]["resources"]["limits"] = {"nvidia.com/gpus": 1}
     decision = decide_object(isvc, _context(catalog, inventories["mixed-cluster"]))
@@ -97,7 +95,7 @@ def test_kserve_framework_block_paths_name_the_framework(
 
 
 def test_trainjob_resources_per_node_are_checked(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
-    train = copy.deepcopy(_first(CORPUS / "kubeflow-trainer__lammps-train-gpus.yaml", "TrainJob"))
+    train = copy.deepcopy(_first("kubeflow-trainer__lammps-train-gpus.yaml", "TrainJob"))
     train["spec"]["trainer"]["resourcesPerNode"] = {"limits": {"nvidia.com/gpu": "0.5"}}
     decision = decide_object(train, _context(catalog, inventories["mixed-cluster"]))
     assert ("FractionalGpu", 'spec.trainer.resourcesPerNode.limits["nvidia.com/gpu"]') in {
@@ -108,7 +106,7 @@ def test_trainjob_resources_per_node_are_checked(catalog: Catalog, inventories: 
 def test_mpi_launcher_without_gpu_passes_under_a_gpu_template(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:
-    mpijob = _first(CORPUS / "nvidia-dra-driver__imex-nvbandwidth-test-job.yaml", "MPIJob")
+    mpijob = _first("nvidia-dra-driver__imex-nvbandwidth-test-job.yaml", "MPIJob")
     decision = decide_object(mpijob, _context(catalog, inventories["mixed-cluster"]))
     assert decision.allowed
     assert "NoGpuOnGpuTemplate" not in decision.codes
@@ -117,9 +115,7 @@ def test_mpi_launcher_without_gpu_passes_under_a_gpu_template(
 def test_pytorchjob_replica_types_each_get_their_template(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:
-    job = copy.deepcopy(
-        _first(CORPUS / "kubeflow-training-operator__pytorch_job_mnist_nccl.yaml", "PyTorchJob")
-    )
+    job = copy.deepcopy(_first("kubeflow-training-operator__pytorch_job_mnist_nccl.yaml", "PyTorchJob"))
     worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": 1}}
     decision = decide_object(job, _context(catalog, inventories["mixed-cluster"]))

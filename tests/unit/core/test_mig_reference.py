@@ -6,14 +6,13 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-import pytest
 import yaml
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, SHARED, needs_shared
 from webhook.core import mig_reference
 
 CATALOG = SHARED / "reference" / "mig-profiles.yaml"
-pytestmark = pytest.mark.skipif(not CATALOG.is_file(), reason=f"no reference catalog at {CATALOG}")
+pytestmark = needs_shared("reference")
 
 
 def _tool() -> ModuleType:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from tests.builders import make_pod
 from tests.server.conftest import Served
 from tests.server.support import metric_value, scrape_settled, scrape_when, vector
 
@@ -41,14 +42,28 @@ def test_counts_from_every_worker_are_merged(served: Served) -> None:
 
 
 def test_the_exposition_names_every_metric(served: Served) -> None:
-    reply = served.client.get("/metrics")
-    assert reply.status == 200
-    assert reply.headers["Content-Type"].startswith("text/plain")
-    text = reply.body.decode()
-    for name in (
+    """After a review of its own that is rewritten (a patch, info outcomes), not whatever other
+    tests happened to send before."""
+    pod = make_pod("cuda").container("cuda", gpu=1, image="nvidia/cuda:12.4.1-base-ubuntu22.04").build()
+    request = {
+        "uid": "exposition",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "object": pod,
+    }
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    assert "patch" in served.client.post("/mutate", review).json()["response"]
+    names = (
         "gpu_webhook_reviews_total",
         "gpu_webhook_violations_total",
         "gpu_webhook_review_duration_seconds_bucket",
         "gpu_webhook_mutations_total",
-    ):
+    )
+    reply = served.client.get("/metrics")
+    assert reply.status == 200
+    assert reply.headers["Content-Type"].startswith("text/plain")
+    text = scrape_when(served.client, lambda text: all(f"\n{name}{{" in text for name in names))
+    for name in names:
         assert f"\n{name}{{" in text

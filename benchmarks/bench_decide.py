@@ -262,6 +262,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=200, help="calls per case before measuring")
     args = parser.parse_args()
 
+    if not REVIEW.is_file():
+        sys.exit(
+            f"bench_decide.py: no {REVIEW}: it times that real AdmissionReview, from the reference"
+            " material beside the checkout (../shared/reference)"
+        )
     body = REVIEW.read_bytes()
     review = json.loads(body)
     pod, namespace = review["request"]["object"], review["request"]["namespace"]

@@ -14,6 +14,9 @@ MIG placement rules (which start slice a profile may take) are not modelled: the
 are a lower bound of what a real layout needs.
 
     python benchmarks/simulate_packing.py [--corpus DIR] [--inventory NODES.yaml] [--price 4.916]
+
+The files of the corpus that cannot be read (not valid YAML) are left out and named on stderr; a
+corpus that is not there, or holds no GPU pod that the webhook allows, is a one-line error.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from webhook.core.podview import build_view  # noqa: E402
 from webhook.core.profiles import GPU, profile_compute_slices, profile_from_resource  # noqa: E402
 from webhook.core.workloads import pod_sites  # noqa: E402
 from webhook.inventory.files import load_inventory  # noqa: E402
-from webhook.manifests import read_manifests  # noqa: E402
+from webhook.manifests import Manifest, read_manifests  # noqa: E402
 from webhook.report.model import HOURS_PER_MONTH  # noqa: E402
 
 GPUS_PER_NODE = 8
@@ -44,6 +47,7 @@ COMPUTE_SLICES = 7
 MEMORY_SLICES = 8
 MEMORY_SLICES_BY_GB = {5: 1, 10: 1, 12: 1, 20: 2, 24: 2, 40: 4, 47: 4, 80: 8}
 MAX_REPLICAS = 8
+CORPUS = ROOT.parent / "shared" / "corpus" / "manifests"
 
 
 @dataclass
@@ -134,9 +138,25 @@ class Cluster:
         return sum(1 for node in self.nodes for gpu in node if not gpu.free)
 
 
-def pods(corpus: Path) -> Iterator[tuple[str, dict[str, Any], int]]:
+def read_corpus(corpus: Path) -> list[Manifest]:
+    """Every object in the corpus; what cannot be read is named on stderr, and no object at all
+    (the default corpus is beside the checkout, not in it) ends the run with a one-line error."""
+    manifests, errors = read_manifests([str(corpus)])
+    if not manifests:
+        found = "no such folder" if not corpus.exists() else errors[0] if errors else "no manifest in it"
+        if len(errors) > 1:
+            found += f", and {len(errors) - 1} more errors"
+        sys.exit(
+            f"simulate_packing.py: no corpus at {corpus} ({found}): the default is"
+            f" ../shared/corpus/manifests beside the checkout; --corpus DIR reads another"
+        )
+    for error in errors:
+        print(f"simulate_packing.py: left out: {error}", file=sys.stderr)
+    return manifests
+
+
+def pods(manifests: list[Manifest]) -> Iterator[tuple[str, dict[str, Any], int]]:
     """(source, pod, replicas) for every pod spec in the corpus."""
-    manifests, _ = read_manifests([str(corpus)])
     for manifest in manifests:
         obj = manifest.obj
         if manifest.kind == "Pod":
@@ -196,7 +216,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "manifests")
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument(
         "--inventory", type=Path, default=ROOT / "examples" / "inventories" / "mixed-cluster.yaml"
     )
@@ -209,12 +229,14 @@ def main() -> None:
     before: list[Demand] = []
     after: list[Demand] = []
     outcomes: Counter[str] = Counter()
-    for source, pod, count in pods(args.corpus):
+    for source, pod, count in pods(read_corpus(args.corpus)):
         without, with_webhook, outcome = demands(pod, source, context)
         outcomes[outcome] += count
         if without is not None and with_webhook is not None:
             before += [without] * count
             after += [with_webhook] * count
+    if not before:
+        sys.exit(f"simulate_packing.py: no GPU pod in {args.corpus} the webhook allows: nothing to place")
     show(outcomes, pack(before), pack(after), args.price)
     changed = [(b, a) for b, a in zip(before, after, strict=True) if a is not b]
     held = sum(b.whole for b, _ in changed)

@@ -44,6 +44,15 @@ DEVICE_CLASS_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
 SHARING_PREFIXES: Final = ("nvidia.com/gpumem", "nvidia.com/gpucores", "aliyun.com/gpu")
 _NATIVE: Final = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
 _GPU_WORDS: Final = ("gpu", "gpus", "mig")
+MAX_RESOURCE_NAME: Final = 253 + 1 + 63
+"""The longest resource name the API server takes: a qualified name (IsQualifiedName), a DNS
+subdomain prefix, '/', and a name. A longer one is no misspelling worth measuring: /mutate sees it
+before the API server refuses the pod, and a 1 MB name took 15 s against the MIG names."""
+SUGGESTION_BUDGET: Final = 30_000
+"""The edit-distance work (`suggestion_cost`: characters of a name times those of the names it is
+measured against) one pod's suggestions may do, at most about 10 ms pure: a typo costs a hundred
+to a few thousand, while a pod of 10,000 misspelt names, each measured, took 9 s. A name that
+would pass it is given an example of the names offered, not the closest one."""
 
 
 def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Kind:
@@ -91,13 +100,16 @@ def _looks_like_gpu(name: str) -> bool:
     domain, _, word = lower.rpartition("/")
     if word in _GPU_WORDS or word.startswith("mig"):
         return "nvidia" in domain or domain in ("", "gpu")
-    return edit_distance(lower, GPU) <= 2 or lower.startswith("nvidia.com/mig")
+    return edit_distance(lower, GPU, 2) <= 2 or lower.startswith("nvidia.com/mig")
 
 
-def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = False) -> str:
+def suggestion(
+    name: str, offered: Sequence[str] = (), slices_as_gpu: bool = False, measure: bool = True
+) -> str:
     """What to ask for instead of a misspelt name. `offered`: the names of its kind the cluster
     has (nvidia.com/mig-* names nodes advertise, or DeviceClasses); `slices_as_gpu`: other nodes
-    offer slices as nvidia.com/gpu (single strategy, GKE)."""
+    offer slices as nvidia.com/gpu (single strategy, GKE); `measure`: False names the first of
+    `offered` as an example instead of measuring which is closest (see `suggestion_cost`)."""
     if name.startswith(MIG_PREFIX) and "+" in name:
         profile = name[len(MIG_PREFIX) :]
         return (
@@ -105,11 +117,16 @@ def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = Fal
             "with its '+' written as '.', and a resource name cannot contain '+'"
         )
     lower = name.lower()
+    measure = measure and len(name) <= MAX_RESOURCE_NAME
     if name.startswith(DEVICE_CLASS_PREFIX) and offered:
+        if not measure:
+            return f"one of the DeviceClasses the cluster has, such as {offered[0]}"
         return f"{_closest(offered, lower)} (of the DeviceClasses the cluster has, the closest)"
     if "mig" not in lower:
         return GPU
     if offered:
+        if not measure:
+            return f"one of the MIG resources the cluster serves, such as {offered[0]}"
         return f"{_closest(offered, lower)} (of the MIG resources the cluster serves, the closest)"
     if slices_as_gpu:
         return (
@@ -119,16 +136,55 @@ def suggestion(name: str, offered: Sequence[str] = (), slices_as_gpu: bool = Fal
     return "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"
 
 
+def suggestion_cost(name: str, offered: Sequence[str], offered_chars: int) -> int:
+    """The most edit-distance work `suggestion(name, offered)` does, or 0 where it measures none:
+    the name's characters times `offered_chars` (those of all the names offered, each starting
+    with its kind's prefix), the prefix left out where the name has it too (`edit_distance`
+    leaves it out of its table)."""
+    if not offered or len(name) > MAX_RESOURCE_NAME or (name.startswith(MIG_PREFIX) and "+" in name):
+        return 0
+    lower = name.lower()
+    if name.startswith(DEVICE_CLASS_PREFIX):
+        prefix = DEVICE_CLASS_PREFIX
+    elif "mig" in lower:
+        prefix = MIG_PREFIX if lower.startswith(MIG_PREFIX) else ""
+    else:
+        return 0
+    return (len(name) - len(prefix)) * (offered_chars - len(prefix) * len(offered))
+
+
 def _closest(names: Sequence[str], name: str) -> str:
-    return min(names, key=lambda candidate: (edit_distance(candidate, name), candidate))
+    """`min(names, key=(edit distance, name))`, measuring less: a candidate whose length alone puts
+    it further than the best so far is skipped, and one is given up once it is further."""
+    best, best_distance = names[0], edit_distance(names[0], name)
+    for candidate in names[1:]:
+        if abs(len(candidate) - len(name)) > best_distance:
+            continue
+        distance = edit_distance(candidate, name, best_distance)
+        if distance < best_distance or (distance == best_distance and candidate < best):
+            best, best_distance = candidate, distance
+    return best
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance: the fewest characters to insert, delete or change to turn a into b."""
+def edit_distance(a: str, b: str, limit: int | None = None) -> int:
+    """Levenshtein distance: the fewest characters to insert, delete or change to turn a into b.
+    With a `limit`, a distance over it may come back as limit + 1, found sooner: by the lengths
+    alone, or at the first row of the table whose every cell is past the limit (the rows' least
+    value never falls). The common start and end are no edits: they are left out of the table."""
+    if limit is not None and abs(len(a) - len(b)) > limit:
+        return limit + 1
+    start, end_a, end_b = 0, len(a), len(b)
+    while start < end_a and start < end_b and a[start] == b[start]:
+        start += 1
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a, end_b = end_a - 1, end_b - 1
+    a, b = a[start:end_a], b[start:end_b]
     previous = list(range(len(b) + 1))
     for i, char_a in enumerate(a, 1):
         current = [i]
         for j, char_b in enumerate(b, 1):
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        if limit is not None and min(current) > limit:
+            return limit + 1
         previous = current
     return previous[-1]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.core.resources import Kind, classify, suggestion
+from webhook.core.profiles import GPU
+from webhook.core.resources import (
+    MAX_RESOURCE_NAME,
+    Kind,
+    classify,
+    edit_distance,
+    suggestion,
+    suggestion_cost,
+)
 
 NOTHING: frozenset[str] = frozenset()
 
@@ -145,3 +153,51 @@ def test_a_device_class_name_is_suspect_only_where_the_classes_are_known(
 def test_a_misspelt_device_class_is_pointed_at_the_closest_class() -> None:
     classes = [CLASS_GPU, "deviceclass.resource.kubernetes.io/mig.nvidia.com"]
     assert suggestion("deviceclass.resource.kubernetes.io/gpu.nvidia.co", classes).startswith(CLASS_GPU + " ")
+
+
+MIG_NAMES = ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb")
+WORDS = ["", "a", "gpu", GPU, "nvidia.com/mig-1g.10gb", "mig-2g20gb", "kitten", "sitting", "xyzzy"]
+
+
+@pytest.mark.parametrize("a", WORDS)
+@pytest.mark.parametrize("b", WORDS)
+def test_a_limit_changes_no_distance_within_it(a: str, b: str) -> None:
+    """Beyond the limit any distance past it will do: a candidate that cannot win is given up."""
+    distance = edit_distance(a, b)
+    assert distance == edit_distance(b, a)
+    for limit in range(distance + 2):
+        bounded = edit_distance(a, b, limit)
+        assert bounded == distance if distance <= limit else bounded > limit
+
+
+def test_edit_distance_of_a_long_name_to_a_short_one_is_not_worked_out_past_the_limit() -> None:
+    """`classify` measures every name against nvidia.com/gpu: a 1 MB name took seconds."""
+    assert edit_distance("nvidia.com/" + "y" * 10_000_000, GPU, 2) == 3
+
+
+def test_of_names_as_near_the_first_in_order_is_suggested() -> None:
+    assert suggestion("nvidia.com/mig-1g.20gb", MIG_NAMES[::-1]).startswith("nvidia.com/mig-1g.10gb ")
+    assert suggestion("nvidia.com/mig-3g.20gb", MIG_NAMES[::-1]).startswith("nvidia.com/mig-2g.20gb ")
+
+
+@pytest.mark.parametrize(
+    ("name", "offered", "example"),
+    [
+        ("nvidia.com/mig-2g20gb", MIG_NAMES, "one of the MIG resources the cluster serves, such as "),
+        (CLASS_GPU[:-1], (CLASS_GPU,), "one of the DeviceClasses the cluster has, such as "),
+    ],
+)
+def test_a_name_not_measured_is_given_an_example(name: str, offered: tuple[str, ...], example: str) -> None:
+    assert suggestion(name, offered, measure=False) == example + offered[0]
+    too_long = name + "x" * MAX_RESOURCE_NAME  # to be any resource's name
+    assert suggestion(too_long, offered) == example + offered[0]
+
+
+def test_the_cost_of_a_suggestion_is_what_edit_distance_measures() -> None:
+    chars = sum(map(len, MIG_NAMES))
+    assert suggestion_cost("nvidia.com/mig-2g20gb", MIG_NAMES, chars) == 6 * 21  # the prefix is no work
+    assert suggestion_cost("nvidia.com/MIG-2g.20gb", MIG_NAMES, chars) == 7 * 21
+    assert suggestion_cost("mig-2g.20gb", MIG_NAMES, chars) == 11 * chars
+    for free in ("nvidia.com/gpus", "nvidia.com/mig-1g.10gb+me", "nvidia.com/mig-" + "x" * MAX_RESOURCE_NAME):
+        assert suggestion_cost(free, MIG_NAMES, chars) == 0
+    assert suggestion_cost("nvidia.com/mig-2g20gb", (), 0) == 0

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from webhook.core.env import Env
-from webhook.core.model import Finding
+from webhook.core.model import Finding, Inventory
 from webhook.core.profiles import MIG_PREFIX
-from webhook.core.resources import DEVICE_CLASS_PREFIX, Kind, device_classes, mig_profile_known, suggestion
+from webhook.core.resources import (
+    DEVICE_CLASS_PREFIX,
+    SUGGESTION_BUDGET,
+    Kind,
+    device_classes,
+    mig_profile_known,
+    suggestion,
+    suggestion_cost,
+)
 
 
 def check(env: Env) -> list[Finding]:
     findings = []
     advertised = env.inventory.advertised
+    instead = _Instead(env.inventory)
     for container in env.view.containers:
         for accel in container.accel:
             section = "limits" if accel.limit is not None else "requests"
@@ -23,7 +32,7 @@ def check(env: Env) -> list[Finding]:
                 )
                 message = (
                     f"container {container.name}: {accel.resource!r} is not {what}; "
-                    f"use {_instead(env, accel.resource)}"
+                    f"use {instead.of(accel.resource)}"
                 )
                 findings.append(Finding("UnknownAcceleratorResource", path, message))
             elif accel.kind is Kind.MIG and not mig_profile_known(accel.resource, advertised):
@@ -35,11 +44,41 @@ def check(env: Env) -> list[Finding]:
     return findings
 
 
-def _instead(env: Env, resource: str) -> str:
-    inventory = env.inventory
-    if resource.startswith(DEVICE_CLASS_PREFIX):
-        return suggestion(resource, device_classes(inventory.advertised))
-    offers = inventory.offers
-    served = {r for r in inventory.dra_resources if r.startswith(MIG_PREFIX)}  # DRA's MIG names too
-    offered = sorted({o.resource for o in offers if o.strategy == "mixed"} | served)
-    return suggestion(resource, offered, any(o.strategy != "mixed" for o in offers))
+class _Instead:
+    """What to write instead of each suspect name of one pod: the names the cluster offers,
+    gathered once (at the first suspect name), and measured against each name only within the
+    pod's SUGGESTION_BUDGET, so that thousands of misspelt names cannot stall the review."""
+
+    def __init__(self, inventory: Inventory) -> None:
+        self._inventory = inventory
+        self._budget = SUGGESTION_BUDGET
+        self._gathered = False
+        self._classes: list[str] = []
+        self._classes_chars = 0
+        self._mig: list[str] = []
+        self._mig_chars = 0
+        self._slices_as_gpu = False
+
+    def of(self, resource: str) -> str:
+        self._gather()
+        is_class = resource.startswith(DEVICE_CLASS_PREFIX)
+        offered, chars = (self._classes, self._classes_chars) if is_class else (self._mig, self._mig_chars)
+        cost = suggestion_cost(resource, offered, chars)
+        measure = cost <= self._budget
+        if measure:
+            self._budget -= cost
+        return suggestion(resource, offered, not is_class and self._slices_as_gpu, measure)
+
+    def _gather(self) -> None:
+        if self._gathered:
+            return
+        inventory = self._inventory
+        offers = inventory.offers
+        served = {r for r in inventory.dra_resources if r.startswith(MIG_PREFIX)}  # DRA's MIG names too
+        self._classes = device_classes(inventory.advertised)
+        self._classes_chars = sum(len(name) for name in self._classes)
+        mixed = {o.resource for o in offers if o.strategy == "mixed"}  # each nvidia.com/mig-<profile>
+        self._mig = sorted(mixed | served)
+        self._mig_chars = sum(len(name) for name in self._mig)
+        self._slices_as_gpu = any(o.strategy != "mixed" for o in offers)
+        self._gathered = True

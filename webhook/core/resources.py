@@ -90,8 +90,18 @@ def mig_profile_known(name: str, advertised: frozenset[str]) -> bool:
     return name in advertised or is_known_profile_spelling(spelled)
 
 
-@lru_cache(maxsize=512)
 def _looks_like_gpu(name: str) -> bool:
+    if len(name) > MAX_RESOURCE_NAME:  # not cached: it would keep 512 names of a megabyte alive
+        return _gpu_like(name)
+    return _cached_gpu_like(name)
+
+
+@lru_cache(maxsize=512)
+def _cached_gpu_like(name: str) -> bool:
+    return _gpu_like(name)
+
+
+def _gpu_like(name: str) -> bool:
     lower = name.lower()
     if lower in _NATIVE or lower.startswith("hugepages-"):
         return False

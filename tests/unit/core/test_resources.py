@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from webhook.core.profiles import GPU
@@ -173,6 +175,14 @@ def test_a_limit_changes_no_distance_within_it(a: str, b: str) -> None:
 def test_edit_distance_of_a_long_name_to_a_short_one_is_not_worked_out_past_the_limit() -> None:
     """`classify` measures every name against nvidia.com/gpu: a 1 MB name took seconds."""
     assert edit_distance("nvidia.com/" + "y" * 10_000_000, GPU, 2) == 3
+
+
+def test_a_long_name_is_classified_but_not_kept() -> None:
+    """The classification cache would have kept up to 512 names of a megabyte each alive."""
+    name = "nvidia.com/" + "y" * 1_000_000
+    references = sys.getrefcount(name)
+    assert classify(name, NOTHING, True) is Kind.SUSPECT
+    assert sys.getrefcount(name) == references
 
 
 def test_of_names_as_near_the_first_in_order_is_suggested() -> None:

@@ -5,8 +5,8 @@ review: the server answers 4xx with `ReviewError.body()`); `decide_review` runs 
 core; `mutation_response` / `validation_response` build the AdmissionReview the API server
 expects, following /work/shared/reference/admission/PROTOCOL.md: the same apiVersion, kind and
 uid; `patchType` only with a non-empty base64 JSONPatch and never from validation; a denial
-with status code 403 listing every violation; warnings kept under the API server's 4096-rune
-budget; audit annotations without the webhook prefix (the API server adds it).
+with status code 403 listing the violations in at most 16 KiB; warnings kept under the API
+server's 4096-rune budget; audit annotations without the webhook prefix (the API server adds it).
 """
 
 from __future__ import annotations
@@ -41,7 +41,11 @@ MAX_DEPTH: Final = 100
 WARNINGS_BUDGET: Final = 4096 - 96
 """The API server cuts every warning to 256 runes once all of them pass 4096 runes."""
 MAX_LINE: Final = 400
-"""A denial lists every violation; a single line longer than this is cut."""
+"""A denial lists a violation on each line; a line longer than this is cut."""
+DENIAL_BUDGET: Final = 16 * 1024
+"""A denial's message stops listing violations at this many characters and says how many more
+there are, and their codes: a pod of 10,000 misspelt resources was denied in 3.4 MB, all of it
+sent back through the API server to the client; 70 containers' violations take 14.5 KB."""
 
 
 class ReviewError(ValueError):
@@ -377,18 +381,45 @@ def encode_patch(patch: Iterable[dict[str, Any]]) -> str:
 
 
 def denial_message(review: Review, decision: Decision, violations: Sequence[Violation] | None = None) -> str:
-    """Every violation reported (default: all), denials first, one per line: code, path, message."""
+    """Every violation reported (default: all), denials first, one per line: code, path, message;
+    past DENIAL_BUDGET characters, one last line says how many more and their codes."""
     subject = f"{review.kind} {review.name or '(unnamed)'}"
     where = f" in namespace {review.namespace}" if review.namespace else ""
-    head = f"gpu-webhook denied {subject}{where} (policy {decision.policy}, template {decision.template})"
+    template = decision.template or "none"  # as the audit annotation says it
+    head = f"gpu-webhook denied {subject}{where} (policy {decision.policy}, template {template})"
+    head = _clip(head, MAX_LINE) + ":"  # a name the API server refuses can be any length in /mutate
     reported = decision.violations if violations is None else violations
     ordered = sorted(reported, key=lambda v: v.outcome != "deny")
-    lines = [_clip(_line(v), MAX_LINE) for v in ordered]
-    return "\n".join([head + ":", *lines])
+    lines = [head]
+    size = len(head)
+    for violation in ordered:
+        line = _clip(_line(violation), MAX_LINE)
+        size += 1 + len(line)
+        if size > DENIAL_BUDGET:  # cut back to leave room for a last line saying what is left out
+            kept = _within(lines, DENIAL_BUDGET - MAX_LINE - 1)
+            return "\n".join([*kept, _not_listed(ordered[len(kept) - 1 :])])
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _line(violation: Violation) -> str:
     return f"- {violation.code} at {violation.path}: {violation.message}"
+
+
+def _within(lines: list[str], budget: int) -> list[str]:
+    """The first lines (the head always) that fit in `budget` characters, newlines counted."""
+    size = len(lines[0])
+    for index in range(1, len(lines)):
+        size += 1 + len(lines[index])
+        if size > budget:
+            return lines[:index]
+    return lines
+
+
+def _not_listed(left_out: Sequence[Violation]) -> str:
+    """The line that ends a denial cut short: how many violations it leaves out, and their codes."""
+    codes = ", ".join(_unique([v.code for v in left_out]))
+    return _clip(f"- and {len(left_out)} more violations not listed here: {codes}", MAX_LINE)
 
 
 def bounded_warnings(warnings: Sequence[str]) -> list[str]:

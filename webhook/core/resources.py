@@ -50,9 +50,9 @@ subdomain prefix, '/', and a name. A longer one is no misspelling worth measurin
 before the API server refuses the pod, and a 1 MB name took 15 s against the MIG names."""
 SUGGESTION_BUDGET: Final = 30_000
 """The edit-distance work (`suggestion_cost`: characters of a name times those of the names it is
-measured against) one pod's suggestions may do, at most about 10 ms pure: a typo costs a hundred
-to a few thousand, while a pod of 10,000 misspelt names, each measured, took 9 s. A name that
-would pass it is given an example of the names offered, not the closest one."""
+measured against) one pod's suggestions may do, at most 5 ms pure and 1 ms compiled: a typo
+costs a hundred to a few thousand, while a pod of 10,000 misspelt names, each measured, took
+8 s. A name that would pass it is given an example of the names offered, not the closest one."""
 
 
 def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Kind:
@@ -180,7 +180,9 @@ def edit_distance(a: str, b: str, limit: int | None = None) -> int:
     """Levenshtein distance: the fewest characters to insert, delete or change to turn a into b.
     With a `limit`, a distance over it may come back as limit + 1, found sooner: by the lengths
     alone, or at the first row of the table whose every cell is past the limit (the rows' least
-    value never falls). The common start and end are no edits: they are left out of the table."""
+    value never falls). The common start and end are no edits: they are left out of the table.
+    One row is kept, written in place, with plain comparisons: with `min()` of three the
+    compiled build took 250 ns a cell, as the pure one did; now 30 ns, and 100-140 ns pure."""
     if limit is not None and abs(len(a) - len(b)) > limit:
         return limit + 1
     start, end_a, end_b = 0, len(a), len(b)
@@ -189,12 +191,22 @@ def edit_distance(a: str, b: str, limit: int | None = None) -> int:
     while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
         end_a, end_b = end_a - 1, end_b - 1
     a, b = a[start:end_a], b[start:end_b]
-    previous = list(range(len(b) + 1))
+    bound = len(a) + len(b) if limit is None else limit  # no distance is over len(a) + len(b)
+    row = list(range(len(b) + 1))
     for i, char_a in enumerate(a, 1):
-        current = [i]
+        diagonal, left, smallest = row[0], i, i
+        row[0] = i
         for j, char_b in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-        if limit is not None and min(current) > limit:
-            return limit + 1
-        previous = current
-    return previous[-1]
+            above = row[j]
+            cost = diagonal if char_a == char_b else diagonal + 1
+            if above + 1 < cost:
+                cost = above + 1
+            if left + 1 < cost:
+                cost = left + 1
+            row[j] = cost
+            if cost < smallest:
+                smallest = cost
+            left, diagonal = cost, above
+        if smallest > bound:
+            return bound + 1
+    return row[-1]

@@ -145,9 +145,13 @@ def test_while_a_dashboard_waits_on_prometheus_the_rest_answers_at_once(
     monkeypatch.setattr(gunicorn_app, "PROMETHEUS_TIMEOUT_SECONDS", 2.0)
     app = gunicorn_app._webhook_app(_sources, prometheus_url=prometheus)
     first: list[tuple[float, str]] = []
+    ASKED.clear()
     refresh = threading.Thread(target=lambda: first.append(_timed_get(app.test_client(), "/dashboard")))
     refresh.start()
-    time.sleep(0.5)  # the first dashboard is reading Prometheus now
+    asked_by = time.monotonic() + 10
+    while not ASKED and time.monotonic() < asked_by:  # the first dashboard is reading Prometheus now
+        time.sleep(0.01)  # (a fixed pause lost that race on a loaded machine)
+    assert ASKED
     client = app.test_client()
     for path in ("/metrics", "/dashboard", "/report", "/metrics"):
         took, text = _timed_get(client, path)

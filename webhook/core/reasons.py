@@ -65,7 +65,7 @@ _TABLE: Final = (
     Reason("NamespaceExcluded", "info", "The namespace is excluded by policy; the pod is left alone."),
     Reason("RewrittenToMig", "info", "Whole-GPU requests were rewritten to the smallest fitting MIG slice."),
     Reason("TookLargerFreeSlice", "info", "Every right-sized slice is in use; the next larger free slice was chosen (whenNoneFree: larger)."),
-    Reason("PreferredPackedNodes", "info", "A preferred node affinity toward busy nodes with free slices of the chosen profile, so small pods pack."),
+    Reason("PreferredPackedNodes", "info", "A preferred node affinity toward busy nodes the pod may run on with free slices of the chosen profile, so small pods pack."),
     Reason("SteeredToMigNodes", "info", "Node affinity was added for the chosen slice and the GPU models that offer it."),
     Reason("SteeredOffMigNodes", "info", "Node affinity keeps a whole-GPU pod off nodes that advertise MIG slices as nvidia.com/gpu."),
     Reason("InjectedTolerations", "info", "Tolerations for the GPU nodes' taints were added."),

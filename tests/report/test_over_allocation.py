@@ -136,14 +136,14 @@ def test_a_node_with_nothing_allocatable_is_in_the_dashboard(tmp_path: Path) -> 
     assert 'id="unaccounted"' in page and "ghost" in page
 
 
-def test_decisions_ignore_a_node_with_nothing_allocatable() -> None:
+def test_decisions_count_what_a_node_with_nothing_allocatable_has_but_nothing_free() -> None:
+    """Its capacity is what it could ever give (unhealthy devices come back after a reset): the
+    largest node and the whole-GPU nodes count it; what is on offer and packed onto, not."""
     alone, both = build_inventory(DEAD[1:], []), build_inventory(DEAD, [])
     assert [n.name for n in both.nodes] == ["dead", "live"]
-    assert (both.largest, both.whole_gpu_nodes, both.offers) == (
-        alone.largest,
-        alone.whole_gpu_nodes,
-        alone.offers,
-    )
+    assert both.largest == {"nvidia.com/gpu": (8, "dead")}
+    assert [n.name for n in both.whole_gpu_nodes] == ["dead", "live"]
+    assert (both.offers, both.packing, both.members) == (alone.offers, alone.packing, alone.members)
 
 
 def test_pods_no_node_counts_are_listed() -> None:

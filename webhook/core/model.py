@@ -239,6 +239,10 @@ class GpuNode:
     """The NoSchedule/NoExecute taints that keep off pods not tolerating them and that this webhook
     never tolerates for a pod: not GPU taints (which it adds tolerations for) nor the transient
     `node.kubernetes.io/*` conditions. A spot or team pool's taint is one."""
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    """The NVIDIA devices it has by resource (`status.capacity`): allocatable or not, as while
+    MIG Manager has stopped its device plugin (allocatable 0, capacity still 56) or every device
+    is unhealthy. What it could ever give a pod (`has`), where `allocatable` is what it gives now."""
 
     @property
     def state(self) -> str:
@@ -262,6 +266,11 @@ class GpuNode:
                 return 0
         return max(0, self.allocatable.get(resource, 0) - self.used.get(resource, 0))
 
+    def has(self, resource: str) -> int:
+        """How many of a device the node has, allocatable now or not: its capacity, and never
+        less than its allocatable (a node file may give the one without the other)."""
+        return max(self.capacity.get(resource, 0), self.allocatable.get(resource, 0))
+
 
 ScopeRequirement = tuple[str, str, tuple[str, ...]]
 """One scope requirement of a ResourceQuota: (scopeName, operator, values)."""
@@ -279,12 +288,18 @@ class ScopedQuota:
 
 @dataclass(frozen=True, slots=True)
 class Inventory:
-    """The cluster's GPU nodes and what the decision needs of them, computed once."""
+    """The cluster's GPU nodes and what the decision needs of them, computed once.
+
+    What a node is and could ever give (`largest`, the whole-GPU and MIG nodes, the products
+    steered off) counts every GPU node by its labels and capacity, one whose device plugin is
+    stopped too; what is on offer now (`offers`, `members`, `packing`) only what nodes advertise
+    allocatable."""
 
     nodes: tuple[GpuNode, ...]
     known: bool
     offers: tuple[SliceOffer, ...]
     largest: Mapping[str, tuple[int, str]]
+    """Per NVIDIA resource, the most one node has (GpuNode.has: its capacity), and that node."""
     advertised: frozenset[str]
     single_mig_products: tuple[str, ...]
     """The `nvidia.com/gpu.product` values of single-strategy MIG nodes (`<model>-MIG-<profile>`)."""
@@ -296,9 +311,10 @@ class Inventory:
     packing: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes the packing preference may name, in its order (computed once with usage)."""
     whole_gpu_nodes: tuple[GpuNode, ...] = ()
-    """The nodes whose nvidia.com/gpu are whole GPUs (strategy none or mixed)."""
+    """The nodes whose nvidia.com/gpu are whole GPUs (strategy none or mixed), allocatable now or not."""
     gpu_slice_nodes: tuple[GpuNode, ...] = ()
-    """The single-strategy and GKE partition nodes, whose nvidia.com/gpu are MIG devices."""
+    """The single-strategy and GKE partition nodes, whose nvidia.com/gpu are MIG devices, whatever
+    they advertise now."""
     largest_gpu_slices: tuple[int, str] = (0, "")
     """The most nvidia.com/gpu one single-strategy or GKE partition node has (MIG devices posing
     as GPUs), and that node's name: what a pod that admits no whole-GPU node can get."""
@@ -322,10 +338,10 @@ class Inventory:
     """Per namespace, its scoped ResourceQuotas that limit NVIDIA resources: each counts for a pod
     its scopes select (`quota_room` holds the unscoped ones, merged)."""
     has_blocking_taints: bool = False
+    """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     has_cordoned_nodes: bool = False
     """Bound pods were counted and some GPU node is cordoned: a pod's tolerations then decide
     whether that node's free devices are free for it (Placement.free_on)."""
-    """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """What was worked out of this inventory for a pod's node choice (webhook/core/placement.py),
     kept with it: reading a nodeSelector against 5,000 nodes takes most of a millisecond, and

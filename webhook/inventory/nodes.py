@@ -156,12 +156,15 @@ def advertised_names(allocatable: Mapping[str, int]) -> Iterator[str]:
 
 def parse_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNode | None:
     """The GPU node, or None for a node without NVIDIA devices. A node whose capacity has them but
-    whose allocatable has none (every device unhealthy) is a GPU node with nothing allocatable:
-    the report shows it, and the pods still bound to it as over-allocated; no decision counts it."""
+    whose allocatable has none (MIG Manager stopped its device plugin, the GPU Operator is being
+    upgraded, every device is unhealthy) is a GPU node with nothing allocatable: the report shows
+    it, and the pods still bound to it as over-allocated; decisions count what it is and has
+    (its labels, its capacity), never anything free on it (_aggregate)."""
     labels = _labels(node)
-    if not (_has_devices(allocatable) or _has_devices(_capacity(node))):
+    capacity = _capacity(node)
+    if not (_has_devices(allocatable) or _has_devices(capacity)):
         return None
-    return _gpu_node(node, labels, allocatable)
+    return _gpu_node(node, labels, allocatable, capacity)
 
 
 def parse_dra_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> GpuNode | None:
@@ -173,7 +176,7 @@ def parse_dra_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> G
     labels = _labels(node)
     if not (labels.get(PRODUCT_LABEL) or labels.get(PRESENT_LABEL) == "true"):
         return None
-    return _gpu_node(node, labels, allocatable)
+    return _gpu_node(node, labels, allocatable, {})
 
 
 def _labels(node: Mapping[str, Any]) -> dict[str, str]:
@@ -181,7 +184,12 @@ def _labels(node: Mapping[str, Any]) -> dict[str, str]:
     return {k: v for k, v in raw_labels.items() if isinstance(v, str)}  # files are checked; be safe
 
 
-def _gpu_node(node: Mapping[str, Any], labels: Mapping[str, str], allocatable: Mapping[str, int]) -> GpuNode:
+def _gpu_node(
+    node: Mapping[str, Any],
+    labels: Mapping[str, str],
+    allocatable: Mapping[str, int],
+    capacity: Mapping[str, int],
+) -> GpuNode:
     strategy = _strategy(labels, allocatable)
     product = labels.get(PRODUCT_LABEL) or labels.get(GKE_ACCELERATOR_LABEL) or _other_product(labels)
     slices, memory = _slices(strategy, labels, allocatable, product)
@@ -199,6 +207,7 @@ def _gpu_node(node: Mapping[str, Any], labels: Mapping[str, str], allocatable: M
         blocking_taints=blocking_taints(taints),
         labels={intern(str(k)): intern(str(v)) for k, v in labels.items()},
         gke_accelerator=labels.get(GKE_ACCELERATOR_LABEL),
+        capacity={intern(k): v for k, v in capacity.items() if k.startswith("nvidia.com/")},
     )
 
 
@@ -337,20 +346,23 @@ def offered_spellings(
 def _aggregate(
     every: tuple[GpuNode, ...], advertised: frozenset[str], dra: frozenset[str], usage_known: bool = False
 ) -> Inventory:
-    """`nodes` keeps every GPU node (the report lists them); what decisions read comes only from
-    the nodes with a device allocatable."""
+    """`nodes` keeps every GPU node (the report lists them). What a node is and could ever give
+    (the largest node, whole-GPU and MIG nodes, the products steered off) comes from every one,
+    by its labels and capacity: a node whose device plugin MIG Manager stopped (allocatable 0,
+    capacity 56) is what it was and will be again in a minute. What is on offer and free now
+    (offers, their nodes, packing) comes only from the nodes with a device allocatable."""
     nodes = tuple(node for node in every if _has_devices(node.allocatable))
     largest: dict[str, tuple[int, str]] = {}
-    for node in nodes:
+    for node in every:
         for resource, count in _schedulable_counts(node).items():
             if count > largest.get(resource, (0, ""))[0]:
                 largest[resource] = (count, node.name)
     by_product: dict[str, set[str]] = defaultdict(set)
     for node in nodes:
         by_product[node.product].update(node.slices)
-    whole = [n for n in nodes if n.strategy in ("none", "mixed") and n.allocatable.get(GPU, 0) > 0]
-    slice_nodes = tuple(n for n in nodes if n.strategy in ("single", "gke"))
-    slice_counts = [(n.allocatable.get(GPU, 0), n.name) for n in slice_nodes]
+    whole = [n for n in every if n.strategy in ("none", "mixed") and n.has(GPU) > 0]
+    slice_nodes = tuple(n for n in every if n.strategy in ("single", "gke"))
+    slice_counts = [(n.has(GPU), n.name) for n in slice_nodes]
     offers, members = _offers(nodes, usage_known)
     return Inventory(
         nodes=every,
@@ -359,8 +371,8 @@ def _aggregate(
         largest=largest,
         advertised=advertised | dra,
         dra_resources=dra,
-        single_mig_products=tuple(sorted({n.product for n in nodes if n.strategy == "single"})),
-        has_gke_partitions=any(n.strategy == "gke" for n in nodes),
+        single_mig_products=tuple(sorted({n.product for n in every if n.strategy == "single"})),
+        has_gke_partitions=any(n.strategy == "gke" for n in every),
         whole_gpu_taints=gpu_taints(whole),
         whole_gpu_nodes=tuple(whole),
         gpu_slice_nodes=slice_nodes,
@@ -369,7 +381,7 @@ def _aggregate(
         usage_known=usage_known,
         packing=_packing(nodes, tuple(members)) if usage_known else {},
         members=members,
-        has_blocking_taints=any(n.blocking_taints for n in nodes),
+        has_blocking_taints=any(n.blocking_taints for n in every),
         has_cordoned_nodes=usage_known and any(n.state == CORDONED for n in nodes),
     )
 
@@ -387,8 +399,10 @@ def _packing(
 
 
 def _schedulable_counts(node: GpuNode) -> dict[str, int]:
-    """What one pod could get on this node, by resource; MIG devices posing as GPUs excluded."""
-    counts = {k: v for k, v in node.allocatable.items() if k.startswith("nvidia.com/")}
+    """What one pod could ever get on this node, by resource (GpuNode.has: its capacity); MIG
+    devices posing as GPUs excluded."""
+    names = {k for k in (*node.capacity, *node.allocatable) if k.startswith("nvidia.com/")}
+    counts = {name: node.has(name) for name in names}
     if node.strategy in ("single", "gke"):
         counts.pop(GPU, None)
     return counts

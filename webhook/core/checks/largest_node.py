@@ -1,5 +1,7 @@
 """A pod that asks for more of a device than any node has can never be scheduled (unless DRA
-serves the resource on a node the pod may reach: then no node count tells)."""
+serves the resource on a node the pod may reach: then no node count tells). What a node has is
+its capacity: one whose device plugin MIG Manager stopped still has its 8 GPUs, though none is
+allocatable now."""
 
 from __future__ import annotations
 

@@ -37,4 +37,4 @@ def _capacity(node: GpuNode, resource: str, whole: bool, slices: bool) -> int:
         mig_devices = node.strategy in ("single", "gke")
         if not (slices if mig_devices else whole):
             return 0
-    return node.allocatable.get(resource, 0)
+    return node.has(resource)

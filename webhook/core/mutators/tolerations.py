@@ -84,10 +84,11 @@ def _serving_taints(env: Env, requested: Sequence[str]) -> tuple[Taint, ...]:
 
 
 def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
-    """The GPU taints of the nodes that advertise `resource`. For `nvidia.com/gpu`, the nodes
+    """The GPU taints of the nodes that have `resource`, allocatable now or not (a node whose
+    device plugin is stopped serves it again in a minute). For `nvidia.com/gpu`, the nodes
     whose GPUs are MIG devices (single strategy, GKE partitions) only where the pod is not kept
     off them (whole_gpu_guard): a single-strategy-only cluster's pods land there. A resource no
-    node advertises (a DRA DeviceClass's, or one no node offers) and one DRA serves also get the
+    node has (a DRA DeviceClass's, or one no node offers) and one DRA serves also get the
     whole-GPU nodes' taints, where DRA devices may be; one DRA serves, the GPU taints of the nodes
     DRA serves devices on (Inventory.dra_nodes). Worked out once per inventory."""
     inventory = env.inventory
@@ -107,7 +108,7 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
 
 
 def _serves(node: GpuNode, resource: str, on_slice_nodes: bool) -> bool:
-    if node.allocatable.get(resource, 0) <= 0:
+    if node.has(resource) <= 0:
         return False
     return on_slice_nodes or resource != GPU or node.strategy not in _SLICE_STRATEGIES
 

@@ -328,9 +328,11 @@ class Inventory:
     """Those of them that DeviceClasses selecting NVIDIA GPU devices serve: they count as GPUs."""
     dra_nodes: tuple[GpuNode, ...] = ()
     """The GPU nodes that advertise no NVIDIA device but carry NVIDIA's node labels
-    (`nvidia.com/gpu.product`, `nvidia.com/gpu.present`): where DRA serves the devices. Only
-    their names, labels and taints count: the GPU taints a pod asking what DRA serves tolerates,
-    and whether its node choice reaches DRA at all. Not in `nodes` nor in any node count."""
+    (`nvidia.com/gpu.product`, `nvidia.com/gpu.present`): where DRA serves the devices, when a
+    DeviceClass selects NVIDIA GPUs (`dra_gpu_resources`), else nodes whose device plugin is not
+    up yet (`pending_nodes`). Only their names, labels and taints count: the GPU taints a pod
+    asking for their devices tolerates, and whether its node choice reaches them at all. Not in
+    `nodes` nor in any node count."""
     quota_room: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Per namespace, what its unscoped ResourceQuotas leave of each NVIDIA resource they limit
     (webhook/inventory/quotas.py): slice choice neither escapes nor overruns them."""
@@ -347,6 +349,14 @@ class Inventory:
     kept with it: reading a nodeSelector against 5,000 nodes takes most of a millisecond, and
     pods share their nodeSelectors. Not compared, and new in every copy (`replace`), since a
     copy may differ in what the memo was worked out from."""
+
+    @property
+    def pending_nodes(self) -> tuple[GpuNode, ...]:
+        """The GPU nodes whose devices are not known yet: `dra_nodes` where no DeviceClass selects
+        NVIDIA GPUs, so no DRA driver serves them. A node labelled by NVIDIA's Node Feature
+        Discovery rule (`nvidia.com/gpu.present`) while its driver installs, or whose device
+        plugin has never come up, advertises nothing until it does: it may have any device."""
+        return () if self.dra_gpu_resources else self.dra_nodes
 
 
 UNKNOWN_INVENTORY: Final = Inventory(

@@ -171,8 +171,9 @@ def parse_dra_node(node: Mapping[str, Any], allocatable: Mapping[str, int]) -> G
     """The node as a GPU node whose devices DRA serves, or None: a node that advertises no NVIDIA
     device (parse_node found none) but carries NVIDIA's node labels, GPU Feature Discovery's
     `nvidia.com/gpu.product` or `nvidia.com/gpu.present`. Only its name, labels and taints count
-    (Inventory.dra_nodes): which GPU taints a pod asking what DRA serves tolerates, and whether
-    its node choice reaches a node DRA serves devices on."""
+    (Inventory.dra_nodes): which GPU taints a pod asking for its devices tolerates, and whether
+    its node choice reaches such a node. Where no DeviceClass selects NVIDIA GPUs it is rather a
+    node whose device plugin is not up yet, its driver installing (Inventory.pending_nodes)."""
     labels = _labels(node)
     if not (labels.get(PRODUCT_LABEL) or labels.get(PRESENT_LABEL) == "true"):
         return None

@@ -1,7 +1,9 @@
 """GPU nodes that advertise no device allocatable for a while: MIG Manager stops the device plugin
 while it reconfigures (`nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change`, allocatable 0
-with capacity still 56), a GPU Operator upgrade restarts it. What a node is and could ever give
-counts its labels and capacity; what is on offer now, only what it advertises."""
+with capacity still 56), a GPU Operator upgrade restarts it, a driver installs (the node is
+labelled `nvidia.com/gpu.present` and advertises nothing yet). What a node is and could ever give
+counts its labels and capacity; what is on offer now, only what it advertises; and a node whose
+devices are not known yet may have any (Inventory.pending_nodes)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from typing import Any
 
 from tests.builders import (
     A100,
+    GPU_TAINT,
+    context,
     gke_node,
     make_inventory,
+    make_node,
     make_pod,
     mixed_node,
     single_node,
@@ -19,8 +24,10 @@ from tests.builders import (
 from tests.unit.core.checks._helpers import run
 from tests.unit.core.mutators._helpers import apply
 from webhook.core.checks import largest_node, mig_slices, one_node
-from webhook.core.model import Catalog
+from webhook.core.decide import decide
+from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import tolerations, whole_gpu_guard
+from webhook.inventory.nodes import build_inventory
 from webhook.inventory.watch import node_record
 
 GPU = "nvidia.com/gpu"
@@ -39,6 +46,27 @@ def paused(node: dict[str, Any]) -> dict[str, Any]:
             allocatable[name] = "0"
     node["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] = "paused-for-mig-change"
     return node
+
+
+def installing(name: str = "aks-gpu-0", taints: Any = (SKU,)) -> dict[str, Any]:
+    """A GPU node whose driver installs: Node Feature Discovery's label, no NVIDIA resource."""
+    return make_node(name, {"nvidia.com/gpu.present": "true"}, {}, taints)
+
+
+def gpu_class(name: str, extended: str) -> dict[str, Any]:
+    selector = {"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}
+    spec = {"selectors": [selector], "extendedResourceName": extended}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def codes(catalog: Catalog, built: dict[str, Any], inventory: Inventory) -> tuple[str, ...]:
+    """The codes of the whole decision (its node choice read as decide reads it)."""
+    return decide(built, context(catalog, inventory)).codes
 
 
 def pod(limits: dict[str, object], selector: dict[str, str] | None = None) -> dict[str, Any]:
@@ -117,3 +145,46 @@ def test_a_pod_tolerates_the_taints_of_a_stopped_node_that_has_its_slice(unit_ca
     inventory = make_inventory(mig, whole_node("a100-2", A100, 2))
     mutated, _ = apply(tolerations.mutate, unit_catalog, notebook({SLICE: 1}), inventory)
     assert SKU_TOLERATION in mutated["spec"]["tolerations"]
+
+
+# ---------------------------------------------------------------------------------------------
+# A node whose devices are not known yet (its driver installing)
+
+
+def test_a_gpu_node_installing_its_driver_may_have_any_device(unit_catalog: Catalog) -> None:
+    alone = make_inventory(installing())
+    assert alone.pending_nodes and alone.largest == {}
+    assert run(largest_node.check, unit_catalog, pod({GPU: 1}), alone) == []
+    beside = make_inventory(whole_node("a100-2", A100, 2), installing())
+    assert run(largest_node.check, unit_catalog, pod({GPU: 8}), beside) == []
+    assert run(mig_slices.check, unit_catalog, pod({SLICE: 1}), beside) == []
+
+
+def test_a_pod_whose_node_choice_reaches_no_installing_node_is_judged_by_node_counts(
+    unit_catalog: Catalog,
+) -> None:
+    inventory = make_inventory(whole_node("a100-2", A100, 2), installing())
+    pinned = {"kubernetes.io/hostname": "a100-2"}
+    assert "ExceedsLargestNode" in codes(unit_catalog, pod({GPU: 8}, pinned), inventory)
+    assert "MigProfileUnavailable" in codes(unit_catalog, pod({SLICE: 1}, pinned), inventory)
+    for free in (pod({GPU: 8}), pod({SLICE: 1})):
+        assert not {"ExceedsLargestNode", "MigProfileUnavailable"} & set(codes(unit_catalog, free, inventory))
+
+
+def test_a_gpu_pod_tolerates_the_taints_of_a_pool_installing_its_driver(unit_catalog: Catalog) -> None:
+    inventory = make_inventory(whole_node("a100-2", A100, 2, taints=(GPU_TAINT,)), installing())
+    mutated, _ = apply(tolerations.mutate, unit_catalog, notebook({GPU: 1}), inventory)
+    assert SKU_TOLERATION in mutated["spec"]["tolerations"]
+
+
+def test_where_dra_serves_gpus_a_node_without_devices_is_dras_not_pending(unit_catalog: Catalog) -> None:
+    """A DeviceClass of GPUs (here one serving example.com/h100): the node's devices are in
+    ResourceSlices, and its taints and reach count for what DRA serves only (test_dra_nodes)."""
+    classes = [gpu_class("h100.example.com", "example.com/h100")]
+    inventory = build_inventory([whole_node("a100-2", A100, 2), installing()], device_classes=classes)
+    assert inventory.pending_nodes == () and len(inventory.dra_nodes) == 1
+    assert run(largest_node.check, unit_catalog, pod({GPU: 8}), inventory) == [
+        ("ExceedsLargestNode", LIMIT.format(GPU))
+    ]
+    mutated, _ = apply(tolerations.mutate, unit_catalog, notebook({GPU: 1}), inventory)
+    assert SKU_TOLERATION not in mutated["spec"]["tolerations"]

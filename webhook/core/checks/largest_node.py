@@ -1,7 +1,7 @@
 """A pod that asks for more of a device than any node has can never be scheduled (unless DRA
-serves the resource on a node the pod may reach: then no node count tells). What a node has is
-its capacity: one whose device plugin MIG Manager stopped still has its 8 GPUs, though none is
-allocatable now."""
+serves the resource on a node the pod may reach, or the pod may reach a GPU node whose device
+plugin advertises nothing yet: then no node count tells). What a node has is its capacity: one
+whose device plugin MIG Manager stopped still has its 8 GPUs, though none is allocatable now."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ def held_against_nodes(env: Env) -> list[Held]:
     """The pod's accelerator requests that node counts judge, by resource name: not nvidia.com/gpu
     when it will be rewritten to a slice (the slice chosen fits one node), not what DRA serves,
     not what DRA serves where the pod may reach a node DRA serves on (reaches_dra_node), not a
-    slice no node offers (MigProfileUnavailable says so)."""
+    slice no node offers (MigProfileUnavailable says so), and none of NVIDIA's where the pod may
+    reach a node whose devices are not known yet (reaches_pending_node)."""
     inventory = env.inventory
     if not inventory.known:
         return []
@@ -60,6 +61,8 @@ def held_against_nodes(env: Env) -> list[Held]:
             continue
         if resource in inventory.dra_resources and reaches_dra_node(env):
             continue  # its devices are in ResourceSlices, not in node counts
+        if resource.startswith("nvidia.com/") and reaches_pending_node(env):
+            continue  # a node it may land on has not said what it has
         kind = Kind.WHOLE if resource == GPU else Kind.MIG
         if kind is Kind.MIG and resource not in inventory.largest:
             continue
@@ -94,6 +97,25 @@ def reaches_dra_node(env: Env) -> bool:
         found = any(placement.admits(node) for node in dra_nodes) or not any(
             placement.admits(node) for node in env.inventory.nodes
         )  # a choice that reaches no known node at all (a pool scaled to zero) tells nothing
+        remember(env.inventory, key, found)
+    return found
+
+
+def reaches_pending_node(env: Env) -> bool:
+    """Whether the pod's node choice may reach a GPU node whose device plugin advertises nothing
+    yet (Inventory.pending_nodes: its driver installing, and no DRA driver serving GPUs). That
+    node may have any device, as a node pool with no node now may (README: Node pools that scale
+    from zero), so no node count tells what the pod can get. A choice that reaches no known node
+    at all is judged as before, against the nodes the inventory knows."""
+    placement, pending = env.placement, env.inventory.pending_nodes
+    if not pending:
+        return False
+    if placement is None:
+        return True
+    key = ("reaches-pending", placement)
+    found: bool | None = env.inventory.memo.get(key)
+    if found is None:
+        found = any(placement.admits(node) for node in pending)
         remember(env.inventory, key, found)
     return found
 

@@ -1,7 +1,12 @@
-"""MIG slices the pod names: offered by some node, allowed by policy, wanted by the template."""
+"""MIG slices the pod names: offered by some node, allowed by policy, wanted by the template.
+
+A node offers a slice it has in its capacity, allocatable now or not (MIG Manager stops the
+device plugin while it reconfigures); a node whose device plugin advertises nothing yet, where
+the pod may land, may offer any (largest_node.reaches_pending_node)."""
 
 from __future__ import annotations
 
+from webhook.core.checks.largest_node import reaches_pending_node
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer
 from webhook.core.profiles import profile_from_resource
@@ -41,7 +46,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
     inventory = env.inventory
     known = mig_profile_known(resource, inventory.advertised)
     available = resource in inventory.largest or resource in inventory.dra_resources
-    if inventory.known and known and not available:
+    if inventory.known and known and not available and not reaches_pending_node(env):
         offered = sorted({o.resource for o in inventory.offers if o.strategy == "mixed"})
         message = (
             f"container {container}: no node offers {resource}; "

@@ -90,7 +90,9 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
     off them (whole_gpu_guard): a single-strategy-only cluster's pods land there. A resource no
     node has (a DRA DeviceClass's, or one no node offers) and one DRA serves also get the
     whole-GPU nodes' taints, where DRA devices may be; one DRA serves, the GPU taints of the nodes
-    DRA serves devices on (Inventory.dra_nodes). Worked out once per inventory."""
+    DRA serves devices on (Inventory.dra_nodes). `nvidia.com/gpu`, and a resource no node has,
+    also get those of the nodes whose device plugin is not up yet (Inventory.pending_nodes: a
+    pool installing its driver), where the pod may well land. Worked out once per inventory."""
     inventory = env.inventory
     on_slice_nodes = resource == GPU and not keeps_off_slice_nodes(env)
     key = ("serving-taints", resource, on_slice_nodes)
@@ -103,6 +105,8 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
             found = _ordered({*found, *inventory.whole_gpu_taints})
         if dra_gpu:
             found = _ordered({*found, *gpu_taints(inventory.dra_nodes)})
+        if resource == GPU or not serving:
+            found = _ordered({*found, *gpu_taints(inventory.pending_nodes)})
         remember(inventory, key, found)
     return found
 

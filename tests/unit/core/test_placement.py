@@ -206,7 +206,7 @@ def test_what_a_node_choice_admits_is_worked_out_once_per_inventory() -> None:
     placement = placement_of({"nodeSelector": {"pool": "mig"}}, ())
     assert placement is not None
     assert gets_whole_gpus(inventory, placement) is False
-    assert inventory.memo == {("whole", placement): False}
+    assert inventory.memo[("whole", placement)] is False  # beside the nodes it admits (`admitted`)
     inventory.memo[("whole", placement)] = True  # what is kept is what is answered
     assert gets_whole_gpus(inventory, placement) is True
     assert replace(inventory, known=True).memo == {}  # a copy works it out again

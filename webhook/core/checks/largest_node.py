@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
-from webhook.core.placement import gets_whole_gpus, remember
+from webhook.core.placement import admitted, gets_whole_gpus, recall, remember
 from webhook.core.podview import PodView
 from webhook.core.profiles import GPU, MIG_PREFIX
 from webhook.core.resources import Kind
@@ -92,11 +92,11 @@ def reaches_dra_node(env: Env) -> bool:
     if placement is None or not dra_nodes:
         return True
     key = ("reaches-dra", placement)
-    found: bool | None = env.inventory.memo.get(key)
+    found: bool | None = recall(env.inventory, key)
     if found is None:
-        found = any(placement.admits(node) for node in dra_nodes) or not any(
-            placement.admits(node) for node in env.inventory.nodes
-        )  # a choice that reaches no known node at all (a pool scaled to zero) tells nothing
+        chosen = admitted(env.inventory, placement)
+        # a choice that reaches no known node at all (a pool scaled to zero) tells nothing
+        found = chosen.any_of(dra_nodes) or not chosen.any_of(env.inventory.nodes)
         remember(env.inventory, key, found)
     return found
 

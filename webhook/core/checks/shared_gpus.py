@@ -10,7 +10,7 @@ from typing import Final
 from webhook.core.checks.largest_node import not_steered
 from webhook.core.env import Env
 from webhook.core.model import Finding
-from webhook.core.placement import gets_whole_gpus
+from webhook.core.placement import admitted, gets_whole_gpus
 from webhook.core.profiles import GPU
 
 GKE_SHARING_LABEL: Final = "cloud.google.com/gke-gpu-sharing-strategy"
@@ -33,7 +33,7 @@ def check(env: Env) -> list[Finding]:
     candidates = inventory.whole_gpu_nodes if whole else ()
     if not whole or not_steered(env.view):  # a queued or claiming pod is not kept off MIG partitions
         candidates = (*candidates, *inventory.gpu_slice_nodes)
-    nodes = [n for n in candidates if placement is None or placement.admits(n)]
+    nodes = list(candidates) if placement is None else admitted(inventory, placement).among(candidates)
     if not nodes or not all(n.labels.get(GKE_SHARING_LABEL) for n in nodes):
         return []
     findings = []

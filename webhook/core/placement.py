@@ -36,8 +36,14 @@ REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _NODE_NAME_FIELD: Final = "metadata.name"
 _MEMO_LIMIT: Final = 1024
+_KEPT_PARTS: Final = 256
+"""A choice of more parts than this (Placement.kept) is worked out for its own decision only:
+pods that vary one value of a large choice would otherwise fill the memo with their choices (a
+required affinity of 1,000 terms of 10 requirements holds 3 MB) and evict the ones pods share."""
 _SLICE_STRATEGIES: Final = ("single", "gke")
 _CORDON: Final = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
+_OWN_INVENTORY: Final = ("inventory",)
+"""Placement.own's key for the inventory what it holds was worked out of."""
 
 Rooms = tuple[tuple[int, int], ...]
 """(CPU millicores, memory bytes) allocatable of nodes a pod may run on, distinct pairs."""
@@ -101,10 +107,18 @@ class Placement:
     """The hash, worked out once: a choice is the key of what is worked out for it, looked up
     several times a decision, and a tuple hashes every member each time (about 1 ms for 10,000
     requirements, pure Python)."""
+    kept: bool = field(init=False, repr=False, compare=False)
+    """Whether what is worked out for it is kept with the inventory, for the next pod making the
+    same choice: not for a choice of more than `_KEPT_PARTS` parts (`remember`)."""
+    own: dict[Any, Any] = field(init=False, repr=False, compare=False)
+    """What is worked out for a choice not `kept`, for the one inventory it was read against:
+    a choice is made once per decision, so this is once per decision."""
 
     def __post_init__(self) -> None:
         digest = hash((self.selector, self.terms, self.node_name, self.tolerations))
         object.__setattr__(self, "digest", digest)
+        object.__setattr__(self, "kept", _parts(self) <= _KEPT_PARTS)
+        object.__setattr__(self, "own", {})
 
     def __hash__(self) -> int:
         return self.digest
@@ -140,6 +154,14 @@ class Placement:
             return True
         blocking = (t for t in taints if not self.node_name or t.effect == "NoExecute")
         return all(any(t.tolerates(taint) for t in self.tolerations) for taint in blocking)
+
+
+def _parts(placement: Placement) -> int:
+    """Its nodeSelector pairs, requirements, their values and tolerations."""
+    parts = len(placement.selector) + len(placement.tolerations or ())
+    for term in placement.terms or ():
+        parts += len(term) + sum(len(r.values) for r in term)
+    return parts
 
 
 def placement_of(
@@ -498,16 +520,45 @@ def _narrowed_offers(inventory: Inventory, placement: Placement) -> dict[SliceOf
 
 
 def remember(inventory: Inventory, key: tuple[Any, ...], value: object) -> None:
-    """Keep what was worked out of this inventory for the next review (`Inventory.memo`)."""
-    memo = inventory.memo
-    if len(memo) >= _MEMO_LIMIT:
-        memo.clear()  # a bound, not an eviction policy: node choices are few in a cluster
+    """Keep what was worked out of this inventory for the next review (`Inventory.memo`). At
+    `_MEMO_LIMIT` entries the oldest goes, where `recall` keeps what is read recent: pods that
+    each make a new node choice drop their own entries first, not those other pods keep reading,
+    and never everything at once. What is keyed by a choice not `Placement.kept` is kept with
+    the choice instead, for its decision."""
+    memo = _memo(inventory, key)
+    while len(memo) >= _MEMO_LIMIT:
+        try:
+            oldest = next(iter(memo), None)
+        except RuntimeError:  # another of the worker's threads changed it meanwhile
+            break
+        if oldest is None:
+            break
+        memo.pop(oldest, None)
     memo[key] = value
 
 
 def recall(inventory: Inventory, key: tuple[Any, ...]) -> Any:
-    """What `remember` kept under `key` (None if nothing)."""
-    return inventory.memo.get(key)
+    """What `remember` kept under `key` (None if nothing). Past half the bound it becomes the most
+    recently used: so an entry read at least once in every half-bound of new entries is never
+    dropped. Below half, nothing is dropped soon, and a hit costs one hash of the key, not three
+    (a key with a slice offer takes a microsecond and a half to hash, compiled)."""
+    memo = _memo(inventory, key)
+    found = memo.get(key)
+    if found is not None and len(memo) > _MEMO_LIMIT // 2:
+        memo.pop(key, None)
+        memo[key] = found
+    return found
+
+
+def _memo(inventory: Inventory, key: tuple[Any, ...]) -> dict[Any, Any]:
+    for part in key:
+        if isinstance(part, Placement) and not part.kept:
+            own = part.own
+            if own.get(_OWN_INVENTORY) is not inventory:  # read against another inventory before
+                own.clear()
+                own[_OWN_INVENTORY] = inventory
+            return own
+    return inventory.memo
 
 
 def gets_whole_gpus(inventory: Inventory, placement: Placement | None) -> bool:

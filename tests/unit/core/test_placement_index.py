@@ -15,12 +15,17 @@ from tests.builders import A100, H100, make_inventory, make_pod, mixed_node, sin
 from webhook.core.decide import decide
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, GpuNode, Inventory, Taint
 from webhook.core.placement import (
+    _KEPT_PARTS,
+    _MEMO_LIMIT,
     Placement,
     Requirement,
     Toleration,
     admitted,
     admitted_offers,
     gets_whole_gpus,
+    placement_of,
+    recall,
+    remember,
 )
 from webhook.inventory.nodes import assemble_inventory, parse_gpu_nodes
 
@@ -192,6 +197,42 @@ def test_tolerations_are_gone_through_once_for_all_cordoned_nodes_not_once_per_n
     (offer,) = admitted_offers(inventory, placement)
     assert offer.free_per_node == 7  # the cordon does not keep it off
     assert CountedTolerations.reads <= 3
+
+
+def large_placement(value: str) -> Placement:
+    requirement = Requirement("nvidia.com/gpu.product", "NotIn", (value,))
+    placement = Placement((), tuple((requirement,) for _ in range(_KEPT_PARTS)))
+    assert not placement.kept
+    return placement
+
+
+def test_a_large_choice_is_kept_for_its_own_decision_not_with_the_inventory() -> None:
+    """Pods varying one value of a large affinity would fill the memo with choices that no
+    other pod makes (and evict those every pod makes); theirs is kept with the choice."""
+    inventory = make_inventory(single_node("h100-0", H100, "1g.10gb", 7), whole_node("l4-0", "NVIDIA-L4", 1))
+    small = placement_of({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"}}, ())
+    assert small is not None and small.kept
+    assert gets_whole_gpus(inventory, small) is True
+    assert inventory.memo[("whole", small)] is True
+    placement = large_placement("x")
+    assert gets_whole_gpus(inventory, placement) is True
+    assert not [key for key in inventory.memo if placement in key]
+    placement.own[("whole", placement)] = False  # what is kept is what is answered
+    assert gets_whole_gpus(inventory, placement) is False
+    other = replace(inventory, known=True)
+    assert gets_whole_gpus(other, placement) is True  # another inventory's is worked out again
+
+
+def test_the_memo_drops_what_was_used_least_recently_not_everything() -> None:
+    inventory = replace(UNKNOWN_INVENTORY, known=True)
+    for index in range(_MEMO_LIMIT):
+        remember(inventory, ("entry", index), index)
+    assert recall(inventory, ("entry", 0)) == 0  # used: now the most recent
+    remember(inventory, ("entry", _MEMO_LIMIT), _MEMO_LIMIT)
+    assert len(inventory.memo) == _MEMO_LIMIT
+    assert ("entry", 1) not in inventory.memo
+    assert recall(inventory, ("entry", 0)) == 0
+    assert recall(inventory, ("entry", 2)) == 2
 
 
 class CountedTerms(tuple[tuple[Requirement, ...], ...]):

@@ -130,12 +130,14 @@ class CountedLabels(Mapping[str, str]):
         return len(self.labels)
 
 
-def counted_inventory(reads: list[int]) -> Inventory:
-    """100 whole-GPU L4 nodes and 100 A100 nodes with 1g.10gb slices, their label reads counted."""
+def counted_inventory(reads: list[int], busy: bool = False) -> Inventory:
+    """100 whole-GPU L4 nodes and 100 A100 nodes with 1g.10gb slices, their label reads counted;
+    `busy`: each A100 node runs a pod on one of its slices (so the packing order holds them)."""
     objects = [whole_node(f"l4-{i}", "NVIDIA-L4", 1) for i in range(100)]
     objects += [mixed_node(f"a100-{i}", A100, {"1g.10gb": (7, 9856)}) for i in range(100)]
     parsed = [replace(node, labels=CountedLabels(node.labels, reads)) for node in parse_gpu_nodes(objects)]
-    return assemble_inventory(parsed, make_inventory(*objects).advertised)
+    usage = {f"a100-{i}": ({"nvidia.com/mig-1g.10gb": 1}, 1) for i in range(100)} if busy else None
+    return assemble_inventory(parsed, make_inventory(*objects).advertised, usage)
 
 
 def affinity_pod(terms: int) -> dict[str, Any]:
@@ -168,6 +170,24 @@ def test_a_choice_reads_the_nodes_no_more_for_more_terms(catalog: Catalog) -> No
         counter = [0]
         decision = decide(affinity_pod(terms), Context(catalog, counted_inventory(counter)))
         assert decision.allowed and "KeptWholeGpu" in decision.codes
+        reads[terms] = counter[0]
+    assert 0 < reads[300] <= reads[2]
+
+
+def test_the_packing_order_is_narrowed_without_reading_every_term_on_every_busy_node(
+    catalog: Catalog,
+) -> None:
+    """A pod rewritten to a slice prefers the busy nodes it may run on: those are looked up too.
+    Its affinity's last term admits the A100 nodes, so node by node every term is read on each."""
+    reads: dict[int, int] = {}
+    for terms in (2, 300):
+        counter = [0]
+        pod = affinity_pod(terms)
+        chosen = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        product = {"key": "nvidia.com/gpu.product", "operator": "In", "values": [A100]}
+        chosen["nodeSelectorTerms"][-1] = {"matchExpressions": [product]}
+        decision = decide(pod, Context(catalog, counted_inventory(counter, busy=True)))
+        assert "RewrittenToMig" in decision.codes and "PreferredPackedNodes" in decision.codes
         reads[terms] = counter[0]
     assert 0 < reads[300] <= reads[2]
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, GpuNode, Inventory, Pod, SliceOffer
 from webhook.core.mutators._pod import child_list, node_affinity
-from webhook.core.placement import Placement, remember
+from webhook.core.placement import Placement, admitted, recall, remember
 from webhook.core.profiles import GPU
 
 WEIGHT: Final = 100
@@ -82,9 +82,10 @@ def _ranked(inventory: Inventory, offer: SliceOffer, placement: Placement | None
     if placement is None:
         return ranked
     key = ("packing", placement, offer)
-    found: tuple[GpuNode, ...] | None = inventory.memo.get(key)
+    found: tuple[GpuNode, ...] | None = recall(inventory, key)
     if found is None:
-        found = tuple(node for node in ranked if placement.admits(node))
+        chosen = admitted(inventory, placement)
+        found = tuple(node for node in ranked if chosen.admits(node))
         remember(inventory, key, found)
     return found
 

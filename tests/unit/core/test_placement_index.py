@@ -11,7 +11,16 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.builders import A100, H100, make_inventory, make_pod, mixed_node, single_node, whole_node
+from tests.builders import (
+    A100,
+    H100,
+    make_inventory,
+    make_node,
+    make_pod,
+    mixed_node,
+    single_node,
+    whole_node,
+)
 from webhook.core.decide import decide
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Context, GpuNode, Inventory, Taint
 from webhook.core.placement import (
@@ -130,14 +139,19 @@ class CountedLabels(Mapping[str, str]):
         return len(self.labels)
 
 
-def counted_inventory(reads: list[int], busy: bool = False) -> Inventory:
+def counted_inventory(reads: list[int], busy: bool = False, pending: bool = False) -> Inventory:
     """100 whole-GPU L4 nodes and 100 A100 nodes with 1g.10gb slices, their label reads counted;
-    `busy`: each A100 node runs a pod on one of its slices (so the packing order holds them)."""
+    `busy`: each A100 node runs a pod on one of its slices (so the packing order holds them);
+    `pending`: and 50 nodes labelled `nvidia.com/gpu.present` whose device plugin is not up yet."""
     objects = [whole_node(f"l4-{i}", "NVIDIA-L4", 1) for i in range(100)]
     objects += [mixed_node(f"a100-{i}", A100, {"1g.10gb": (7, 9856)}) for i in range(100)]
+    if pending:
+        objects += [make_node(f"installing-{i}", {"nvidia.com/gpu.present": "true"}) for i in range(50)]
+    built = make_inventory(*objects)
     parsed = [replace(node, labels=CountedLabels(node.labels, reads)) for node in parse_gpu_nodes(objects)]
+    waiting = [replace(node, labels=CountedLabels(node.labels, reads)) for node in built.dra_nodes]
     usage = {f"a100-{i}": ({"nvidia.com/mig-1g.10gb": 1}, 1) for i in range(100)} if busy else None
-    return assemble_inventory(parsed, make_inventory(*objects).advertised, usage)
+    return assemble_inventory(parsed, built.advertised, usage, dra_nodes=waiting)
 
 
 def affinity_pod(terms: int) -> dict[str, Any]:
@@ -164,11 +178,13 @@ def affinity_pod(terms: int) -> dict[str, Any]:
 def test_a_choice_reads_the_nodes_no_more_for_more_terms(catalog: Catalog) -> None:
     """Each label a choice names is read once per node, however many terms name it: a pod with
     300 terms reads no more labels than one with 2 (node by node, 150 times as many, and again
-    for each of whole GPUs, rooms and slice offers)."""
+    for each of whole GPUs, rooms, slice offers and the nodes whose device plugin is not up)."""
     reads: dict[int, int] = {}
     for terms in (2, 300):
         counter = [0]
-        decision = decide(affinity_pod(terms), Context(catalog, counted_inventory(counter)))
+        inventory = counted_inventory(counter, pending=True)
+        assert inventory.pending_nodes
+        decision = decide(affinity_pod(terms), Context(catalog, inventory))
         assert decision.allowed and "KeptWholeGpu" in decision.codes
         reads[terms] = counter[0]
     assert 0 < reads[300] <= reads[2]

@@ -113,9 +113,9 @@ def reaches_pending_node(env: Env) -> bool:
     if placement is None:
         return True
     key = ("reaches-pending", placement)
-    found: bool | None = env.inventory.memo.get(key)
+    found: bool | None = recall(env.inventory, key)
     if found is None:
-        found = any(placement.admits(node) for node in pending)
+        found = admitted(env.inventory, placement).any_of(pending)
         remember(env.inventory, key, found)
     return found
 

@@ -55,7 +55,8 @@ Key = tuple[tuple[str, str], str, bytes]
 TOKEN_VOLUME_PREFIX: Final = "kube-api-access-"
 TOKEN_SUFFIX_LETTERS: Final = frozenset("bcdfghjklmnpqrstvwxz2456789")
 """What the API server's name generator draws the five characters from (no vowels, no 0, 1, 3)."""
-_TOKEN_PLACEHOLDER: Final = b'"kube-api-access-?????"'
+_TOKEN_PLACEHOLDER: Final = f'"{TOKEN_VOLUME_PREFIX}?????"'.encode()
+"""No generated name: `?` is none of the generator's characters."""
 _CLIENT_SET: Final = {True: b"\x01", False: b"\x00", None: b""}
 
 
@@ -148,8 +149,12 @@ def _generated_token_name(name: str) -> bool:
 def _mentions(decision: Decision, name: str) -> bool:
     if name.encode() in jsoncodec.encode(list(decision.patch)):
         return True
-    violations = decision.violations
-    return any(name in text for text in (*decision.warnings, *(v.path + v.message for v in violations)))
+    texts = [
+        *decision.warnings,
+        *(v.path for v in decision.violations),
+        *(v.message for v in decision.violations),
+    ]
+    return any(name in text for text in texts)
 
 
 def _without_mutated(decision: Decision) -> Decision:

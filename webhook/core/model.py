@@ -21,6 +21,8 @@ GpuRequirement = Literal["required", "optional", "forbidden"]
 NoFitAction = Literal["larger", "whole", "deny"]
 NoneFreeAction = Literal["larger", "wait", "deny"]
 Strategy = Literal["none", "mixed", "single", "gke"]
+SLICE_STRATEGIES: Final = ("single", "gke")
+"""The strategies under which a node's `nvidia.com/gpu` are MIG devices, not whole GPUs."""
 Outcome = Literal["deny", "warn", "audit", "info"]
 
 Pod = dict[str, Any]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Final
 
-from webhook.core.model import UNSCHEDULABLE_TAINT, GpuNode, Inventory, SliceOffer, Taint
+from webhook.core.model import SLICE_STRATEGIES, UNSCHEDULABLE_TAINT, GpuNode, Inventory, SliceOffer, Taint
 from webhook.core.profiles import GPU
 
 REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -40,7 +40,6 @@ _KEPT_PARTS: Final = 256
 """A choice of more parts than this (Placement.kept) is worked out for its own decision only:
 pods that vary one value of a large choice would otherwise fill the memo with their choices (a
 required affinity of 1,000 terms of 10 requirements holds 3 MB) and evict the ones pods share."""
-_SLICE_STRATEGIES: Final = ("single", "gke")
 _CORDON: Final = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
 _OWN_INVENTORY: Final = ("inventory",)
 """Placement.own's key for the inventory what it holds was worked out of."""
@@ -611,7 +610,7 @@ def node_rooms(
             (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
             for n in gpu_nodes(inventory)
             if _holds(n, devices)
-            and not (off_slice_nodes and n.strategy in _SLICE_STRATEGIES)
+            and not (off_slice_nodes and n.strategy in SLICE_STRATEGIES)
             and (chosen is None or chosen.admits(n))
         }
         found = tuple(sorted(pairs))

@@ -36,6 +36,7 @@ from webhook.core.placement import (
     admitted_offers,
     gets_whole_gpus,
     has_room,
+    recall,
     remember,
     slice_rooms,
 )
@@ -201,7 +202,7 @@ def _models_key(offers: Iterable[SliceOffer]) -> _ModelsKey:
 def _offers_across_models(inventory: Inventory) -> dict[_ModelsKey, SliceOffer]:
     """The inventory's offers over several GPU models (in `members`, not among the offers slice
     choice sizes: webhook.inventory.nodes), by what they span. Worked out once per inventory."""
-    found: dict[_ModelsKey, SliceOffer] | None = inventory.memo.get(("across-models",))
+    found: dict[_ModelsKey, SliceOffer] | None = recall(inventory, ("across-models",))
     if found is None:
         sized = frozenset(inventory.offers)
         found = {_models_key((o,)): o for o in inventory.members if o not in sized}

@@ -17,7 +17,7 @@ from itertools import combinations
 from sys import intern
 from typing import Any, Final
 
-from webhook.core.model import CORDONED, GpuNode, Inventory, SliceOffer, Strategy, Taint
+from webhook.core.model import CORDONED, SLICE_STRATEGIES, GpuNode, Inventory, SliceOffer, Strategy, Taint
 from webhook.core.mutators.packing_affinity import packing_order
 from webhook.core.mutators.tolerations import TRANSIENT_TAINTS, gpu_taints, is_gpu_taint
 from webhook.core.profiles import (
@@ -362,7 +362,7 @@ def _aggregate(
     for node in nodes:
         by_product[node.product].update(node.slices)
     whole = [n for n in every if n.strategy in ("none", "mixed") and n.has(GPU) > 0]
-    slice_nodes = tuple(n for n in every if n.strategy in ("single", "gke"))
+    slice_nodes = tuple(n for n in every if n.strategy in SLICE_STRATEGIES)
     slice_counts = [(n.has(GPU), n.name) for n in slice_nodes]
     offers, members = _offers(nodes, usage_known)
     return Inventory(
@@ -404,7 +404,7 @@ def _schedulable_counts(node: GpuNode) -> dict[str, int]:
     devices posing as GPUs excluded."""
     names = {k for k in (*node.capacity, *node.allocatable) if k.startswith("nvidia.com/")}
     counts = {name: node.has(name) for name in names}
-    if node.strategy in ("single", "gke"):
+    if node.strategy in SLICE_STRATEGIES:
         counts.pop(GPU, None)
     return counts
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from webhook.core.checks.largest_node import held_against_nodes, not_steered
 from webhook.core.env import Env
-from webhook.core.model import Finding, GpuNode
+from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode
 from webhook.core.placement import gets_whole_gpus, gpu_nodes
 from webhook.core.profiles import GPU
 
@@ -34,7 +34,7 @@ def check(env: Env) -> list[Finding]:
 
 def _capacity(node: GpuNode, resource: str, whole: bool, slices: bool) -> int:
     if resource == GPU:
-        mig_devices = node.strategy in ("single", "gke")
+        mig_devices = node.strategy in SLICE_STRATEGIES
         if not (slices if mig_devices else whole):
             return 0
     return node.has(resource)

@@ -13,17 +13,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from webhook.core.env import Env
-from webhook.core.model import MAPPINGS, Finding, GpuNode, Pod, Taint, lenient_object
+from webhook.core.model import MAPPINGS, SLICE_STRATEGIES, Finding, GpuNode, Pod, Taint, lenient_object
 from webhook.core.mutators._pod import child_list, containers, read_list, read_spec, section_of, spec
 from webhook.core.mutators.whole_gpu_guard import keeps_off_slice_nodes
-from webhook.core.placement import gpu_nodes, remember
+from webhook.core.placement import gpu_nodes, recall, remember
 from webhook.core.profiles import GPU
 
 TRANSIENT_TAINTS: Final = ("node.kubernetes.io/", "node.cloudprovider")
 """Node conditions (not ready, cordoned, under pressure, uninitialized): they come and go, and a
 decision that followed them would flap."""
 _GPU_TAINT_VALUES: Final = frozenset({"gpu", "gpus", "nvidia", "accelerator", "accelerators"})
-_SLICE_STRATEGIES: Final = ("single", "gke")
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
@@ -96,7 +95,7 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
     inventory = env.inventory
     on_slice_nodes = resource == GPU and not keeps_off_slice_nodes(env)
     key = ("serving-taints", resource, on_slice_nodes)
-    found: tuple[Taint, ...] | None = inventory.memo.get(key)
+    found: tuple[Taint, ...] | None = recall(inventory, key)
     if found is None:
         serving = [n for n in gpu_nodes(inventory) if _serves(n, resource, on_slice_nodes)]
         found = gpu_taints(serving)
@@ -114,7 +113,7 @@ def _resource_taints(env: Env, resource: str) -> tuple[Taint, ...]:
 def _serves(node: GpuNode, resource: str, on_slice_nodes: bool) -> bool:
     if node.has(resource) <= 0:
         return False
-    return on_slice_nodes or resource != GPU or node.strategy not in _SLICE_STRATEGIES
+    return on_slice_nodes or resource != GPU or node.strategy not in SLICE_STRATEGIES
 
 
 def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:

@@ -7,6 +7,8 @@ import io
 import json
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -119,3 +121,31 @@ def test_a_broken_stream_is_reported_not_raised(
     stream.close()
     write_line(log, "review", FIELDS)
     assert "ValueError" in capsys.readouterr().err
+
+
+WARN_TWICE = """
+import sys, warnings
+{first}
+from webhook.server.logs import configure_logging
+configure_logging()
+{then}
+from urllib3.exceptions import InsecureRequestWarning
+def request():  # as urllib3 warns: from one place, on every request
+    warnings.warn("Unverified HTTPS request is being made to host '127.0.0.1'.", InsecureRequestWarning)
+request(); request()
+warnings.warn("something else", UserWarning)
+"""
+
+
+@pytest.mark.parametrize("urllib3_first", [True, False], ids=["urllib3-imported-first", "logging-first"])
+def test_python_warnings_are_json_lines_and_the_insecure_request_one_comes_once(urllib3_first: bool) -> None:
+    """A kubeconfig with insecure-skip-tls-verify made urllib3 print two plain lines on every
+    list and watch request among the JSON ones (urllib3 asks for them `always`)."""
+    imports = ("import urllib3", "") if urllib3_first else ("", "import urllib3")
+    script = WARN_TWICE.format(first=imports[0], then=imports[1])
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    found = [json.loads(line) for line in result.stderr.splitlines()]  # every line is JSON
+    assert [(line["level"], line["logger"]) for line in found] == [("warning", "py.warnings")] * 2
+    assert "Unverified HTTPS request" in found[0]["event"] and "something else" in found[1]["event"]

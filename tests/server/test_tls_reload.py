@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.conftest import ROOT
@@ -292,3 +292,34 @@ def test_a_restarted_worker_keeps_serving_the_certificate_that_went_bad_meanwhil
 def worker_pids(process: WebhookProcess) -> set[int]:
     """The workers that have started: each logs its catalog once."""
     return {line["pid"] for line in process.log_lines() if line["event"] == "catalog_loaded"}
+
+
+def encrypt_key(path: Path, passphrase: bytes) -> None:
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(passphrase),
+    )
+    path.write_bytes(encrypted)
+
+
+def test_an_encrypted_key_is_refused_naming_it_without_asking_for_a_passphrase(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """OpenSSL asks on the terminal for a passphrase unless told otherwise: a server started from
+    one hung every handshake on the prompt, and without one a bare prompt line went to stderr."""
+    write_serving_set(tmp_path)
+    encrypt_key(tmp_path / "tls.key", b"secret")
+    with pytest.raises(TLSFilesError) as raised:
+        server_context(TLSFiles.in_directory(tmp_path))
+    assert str(tmp_path / "tls.key") in str(raised.value) and "encrypted" in str(raised.value)
+    assert capfd.readouterr().err == ""
+
+
+def test_a_renewal_to_an_encrypted_key_keeps_the_last_good_certificate(tmp_path: Path) -> None:
+    write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    good = handshake(reloading.current(), tmp_path / CA_FILE, "localhost")
+    encrypt_key(tmp_path / "tls.key", b"secret")
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == good

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from typing import IO, Any
 
 from webhook import jsoncodec
@@ -22,6 +23,10 @@ PACKAGE_LOGGER = "webhook"
 """The modules that log under their own names (`webhook.catalog.reload`, `webhook.inventory.watch`):
 without a handler of their own their lines went to Python's last-resort handler, plain text and
 warnings only (a catalog that loaded again was never logged)."""
+WARNINGS_LOGGER = "py.warnings"
+"""Where `logging.captureWarnings` sends Python warnings: urllib3's `InsecureRequestWarning`
+(a kubeconfig with `insecure-skip-tls-verify`, as kind and dev clusters have) came as two plain
+lines on every list and watch request, among the JSON ones."""
 _MILLIS = tuple(f".{n:03d}+00:00" for n in range(1000))
 """What ends a line's time, by millisecond: looked up, not formatted, on each line."""
 
@@ -123,8 +128,9 @@ def configure_logging(stream: IO[str] | None = None, level: int = logging.INFO) 
     logging.logThreads = False
     logging.logMultiprocessing = False
     logging._srcfile = None  # the HOWTO's own way to skip the stack walk (findCaller)
+    _capture_warnings()
     handler: JsonLineHandler | None = None
-    for name in (LOGGER, PACKAGE_LOGGER):
+    for name in (LOGGER, PACKAGE_LOGGER, WARNINGS_LOGGER):
         logger = logging.getLogger(name)
         if any(isinstance(h.formatter, JsonLineFormatter) for h in logger.handlers):
             continue
@@ -132,3 +138,11 @@ def configure_logging(stream: IO[str] | None = None, level: int = logging.INFO) 
         logger.addHandler(handler)
         logger.setLevel(level)
         logger.propagate = False
+
+
+def _capture_warnings() -> None:
+    """Python warnings become JSON lines (level warning, the warning as the event); urllib3's
+    warning about unverified HTTPS, which it asks to show on every request, is shown once per
+    process: the kubeconfig that asked for it does not change while the server runs."""
+    logging.captureWarnings(True)
+    warnings.filterwarnings("once", message="Unverified HTTPS request")

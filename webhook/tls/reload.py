@@ -17,6 +17,7 @@ import logging
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,9 @@ def server_context(files: TLSFiles, now: dt.datetime | None = None) -> ssl.SSLCo
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
-        context.load_cert_chain(certfile=str(files.certificate), keyfile=str(files.key))
+        context.load_cert_chain(
+            certfile=str(files.certificate), keyfile=str(files.key), password=_no_passphrase(files.key)
+        )
     except (OSError, ssl.SSLError) as exc:
         raise TLSFilesError(f"cannot load {files.certificate} with {files.key}: {_reason(exc)}") from exc
     check_validity(files.certificate, now or dt.datetime.now(dt.UTC))
@@ -86,6 +89,20 @@ def server_context(files: TLSFiles, now: dt.datetime | None = None) -> ssl.SSLCo
             raise TLSFilesError(f"cannot load client CA {files.client_ca}: {_reason(exc)}") from exc
         context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+def _no_passphrase(key: Path) -> Callable[[], str]:
+    """The `password` callback for a key that should need none. Without one, OpenSSL asks for a
+    passphrase on the terminal: a server started from one hung every handshake on the prompt
+    (holding the context's lock), and without a terminal a bare prompt line went to stderr."""
+
+    def refuse() -> str:
+        raise TLSFilesError(
+            f"cannot load {key}: the key is encrypted (passphrase-protected); the webhook cannot ask for"
+            " a passphrase, give it an unencrypted key (openssl pkey -in KEY -out KEY.plain)"
+        )
+
+    return refuse
 
 
 def check_validity(path: Path, now: dt.datetime) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import translate
 from typing import Any, Final
 
-from webhook.catalog import apirules
+from webhook.catalog import apirules, self_reads
 from webhook.core.catalog_index import has_wildcard
 from webhook.core.image_names import DOCKER_HUB, HUB_ALIASES
 from webhook.core.mig_reference import MODELS
@@ -59,6 +59,7 @@ def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Templ
     _check_consistency(accelerator, inject, checks)
     _check_limits_cover_requests(accelerator, inject, checks)
     _check_api_rules(_object(spec.get("inject")), checks)
+    _check_self_reads(inject, checks)
     _check_match(_object(spec.get("match")), checks)
     return Template(
         name=str(metadata.get("name", "")),
@@ -437,6 +438,14 @@ def _check_api_rules(inject: Mapping[str, Any], checks: Checks) -> None:
             found.append(([field], problem))
     for path, message in [(p, m) for p, m in found if checks.clean([*INJECT, *p])]:
         checks.add([*INJECT, *path], message)
+
+
+def _check_self_reads(inject: Injection, checks: Checks) -> None:
+    """No injected key the decision reads (webhook/catalog/self_reads.py): the next decision, on
+    the webhook's own output, would judge the pod differently."""
+    for path, message in self_reads.reserved_keys(inject):
+        if checks.clean(path):
+            checks.add(path, message)
 
 
 def _list(value: object) -> list[Any]:

@@ -19,6 +19,7 @@ from webhook.catalog.build import Checks, check_policy, read_policy, read_templa
 from webhook.catalog.dead_policies import dead_policies
 from webhook.catalog.overlap import policy_overlaps, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
+from webhook.catalog.self_reads import selector_reads
 from webhook.core.model import Catalog, Policy, Template
 from webhook.podshape_types import type_name
 from webhook.yamlio import (
@@ -221,6 +222,10 @@ def _cross_checks(
             if c.clean(["spec", "namespaces"], ["spec", "excludedNamespaces"])
         ]
     )
+    problems += [
+        Problem(d.source, d.line_of(p), _dotted(p), m)
+        for d, p, m in selector_reads(_first_of_each_name(templates))
+    ]
     return problems
 
 

@@ -83,7 +83,7 @@ def _namespace(obj: Mapping[str, Any]) -> str:
 
 def _check_decision(decision: Decision, obj: dict[str, Any], pristine: Any, redo: Any) -> None:
     """The input is unchanged; the patch applies and gives the mutated object; a second decision
-    adds nothing; the object is still valid."""
+    adds nothing and comes to the same (allowed, template); the object is still valid."""
     assert obj == pristine, "deciding changed the object it was given"
     if not decision.patch:
         assert decision.mutated is None
@@ -91,6 +91,7 @@ def _check_decision(decision: Decision, obj: dict[str, Any], pristine: Any, redo
     assert jsonpatch.apply_patch(obj, list(decision.patch)) == decision.mutated
     again = redo(decision.mutated)
     assert again.patch == (), f"not idempotent: {again.patch}"
+    assert (again.allowed, again.template) == (decision.allowed, decision.template), "decided differently"
     assert decision.mutated is not None
     new = validity_problems(decision.mutated) - validity_problems(obj)
     assert new == set(), f"the mutation made the object invalid: {sorted(new)}"

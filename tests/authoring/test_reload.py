@@ -336,7 +336,7 @@ def test_a_dangling_symlink_is_a_problem_for_lint_as_for_the_server(
 ) -> None:
     source = source_for(mounts, CollectorRegistry())
     assert source.check_now() is True
-    (mounts[0].root / "zz.yaml").symlink_to("/nonexistent")
+    (mounts[0].root / "zz.yaml").symlink_to(mounts[0].root / "missing" / "zz.yaml")  # nothing there, surely
     (problem,) = lint_paths([mounts[0].root, mounts[1].root])
     assert problem.source.endswith("zz.yaml") and "no such file or directory" in problem.message
     assert source.check_now() is False

@@ -11,6 +11,7 @@ import yaml
 
 from webhook.authoring.fields import lookup, same_value
 from webhook.core.model import Decision, Violation
+from webhook.sent import NotSent
 from webhook.yamlio import excerpt
 
 
@@ -34,6 +35,28 @@ def compare(checks: Mapping[str, Any], decision: Decision, original: Mapping[str
         if key in checks:
             found.extend(comparer(checks[key], decision, after))
     return found
+
+
+def admitted_unchanged(decision: Decision) -> Decision:
+    """What the cluster does with an object its webhook configurations do not send: the API
+    server admits it as it is, with no template, violation, warning or patch. The policy that
+    governs the namespace is kept: it is the namespace's, whether or not the webhook is called."""
+    return Decision(True, None, decision.policy, decision.mode, (), (), None, ())
+
+
+def compare_sent(expected: bool | None, skip: NotSent | None) -> list[Mismatch]:
+    """`sent`: whether the shipped webhook configurations send the object (webhook/sent.py)."""
+    if expected is None or expected == (skip is None):
+        return []
+    if expected:
+        return [Mismatch("sent", f"expected the object sent to the webhook, it is {skip}")]
+    return [Mismatch("sent", "expected the object not sent to the webhook, it is sent")]
+
+
+def never_sent(skip: NotSent) -> Mismatch:
+    """Why expectations of a decision failed on an object the cluster never sends: shown first."""
+    told = str(skip).removeprefix("not ")
+    return Mismatch("sent", f"the object is never {told}; the cluster admits it unchanged, as judged below")
 
 
 def _allowed(expected: bool, decision: Decision, _: Mapping[str, Any]) -> list[Mismatch]:

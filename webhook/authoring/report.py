@@ -35,9 +35,12 @@ def _table(rows: list[ResourceResult]) -> Iterator[str]:
 
 
 def _verdict(result: ResourceResult) -> str:
-    if result.error is not None:
-        return "ERROR"
-    return "PASS" if result.passed else "FAIL"
+    """PASS, FAIL or ERROR; marked NOT SENT, as `check` marks it, when the shipped webhook
+    configurations skip the resource (and `as if sent` when the case judged the decision anyway)."""
+    verdict = "ERROR" if result.error is not None else "PASS" if result.passed else "FAIL"
+    if result.not_sent is None:
+        return verdict
+    return f"{verdict} (NOT SENT, as if sent)" if result.as_if_sent else f"{verdict} (NOT SENT)"
 
 
 def _failure(result: ResourceResult) -> Iterator[str]:

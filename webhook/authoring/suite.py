@@ -8,6 +8,7 @@ Every problem names the file, line and field path; a suite with any problem is n
 from __future__ import annotations
 
 import json
+from argparse import ArgumentTypeError
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -26,6 +27,7 @@ from webhook.core.workloads import is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
 from webhook.manifests import Manifest, expand_lists, kind_problems, read_manifests
 from webhook.podshape import identity_problems, shape_problems
+from webhook.sent import extra_resource
 from webhook.yamlio import Document, YamlError, load_documents, read_text
 
 SUITE_KIND = "TemplateTestSuite"
@@ -53,6 +55,10 @@ class Case:
     namespace: str | None
     mutate_templates: bool | None
     resources: tuple[tuple[Manifest, Expectation], ...]
+    as_if_sent: bool = False
+    """Judge the webhook's decision even of a resource the shipped configurations do not send."""
+    extra_resources: tuple[str, ...] = ()
+    """The --extra-resource values the cluster's webhook configurations were generated with."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,7 @@ class _SuiteReader:
         if errors:
             return None
         spec = data["spec"]
+        self._extra_resources(spec.get("extraResources", ()))
         catalog = self._catalog(spec)
         cases = [self._case(spec, index, case, catalog) for index, case in enumerate(spec["cases"])]
         self._unique_names(spec["cases"])
@@ -207,6 +214,14 @@ class _SuiteReader:
             self.problem(where, f"templates {templates} and policies {policies} do not load (below)")
             self.problems.extend(exc.problems)
             return None
+
+    def _extra_resources(self, names: Sequence[str]) -> None:
+        """As `check --extra-resource` and tools/gen_webhooks.py take them."""
+        for position, name in enumerate(names):
+            try:
+                extra_resource(name)
+            except ArgumentTypeError as exc:
+                self.problem(["spec", "extraResources", position], str(exc))
 
     def _unique_names(self, cases: Sequence[Mapping[str, Any]]) -> None:
         seen: set[str] = set()
@@ -238,6 +253,8 @@ class _SuiteReader:
             namespace=case.get("namespace", spec.get("namespace")),
             mutate_templates=case.get("mutateTemplates"),
             resources=tuple(pairs),
+            as_if_sent=case.get("asIfSent", spec.get("asIfSent", False)),
+            extra_resources=tuple(spec.get("extraResources", ())),
         )
 
     def _inventory(self, name: str, at: JsonPath) -> Inventory | None:

@@ -5,10 +5,16 @@ The same decide_object the webhook serves decides each Pod and workload, so `kpt
 kustomize transformer shows in the repository exactly what admission would do. Other items
 pass through untouched and in order. Workload pod templates are mutated when mutation is on,
 whatever the namespace policy's `mutate` says: rendering is the point of a function.
+
+An object the shipped webhook configurations do not send (webhook/sent.py, as `check` marks it
+NOT SENT) is returned unchanged with one info result saying why: the API server admits it without
+calling the webhook, so its would-be denial must not fail the pipeline, nor its would-be
+mutation be written.
 """
 
 from __future__ import annotations
 
+from argparse import ArgumentTypeError
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +35,7 @@ from webhook.core.workloads import decide_object, is_supported_object
 from webhook.inventory.files import InventoryError, load_inventory
 from webhook.manifests import MAX_LIST_DEPTH, is_list, kind_problems
 from webhook.podshape import identity_problems, shape_problems
+from webhook.sent import NotSent, extra_resource, not_sent
 
 SEVERITY = {"deny": "error", "warn": "warning", "audit": "info", "info": "info"}
 PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -49,9 +56,15 @@ class FunctionConfig:
     """A node-list file, or `none`: no slice choice or node checks."""
     namespace: str = ""
     """Namespace for items that name none (else `default`)."""
+    as_if_sent: bool = False
+    """Decide objects the shipped webhook configurations do not send as if they were sent."""
+    extra_resources: tuple[str, ...] = ()
+    """The --extra-resource values the cluster's webhook configurations were generated with."""
 
 
-CONFIG_KEYS = ("mutate", "templates", "policies", "inventory", "namespace")
+CONFIG_KEYS = ("mutate", "templates", "policies", "inventory", "namespace", "asIfSent", "extraResources")
+FIELDS = {"asIfSent": "as_if_sent", "extraResources": "extra_resources"}
+"""The FunctionConfig field of a key, where the two are spelt differently."""
 MUTATE_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 """`mutate` as text: the words a bare YAML 1.1 value reads as a boolean, so that `mutate: no`
 means the same quoted or not."""
@@ -117,7 +130,7 @@ def config_problems(
         if key not in values:
             continue
         try:
-            config = replace(config, **{key: _config_value(key, values[key])})
+            config = replace(config, **{FIELDS.get(key, key): _config_value(key, values[key])})
         except ValueError as exc:
             problems.append(str(exc))
             bad.add(key)
@@ -125,16 +138,34 @@ def config_problems(
 
 
 def _config_value(key: str, value: Any) -> Any:
-    if key != "mutate":
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"functionConfig: {key} must be a non-empty string, got {value!r}")
-        return value
+    if key in ("mutate", "asIfSent"):
+        return _boolean(key, value)
+    if key == "extraResources":
+        return _extra_resources(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"functionConfig: {key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _boolean(key: str, value: Any) -> bool:
     if isinstance(value, bool):  # YAML 1.1 reads a bare yes/no/on/off as one too
         return value
     text = value.strip().lower() if isinstance(value, str) else None
     if text not in MUTATE_WORDS:  # the same words quoted: kustomize and kpt pass them as text
-        raise ValueError(f"functionConfig: mutate must be true or false (yes/no, on/off), got {value!r}")
+        raise ValueError(f"functionConfig: {key} must be true or false (yes/no, on/off), got {value!r}")
     return MUTATE_WORDS[text]
+
+
+def _extra_resources(value: Any) -> tuple[str, ...]:
+    """A list of names, or one string of them separated by commas (a ConfigMap's data, as
+    `kpt fn eval -- extraResources=a,b` makes, holds only strings)."""
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ValueError(f"functionConfig: extraResources must be a list of names or a string, got {value!r}")
+    try:
+        return tuple(extra_resource(name.strip()) for name in names if name.strip())
+    except ArgumentTypeError as exc:
+        raise ValueError(f"functionConfig: extraResources: {exc}") from None
 
 
 def run_function(resource_list: dict[str, Any], defaults: FunctionConfig) -> Outcome:
@@ -224,6 +255,9 @@ def _process(
         decision = decide_object(item, context)
     except Exception as exc:  # a core bug: report it on the item, keep the pipeline readable
         return item, [_result(item, "error", f"the webhook could not evaluate this object: {exc}", None)]
+    skip = None if config.as_if_sent else not_sent(item, namespace, config.extra_resources)
+    if skip is not None:
+        return item, [_not_sent_result(item, decision, skip)]
     applied = config.mutate and decision.mutated is not None
     return (decision.mutated if applied else item), list(_results(item, decision, applied))
 
@@ -252,6 +286,19 @@ def _results(item: dict[str, Any], decision: Decision, applied: bool) -> Iterato
         if unapplied and _is_mutation(violation):
             message += " (not applied: mutate is false)"
         yield _result(item, SEVERITY[violation.outcome], message, violation, decision)
+
+
+def _not_sent_result(item: dict[str, Any], decision: Decision, skip: NotSent) -> dict[str, Any]:
+    """One info result for an object the cluster admits unchanged without calling the webhook,
+    with what the webhook would decide if it were sent (as `check` shows it)."""
+    verdict = "allowed" if decision.allowed else "denied"
+    codes = f": {', '.join(decision.codes)}" if decision.codes else ""
+    message = f"{skip}; the cluster admits it unchanged (if sent: {verdict}{codes})"
+    result = _result(item, "info", message, None)
+    result["tags"] = {"sent": "false", "notSentBy": skip.by}
+    if skip.condition:
+        result["tags"]["matchCondition"] = skip.condition
+    return result
 
 
 def _is_mutation(violation: Violation) -> bool:

@@ -5,8 +5,9 @@ because a template author (or a manifest) that writes `resources:` twice loses h
 
 Values are what kubectl (sigs.k8s.io/yaml, go-yaml v2) would send the API server, not what
 PyYAML's YAML 1.1 makes of them: `2024-01-01` and `1:30` stay text (no dates, no base-60
-numbers), `1e6` is a number, keys are text (`2:` is "2", `true:` is "true"), and what JSON
-cannot hold (`!!set`, `!!binary`, a list as a key) is an error at its line.
+numbers), numbers are what Go parses (`1e6`, `0X1F`, `08`, `1_e3`), keys are text (`2:` is "2",
+`true:` is "true"), and what JSON cannot hold (`!!set`, `!!binary`, a list as a key) is an error
+at its line.
 """
 
 from __future__ import annotations
@@ -78,13 +79,15 @@ class Document:
 MERGE_TAG = "tag:yaml.org,2002:merge"
 MAX_DEPTH = 200
 """Levels of nesting a document may have (Kubernetes objects have a few dozen at most)."""
-_INT = r"[-+]?0b[0-1_]+|[-+]?0o[0-7_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
 _BOOL = r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
 _BOOLS: Final = {word: word in ("y", "yes", "true", "on") for word in _BOOL.lower().split("|")}
-_FLOAT = (
-    r"[-+]?[0-9][0-9_]*(?:\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)|\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
-)
+_SPECIAL_FLOAT = r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+_GO_INT = r"[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)"
+"""Go's strconv.ParseInt(text, 0, 64), which go-yaml v2 calls on a number with its `_` removed."""
+_GO_FLOAT = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+"""go-yaml v2's yamlStyleFloat, matched on a number with its `_` removed."""
+_GO_DOT_FLOAT = r"\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?"
+"""strconv.ParseFloat on a scalar starting with `.` (as is: `_` only between digits)."""
 _NOT_JSON = {"set": "a set", "binary": "binary data", "omap": "an ordered map", "pairs": "a list of pairs"}
 
 
@@ -142,9 +145,21 @@ class _DuplicateNotingLoader(yaml.SafeLoader):
         )
 
 
+@dataclass(frozen=True)
+class _WithoutUnderscores:
+    """A pattern matched as go-yaml v2 matches a number that starts with a sign or a digit: with
+    every `_` removed first (`1_e3` is 1000, `0_x1F` is 31)."""
+
+    pattern: re.Pattern[str]
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self.pattern.fullmatch(text.replace("_", ""))
+
+
 def _kubectl_resolvers() -> dict[Any, list[tuple[str, Any]]]:
     """SafeLoader's implicit resolvers as go-yaml v2 resolves plain scalars: no dates, no base-60
-    numbers, no `=` value; YAML 1.2's floats (`1e6`), `0o17`, and `y`/`n` as booleans."""
+    numbers, no `=` value; numbers as Go parses them (`1e6`, `0o17`, `0X1F`, `08`, `1_e3`), and
+    `y`/`n` as booleans."""
     dropped = {
         "tag:yaml.org,2002:timestamp",
         "tag:yaml.org,2002:int",
@@ -152,17 +167,20 @@ def _kubectl_resolvers() -> dict[Any, list[tuple[str, Any]]]:
         "tag:yaml.org,2002:bool",
         "tag:yaml.org,2002:value",
     }
-    kept = {
+    kept: dict[Any, list[tuple[str, Any]]] = {
         first: [(tag, pattern) for tag, pattern in resolvers if tag not in dropped]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
-    for tag, pattern, firsts in (
-        ("tag:yaml.org,2002:bool", _BOOL, "yYnNtTfFoO"),
-        ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789."),
-        ("tag:yaml.org,2002:int", _INT, "-+0123456789"),
+    whole = {pattern: re.compile(f"^(?:{pattern})$") for pattern in (_BOOL, _SPECIAL_FLOAT, _GO_DOT_FLOAT)}
+    for tag, matcher, firsts in (  # an int before a float: `12` matches both
+        ("tag:yaml.org,2002:bool", whole[_BOOL], "yYnNtTfFoO"),
+        ("tag:yaml.org,2002:float", whole[_SPECIAL_FLOAT], "-+."),
+        ("tag:yaml.org,2002:float", whole[_GO_DOT_FLOAT], "."),
+        ("tag:yaml.org,2002:int", _WithoutUnderscores(re.compile(_GO_INT)), "-+0123456789"),
+        ("tag:yaml.org,2002:float", _WithoutUnderscores(re.compile(_GO_FLOAT)), "-+0123456789"),
     ):
         for first in firsts:
-            kept.setdefault(first, []).append((tag, re.compile(f"^(?:{pattern})$")))
+            kept.setdefault(first, []).append((tag, matcher))
     return kept
 
 
@@ -181,6 +199,16 @@ def _bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
     return _BOOLS[str(loader.construct_scalar(node)).lower()]
 
 
+def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | str:
+    """An integer as Go's strconv.ParseInt(text, 0, 64) reads it: `0B1`, `0X1F`, `0O17`, and
+    `0777` in octal. One beyond 64 bits stays text unless written in digits alone (go-yaml then
+    reads it as a float), as go-yaml leaves what it cannot read as a number."""
+    text = str(loader.construct_scalar(node))
+    plain = text.replace("_", "")
+    value = int(plain, 8) if re.fullmatch(r"[-+]?0[0-7]+", plain) else int(plain, 0)
+    return value if -(2**63) <= value < 2**64 or re.fullmatch(r"[-+]?[0-9]+", plain) else text
+
+
 def _float_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:
     """A float; a number beyond a double (`1e400`) stays text, as go-yaml leaves what it cannot
     read as a float."""
@@ -194,6 +222,7 @@ def _kubectl_constructors() -> dict[Any, Any]:
         **yaml.SafeLoader.yaml_constructors,
         "tag:yaml.org,2002:timestamp": _timestamp_as_text,
         "tag:yaml.org,2002:bool": _bool,
+        "tag:yaml.org,2002:int": _int,
         "tag:yaml.org,2002:float": _float_or_text,
     }
     constructors.update({f"tag:yaml.org,2002:{name}": _refuse_non_json for name in _NOT_JSON})

@@ -7,7 +7,7 @@ Values are what kubectl (sigs.k8s.io/yaml, go-yaml v2) would send the API server
 PyYAML's YAML 1.1 makes of them: `2024-01-01` and `1:30` stay text (no dates, no base-60
 numbers), numbers are what Go parses (`1e6`, `0X1F`, `08`, `1_e3`), keys are text (`2:` is "2",
 `true:` is "true"), and what JSON cannot hold (`!!set`, `!!binary`, a list as a key) is an error
-at its line.
+at its line. KubectlDumper writes by the same rules, so what it writes reads back as written.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class _WithoutUnderscores:
 def _kubectl_resolvers() -> dict[Any, list[tuple[str, Any]]]:
     """SafeLoader's implicit resolvers as go-yaml v2 resolves plain scalars: no dates, no base-60
     numbers, no `=` value; numbers as Go parses them (`1e6`, `0o17`, `0X1F`, `08`, `1_e3`), and
-    `y`/`n` as booleans."""
+    `y`/`n` as booleans. KubectlDumper quotes by the same ones."""
     dropped = {
         "tag:yaml.org,2002:timestamp",
         "tag:yaml.org,2002:int",
@@ -473,20 +473,38 @@ def decode_text(data: bytes, source: str) -> str:
         raise YamlError(f"{source}:{line}:{column}: {problem}", source, line, problem) from exc
 
 
-class _PlainDumper(yaml.SafeDumper):
-    """Writes every object in full: no `&id001` anchors and `*id001` aliases where the same
-    object appears twice (a mutation shares values; an input may use aliases)."""
+class KubectlDumper(yaml.SafeDumper):
+    """Writes YAML that kubectl and load_documents read back as written. A string they would read
+    as something else (`y`, `1e3`, `0o17`, a short git SHA such as `1234e56`) is quoted: the
+    dumper decides by the reader's own resolvers, not by PyYAML's YAML 1.1. Every object is
+    written in full: no `&id001` anchors and `*id001` aliases where the same object appears twice
+    (a mutation shares values; an input may use aliases)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
+_UNICODE_BREAKS = frozenset("\x85\u2028\u2029")
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    """Text with a Unicode line break (NEL, LS, PS) double-quoted, where it is written escaped:
+    with `allow_unicode` PyYAML writes it as is inside single quotes, where a reader folds it to a
+    space."""
+    style = '"' if _UNICODE_BREAKS.intersection(value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+KubectlDumper.yaml_implicit_resolvers = _DuplicateNotingLoader.yaml_implicit_resolvers
+KubectlDumper.add_representer(str, _represent_str)
+
+
 def dump_yaml(data: Any) -> str:
-    return str(yaml.dump(data, Dumper=_PlainDumper, sort_keys=False))
+    return str(yaml.dump(data, Dumper=KubectlDumper, sort_keys=False))
 
 
 def dump_yaml_all(items: Sequence[Any]) -> str:
-    return str(yaml.dump_all(items, Dumper=_PlainDumper, sort_keys=False))
+    return str(yaml.dump_all(items, Dumper=KubectlDumper, sort_keys=False))
 
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")

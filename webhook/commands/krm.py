@@ -18,14 +18,7 @@ import yaml
 
 from webhook.authoring.krm import FunctionConfig, KrmInputError, Outcome, run_function
 from webhook.commands.common import EXIT_BAD_INPUT, EXIT_DENIED, EXIT_OK, error
-from webhook.yamlio import YamlError, decode_text, load_documents, read_text
-
-
-class _Dumper(yaml.SafeDumper):
-    """Writes every object in full: no &anchors for objects a mutation shares between two places."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+from webhook.yamlio import KubectlDumper, YamlError, decode_text, load_documents, read_text
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -121,13 +114,11 @@ def _render(outcome: Outcome, as_json: bool, stream: bool) -> str:
         return "".join(json.dumps(i, default=str) + "\n" for i in items) if as_json else _yaml_all(items)
     if as_json:
         return json.dumps(outcome.resource_list, indent=2, default=str) + "\n"
-    return str(
-        yaml.dump(outcome.resource_list, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
-    )
+    return _yaml_all([outcome.resource_list])
 
 
 def _yaml_all(items: list[Any]) -> str:
-    return str(yaml.dump_all(items, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096))
+    return str(yaml.dump_all(items, Dumper=KubectlDumper, sort_keys=False, allow_unicode=True, width=4096))
 
 
 def _report(outcome: Outcome, everything: bool) -> None:

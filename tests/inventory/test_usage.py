@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import A100, H100, make_pod, mixed_node, single_node, whole_node
-from webhook.core.model import ANNOTATION_PREFIX
+from webhook.core.model import ANNOTATION_PREFIX, MIRROR_ANNOTATION
+from webhook.core.placement import REQUIRED
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage, trim_pod
 from webhook.inventory.watch import ClusterState, node_record
@@ -171,3 +172,36 @@ def test_cluster_state_node_events() -> None:
     names = [n.name for n in state.snapshot().nodes]
     assert names == ["h100-1g", "mig-a", "mig-b", "whole-2"]
     assert "nvidia.com/mig-3g.40gb" in state.snapshot().advertised
+
+
+def test_trimmed_pod_keeps_what_quota_scopes_dra_and_queues_read_and_drops_what_shapes_the_patch() -> None:
+    pod = make_pod("p").namespace("ml").container("c", gpu=1).build()
+    cross = {"topologyKey": "zone", "namespaces": ["other"], "labelSelector": {}}
+    kept = {
+        "priorityClassName": "batch-low",
+        "activeDeadlineSeconds": 600,
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+        "schedulingGates": [{"name": "queue"}],
+        "resources": {"requests": {"cpu": "4"}},
+        "overhead": {"memory": "1Gi"},
+    }
+    dropped = {
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+        "runtimeClassName": "nvidia",
+        "serviceAccountName": "runner",
+    }
+    pod["spec"] |= kept | dropped | {"affinity": {"podAntiAffinity": {REQUIRED: [cross]}}}
+    pod["metadata"]["annotations"] = {MIRROR_ANNOTATION: "x", "prometheus.io/scrape": "true"}
+    trimmed = trim_pod(bound(pod, "n"))
+    assert trimmed["spec"].items() >= kept.items()
+    assert not trimmed["spec"].keys() & dropped.keys()
+    assert trimmed["spec"]["affinity"] == {"podAntiAffinity": {REQUIRED: [cross]}}
+    assert trimmed["metadata"]["annotations"] == {MIRROR_ANNOTATION: "x"}
+
+
+def test_trimmed_pod_keeps_every_annotation_only_when_a_rewrite_could_take_them_past_the_limit() -> None:
+    pod = make_pod("p").namespace("ml").container("c", gpu=1).build()
+    pod["metadata"]["annotations"] = {"big": "x" * 20_000}
+    assert "annotations" not in trim_pod(pod)["metadata"]
+    pod["metadata"]["annotations"] = {"big": "x" * 40_000}
+    assert trim_pod(pod)["metadata"]["annotations"] == {"big": "x" * 40_000}

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.core.model import ANNOTATION_PREFIX, lenient_object
+from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
+from webhook.core.model import ANNOTATION_PREFIX, ANNOTATIONS_MAX_BYTES, MIRROR_ANNOTATION, lenient_object
 from webhook.core.placement import REQUIRED
 from webhook.core.podview import build_view
 from webhook.core.profiles import GPU
@@ -24,6 +25,23 @@ from webhook.core.resources import Kind
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 _COUNTED_KINDS = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
 _KEPT_CONTAINER_FIELDS = ("name", "image", "resources", "restartPolicy")
+_KEPT_SPEC_FIELDS = (
+    "nodeSelector",
+    "tolerations",
+    "priorityClassName",  # ResourceQuota scope PriorityClass (webhook/core/quota_scope.py)
+    "activeDeadlineSeconds",  # scopes Terminating and NotTerminating
+    "resourceClaims",  # DRA: checked, not rewritten
+    "schedulingGates",  # a queued pod is kept as written
+    "resources",  # pod-level requests and limits: the CPU and memory a slice's node must hold
+    "overhead",
+)
+_POD_AFFINITIES = ("podAffinity", "podAntiAffinity")
+_READ_ANNOTATIONS = frozenset({MIRROR_ANNOTATION, *ANNOTATION_REQUESTS})
+"""Besides this webhook's own: a static pod's mirror (left alone) and the KAI scheduler's GPU
+requests (template_fit)."""
+_ALL_ANNOTATIONS_FROM = ANNOTATIONS_MAX_BYTES // 8
+"""Characters of annotations beyond which all are kept: at up to 4 bytes each they could take
+half of what the API server allows, and what a rewrite adds could take them past it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +52,7 @@ class PodUsage:
     counts: tuple[tuple[str, int], ...]
     """(resource, effective request) for each accelerator resource the pod holds, sorted."""
     pod_json: str | None = None
-    """A trimmed copy (metadata and containers) of a pod that holds whole GPUs, as JSON: a string
+    """A trimmed copy (what `decide` reads, trim_pod) of a pod that holds whole GPUs, as JSON: a string
     is one object the garbage collector never scans, where the dicts would be dozens."""
 
     @property
@@ -82,23 +100,22 @@ def usage_by_node(usages: Iterable[PodUsage]) -> dict[str, tuple[Counter[str], i
 
 
 def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """Keep what the decision reads of a pod as it was created: identity, labels, this webhook's
-    annotations, its own node choice (nodeSelector, required node affinity, tolerations; not the
-    nodeName the scheduler gave it, which `decide` would keep to), containers."""
+    """Keep what the decision reads of a pod as it was created, to reach its verdict: identity,
+    labels, the annotations it reads, its own node choice (nodeSelector, required node affinity,
+    tolerations; not the nodeName the scheduler gave it, which `decide` would keep to), what
+    ResourceQuota scopes select it by, DRA claims, scheduling gates, pod-level resources and
+    overhead, containers. What only shapes the patch (volumes, preferred node affinity,
+    runtimeClassName, managedFields) goes, with everything else (env, probes, status)."""
     metadata = lenient_object(pod.get("metadata"))
     spec = lenient_object(pod.get("spec"))
     kept_meta: dict[str, Any] = {k: metadata[k] for k in ("name", "namespace", "labels") if k in metadata}
-    annotations = lenient_object(metadata.get("annotations"))
-    ours = {k: v for k, v in annotations.items() if str(k).startswith(ANNOTATION_PREFIX)}
-    if ours:
-        kept_meta["annotations"] = ours
-    kept_spec: dict[str, Any] = {}
-    for key in ("nodeSelector", "tolerations"):
-        if key in spec:
-            kept_spec[key] = spec[key]
-    required = _required_node_affinity(spec)
-    if required is not None:
-        kept_spec["affinity"] = {"nodeAffinity": {REQUIRED: required}}
+    annotations = _read_annotations(lenient_object(metadata.get("annotations")))
+    if annotations:
+        kept_meta["annotations"] = annotations
+    kept_spec: dict[str, Any] = {k: spec[k] for k in _KEPT_SPEC_FIELDS if k in spec}
+    affinity = _affinity(spec)
+    if affinity:
+        kept_spec["affinity"] = affinity
     for group in ("initContainers", "containers"):
         items = spec.get(group)
         if isinstance(items, list):
@@ -106,9 +123,27 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": kept_meta, "spec": kept_spec}
 
 
-def _required_node_affinity(spec: Mapping[str, Any]) -> object:
+def _read_annotations(annotations: Mapping[str, Any]) -> dict[str, Any]:
+    """This webhook's annotations and the others decide reads; every one when together they are
+    large enough that what a rewrite adds could take the pod past the API server's limit
+    (AnnotationsLeaveNoRoom), which such rare pods need to be decided as they are."""
+    characters = sum(len(str(k)) + len(v) for k, v in annotations.items() if isinstance(v, str))
+    if characters > _ALL_ANNOTATIONS_FROM:
+        return dict(annotations)
+    return {
+        k: v for k, v in annotations.items() if str(k).startswith(ANNOTATION_PREFIX) or k in _READ_ANNOTATIONS
+    }
+
+
+def _affinity(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Required node affinity (the pod's own node choice) and pod (anti-)affinity (a
+    CrossNamespacePodAffinity quota scope selects by its terms)."""
     affinity = lenient_object(spec.get("affinity"))
-    return lenient_object(affinity.get("nodeAffinity")).get(REQUIRED)
+    kept: dict[str, Any] = {k: affinity[k] for k in _POD_AFFINITIES if affinity.get(k)}
+    required = lenient_object(affinity.get("nodeAffinity")).get(REQUIRED)
+    if required is not None:
+        kept["nodeAffinity"] = {REQUIRED: required}
+    return kept
 
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:

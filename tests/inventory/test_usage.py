@@ -205,3 +205,16 @@ def test_trimmed_pod_keeps_every_annotation_only_when_a_rewrite_could_take_them_
     assert "annotations" not in trim_pod(pod)["metadata"]
     pod["metadata"]["annotations"] = {"big": "x" * 40_000}
     assert trim_pod(pod)["metadata"]["annotations"] == {"big": "x" * 40_000}
+
+
+def test_a_relist_keeps_the_pod_records_it_holds_equal_and_their_tuple() -> None:
+    state = ClusterState()
+    state.replace_pods(u for u in map(pod_usage, _pods()) if u is not None)
+    records = state.pod_usage()
+    state.replace_pods(u for u in map(pod_usage, _pods()) if u is not None)
+    assert state.pod_usage() is records
+    relabelled = _pods()
+    relabelled[-1]["metadata"]["labels"] = {"team": "b"}
+    state.replace_pods(u for u in map(pod_usage, relabelled) if u is not None)
+    assert state.pod_usage() is not records
+    assert [a is b for a, b in zip(state.pod_usage(), records, strict=True)] == [True] * 6 + [False]

@@ -24,7 +24,10 @@ bulk of a busy cluster's events and change none of it. A rebuild whose snapshot 
 published one (after a relist, or changes that cancel out) keeps the published object. So the
 Inventory stays the same object as long as its content holds: the server's decision cache (its
 entries belong to one inventory object) lives on, and a large cluster is not rebuilt every
-second for events that change nothing.
+second for events that change nothing. The accelerator pods' records, with the trimmed pod the
+report's waste list decides, are read live (`pod_usage()`): one tuple that stays the same object
+until a record changes, a pod replaced or relabelled within one rebuild included, so the report,
+keyed on it as on the Inventory, is built again exactly then.
 
 Start it in each gunicorn worker (post_worker_init): threads started before the fork do not run in
 the workers.
@@ -153,6 +156,7 @@ class ClusterState:
         self._nodes: dict[str, NodeRecord] = {}
         self._interned: dict[frozenset[str], frozenset[str]] = {}
         self._pods: dict[str, PodUsage] = {}
+        self._pod_list: tuple[PodUsage, ...] | None = None
         self._used: dict[str, dict[str, int]] = {}
         self._pod_counts: dict[str, int] = {}
         self._classes: dict[str, DeviceClassRecord] = {}
@@ -197,23 +201,36 @@ class ClusterState:
             return _swap(self._quotas, record.key, record, event)
 
     def replace_pods(self, usages: Iterable[PodUsage]) -> None:
+        """A relist: a record equal to the one held stays that object (the report's verdicts are
+        kept per record), and so does pod_usage()'s tuple when no record changed."""
         with self._lock:
+            before = self._pods
             self._pods, self._used, self._pod_counts = {}, {}, {}
             for usage in usages:
-                self._put(usage)
+                held = before.get(usage.key)
+                self._put(held if held == usage else usage)
+            if before.keys() != self._pods.keys() or any(before[k] is not u for k, u in self._pods.items()):
+                self._pod_list = None
 
     def apply_pod(self, event: str, pod: Mapping[str, Any]) -> bool:
         """Apply one event; whether it changed what a snapshot is built from (the node and the
-        counts of an accelerator pod: its trimmed JSON is for reports, read live)."""
+        counts of an accelerator pod). A change to its record otherwise (the trimmed pod the
+        report's waste list decides: a label, an annotation) asks for no snapshot but gives
+        pod_usage() a new tuple, which the report is keyed on; an update that changes neither
+        (status, most of them) keeps the record."""
         usage = None if event == "DELETED" else pod_usage(pod)
         metadata = _mapping(pod.get("metadata"))
         key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name') or ''}"
         with self._lock:
-            old = self._pods.pop(key, None)
+            old = self._pods.get(key)
+            if old == usage:
+                return False
             if old is not None:
+                del self._pods[key]
                 self._count(old, -1)
             if usage is not None:
                 self._put(usage)
+            self._pod_list = None
         return _held(old) != _held(usage)
 
     def snapshot(self) -> Inventory:
@@ -233,8 +250,11 @@ class ClusterState:
         return replace(inventory, **fields) if fields else inventory
 
     def pod_usage(self) -> tuple[PodUsage, ...]:
+        """The accelerator pods' records: the same tuple object until one of them changes."""
         with self._lock:
-            return tuple(self._pods.values())
+            if self._pod_list is None:
+                self._pod_list = tuple(self._pods.values())
+            return self._pod_list
 
     def counts(self) -> dict[str, int]:
         with self._lock:

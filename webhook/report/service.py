@@ -1,5 +1,11 @@
 """The report of the current snapshot, built once per snapshot and shared by /report, /dashboard and
-the Prometheus gauges. A source that also knows its pods (`pod_usage()`) gets the waste list."""
+the Prometheus gauges. A source that also knows its pods (`pod_usage()`) gets the waste list.
+
+A snapshot is every input the report reads, each keyed by identity: the Inventory, the catalog,
+the utilisation reading and the tuple of pod records. The live inventory keeps its Inventory
+object while the snapshot compares equal (a pod replaced by one of the same shape on its node, a
+label changed), but gives a new pod tuple whenever a record changes, so such a change is shown
+at the next request, and a request when nothing changed builds nothing."""
 
 from __future__ import annotations
 
@@ -21,12 +27,14 @@ from webhook.report.utilisation import (
 from webhook.report.waste import WasteFinder
 from webhook.sources import CatalogSource, InventorySource
 
-_Built = tuple[Inventory, Catalog, tuple[GpuUtilisation, ...] | None, Report]
+_Built = tuple[Inventory, Catalog, tuple[GpuUtilisation, ...] | None, tuple[PodUsage, ...], Report]
 
 
 @runtime_checkable
 class PodUsageSource(Protocol):
-    def pod_usage(self) -> tuple[PodUsage, ...]: ...
+    def pod_usage(self) -> tuple[PodUsage, ...]:
+        """The pod records; the same object for as long as none of them changes."""
+        ...
 
 
 class ReportService:
@@ -67,19 +75,25 @@ class ReportService:
     def current(self, refresh: bool = True) -> Report:
         """The report of the sources' current snapshots (call only when ready()). With `refresh`
         False (the /metrics gauges, which need no utilisation) Prometheus is never asked."""
-        inventory, catalog = self.inventory_source.current(), self.catalog_source.current()
+        source = self.inventory_source
+        inventory, catalog = source.current(), self.catalog_source.current()
+        usages = source.pod_usage() if isinstance(source, PodUsageSource) else ()
         utilisation = self._read_utilisation() if refresh else self._utilisation
         with self._lock:
             last = self._last
-            if last is not None and last[0] is inventory and last[1] is catalog and last[2] is utilisation:
-                return last[3]
-            source = self.inventory_source
-            usages = source.pod_usage() if isinstance(source, PodUsageSource) else ()
+            if (
+                last is not None
+                and last[0] is inventory
+                and last[1] is catalog
+                and last[2] is utilisation
+                and last[3] is usages
+            ):
+                return last[4]
             window = self.window if self.prometheus_url else None
             report = build_report(
                 inventory, catalog, usages, utilisation, window=window, waste_finder=self._finder
             )
-            self._last = (inventory, catalog, utilisation, report)
+            self._last = (inventory, catalog, utilisation, usages, report)
             return report
 
     def _read_utilisation(self) -> tuple[GpuUtilisation, ...] | None:

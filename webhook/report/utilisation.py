@@ -136,7 +136,7 @@ def _query(url: str, promql: str, deadline: float) -> list[Mapping[str, Any]]:
     except urllib.error.HTTPError as exc:
         raise PrometheusError(f"{url}: {promql}: HTTP {exc.code}: {_error_text(exc)}") from exc
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-        if watch.expired:
+        if watch.expired or time.monotonic() >= deadline:  # the socket's own timeout may fire first
             raise PrometheusError(f"{url}: {promql}: no whole answer in time") from exc
         raise PrometheusError(f"{url}: cannot reach Prometheus: {getattr(exc, 'reason', exc)!s}") from exc
     except _TooBig as exc:

@@ -4,7 +4,8 @@ A template that injects a label, annotation, toleration, node-affinity expressio
 the API server refuses would make every create of a matching pod fail, after the webhook said
 yes. These are the rules of k8s.io/apimachinery (IsQualifiedName, IsValidLabelValue,
 IsDNS1123Subdomain) and of the pod validation (ValidateTolerations, ValidateAnnotations,
-ValidateNodeSelectorRequirement), each returning (path under the checked value, message).
+ValidateNodeSelectorRequirement), each returning (path under the checked value, message), and
+the API types' integers as Go's JSON decoder reads them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from webhook.yamlio import excerpt
 Found = list[tuple[list[str | int], str]]
 
 NAME_MAX: Final = 63
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
 SUBDOMAIN_MAX: Final = 253
 _NAME: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -79,8 +82,26 @@ def annotation_map(values: Mapping[str, Any]) -> Found:
     return found
 
 
+def int64(value: object) -> str | None:
+    """Why `value` is not an int64 as Go's JSON decoder reads one, else None. It refuses a number
+    written with a fraction or an exponent (YAML's `30.0` or `1e20` goes into the patch as
+    `30.0`, `1e+20`) and one beyond the int64 range, so the pod's create would fail."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{excerpt(value)} is not an integer"
+    if not INT64_MIN <= value <= INT64_MAX:
+        return f"{excerpt(value)} is beyond an int64 ({INT64_MIN} to {INT64_MAX})"
+    if isinstance(value, float):
+        written = f": write {int(value)}" if value.is_integer() else ""
+        why = "written with a fraction or exponent, which the API server refuses for an int64"
+        return f"{excerpt(value)} is {why}{written}"
+    return None
+
+
 def toleration(item: Mapping[str, Any]) -> Found:
     found: Found = []
+    seconds_problem = int64(item["tolerationSeconds"]) if "tolerationSeconds" in item else None
+    if seconds_problem is not None:
+        found.append((["tolerationSeconds"], seconds_problem))
     key, operator = str(item.get("key", "")), item.get("operator", "Equal")
     value = str(item.get("value", ""))
     key_problem = qualified_name(key) if key else None

@@ -63,6 +63,29 @@ def test_injections_the_api_server_would_refuse_are_reported_at_their_field(tmp_
 
 
 @pytest.mark.parametrize(
+    ("seconds", "valid"),
+    [
+        ("30", True),
+        ("0", True),
+        ("-1", True),  # the API server reads it as 0: evict at once
+        ("9223372036854775807", True),
+        ("30.0", False),  # `"tolerationSeconds": 30.0` in the patch: Go refuses it for an int64
+        ("1e20", False),
+        ("9223372036854775808", False),
+        ("-9223372036854775809", False),
+    ],
+)
+def test_an_injected_toleration_seconds_is_an_int64_as_the_api_server_reads_one(
+    tmp_path: Path, seconds: str, valid: bool
+) -> None:
+    toleration = f"{{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: {seconds}}}"
+    text = BAD_INJECTIONS.split("  inject:")[0] + f"  inject:\n    tolerations:\n      - {toleration}\n"
+    (tmp_path / "t.yaml").write_text(text, encoding="utf-8")
+    paths = {(p.line, p.path) for p in lint_paths([tmp_path])}
+    assert paths == (set() if valid else {(11, "spec.inject.tolerations[0].tolerationSeconds")})
+
+
+@pytest.mark.parametrize(
     ("key", "valid"),
     [
         ("team", True),

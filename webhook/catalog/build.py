@@ -205,6 +205,7 @@ def _match(match: Mapping[str, Any]) -> TemplateMatch:
         match_expressions=_items(selector.get("matchExpressions")),
         images=images,
         image_regex=regex,
+        has_pod_selector=isinstance(match.get("podSelector"), Mapping),
     )
 
 

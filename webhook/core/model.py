@@ -138,10 +138,21 @@ class TemplateMatch:
     match_expressions: tuple[Mapping[str, Any], ...] = ()
     images: tuple[str, ...] = ()
     image_regex: re.Pattern[str] | None = None
+    has_pod_selector: bool = False
+    """A podSelector is given: even an empty one (`{}`), which selects every pod, as Kubernetes
+    reads a LabelSelector."""
 
     @property
     def is_empty(self) -> bool:
-        return not (self.namespaces or self.match_labels or self.match_expressions or self.images)
+        """No condition at all: the template is chosen only by label or as a namespace default.
+        An empty podSelector is a condition that every pod meets."""
+        return not (
+            self.namespaces
+            or self.has_pod_selector
+            or self.match_labels
+            or self.match_expressions
+            or self.images
+        )
 
 
 @dataclass(frozen=True, slots=True)

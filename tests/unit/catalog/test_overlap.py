@@ -67,6 +67,11 @@ TIER, ENV = "acme.io/tier", "acme.io/env"
             selector(expression(TIER, "DoesNotExist")),
             False,
         ),
+        # an empty podSelector selects every pod: it ties with any template of its priority
+        ({"podSelector": {}}, selector(expression(TIER, "In", "gold")), True),
+        ({"podSelector": {}}, {"images": ["vllm/*"]}, True),
+        ({"podSelector": {}, "namespaces": ["ml-*"]}, {"namespaces": ["web"]}, False),
+        ({"podSelector": {}}, {}, False),  # no condition at all: chosen only by label or default
         ({"namespaces": ["ml-[a-m]*"]}, {"namespaces": ["ml-[n-z]*"]}, False),
         ({"namespaces": ["ml-[a-m]*"]}, {"namespaces": ["ml-[m-z]*"]}, True),  # ml-m
         ({"namespaces": ["ml-[!a-m]*"]}, {"namespaces": ["ml-[a-m]*"]}, False),

@@ -39,6 +39,7 @@ def templates(draw: st.DrawFn, index: int) -> Template:
         match_labels=draw(LABELS),
         images=images,
         image_regex=image_regex(images) if images else None,
+        has_pod_selector=draw(st.booleans()),  # `podSelector: {}` alone: a candidate for every pod
     )
     return Template(f"t{index}", "", "serving", draw(st.integers(0, 5)), match, Accelerator(), Injection())
 

@@ -235,3 +235,42 @@ def test_a_policy_allowing_no_template_says_none_is_allowed() -> None:
     decision = decide(pod, context(catalog, namespace="locked-a"))
     assert pairs(decision) == [("NoMatchingTemplate", "metadata.labels")]
     assert decision.violations[0].message.endswith("(allowed: none)")
+
+
+@pytest.mark.parametrize("selector", [{}, {"matchLabels": {}}, {"matchExpressions": []}])
+def test_an_empty_pod_selector_selects_every_pod(selector: dict[str, object]) -> None:
+    """A LabelSelector `{}` selects everything, as Kubernetes reads it: under `templates.required`
+    a catch-all written so must not deny every pod with NoMatchingTemplate."""
+    catalog = make_catalog(
+        template_doc("catch-all", match={"podSelector": selector}),
+        policy_doc("ml", templates={"required": True}),
+    )
+    pod = make_pod().label("app", "x").container("c", image="example/app", gpu=1).build()
+    decision = decide(pod, context(catalog, namespace="ml"))
+    assert (decision.template, decision.allowed, decision.denials) == ("catch-all", True, ())
+
+
+def test_an_empty_pod_selector_keeps_the_other_conditions_of_its_match() -> None:
+    catalog = make_catalog(template_doc("ml", match={"podSelector": {}, "namespaces": ["ml-*"]}))
+    pod = make_pod().container("c", image="example/app").build()
+    assert template_of(catalog, pod, "ml-a") == "ml"
+    assert template_of(catalog, pod, "web") is None
+
+
+@pytest.mark.parametrize("match", [None, {}, {"namespaces": []}, {"images": []}])
+def test_a_template_without_conditions_is_chosen_only_by_label_or_default(
+    match: dict[str, object] | None,
+) -> None:
+    catalog = make_catalog(template_doc("plain", match=match))
+    pod = make_pod().container("c", image="example/app").build()
+    assert template_of(catalog, pod) is None
+    assert template_of(catalog, make_pod().template("plain").container("c").build()) == "plain"
+
+
+def test_a_match_everything_template_is_the_fallback_below_higher_priorities() -> None:
+    catalog = make_catalog(
+        template_doc("catch-all", match={"podSelector": {}}, priority=1),
+        template_doc("serving", match={"images": ["vllm/*"]}, priority=10),
+    )
+    assert template_of(catalog, make_pod().container("c", image="vllm/vllm-openai").build()) == "serving"
+    assert template_of(catalog, make_pod().container("c", image="example/app").build()) == "catch-all"

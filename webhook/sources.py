@@ -106,14 +106,18 @@ class NodeTemplatesSource:
 
 
 class StaticCatalogSource:
-    """Templates and policies loaded once from folders."""
+    """Templates and policies loaded once from folders (`serve --reload-seconds 0`)."""
 
-    def __init__(self, paths: Sequence[str | Path]) -> None:
+    def __init__(self, paths: Sequence[str | Path], catalog: Catalog | None = None) -> None:
         self._paths = [Path(p) for p in paths]
-        self._catalog: Catalog | None = None
+        self._catalog = catalog
 
     def start(self) -> None:
-        self._catalog = load_catalog(self._paths)
+        """Reads the folders the first time only. serve hands in the catalog the master loaded
+        before the fork: a worker gunicorn starts later (after a crash, on SIGHUP) reading them
+        itself served whatever they held then, another catalog or, broken, none at all."""
+        if self._catalog is None:
+            self._catalog = load_catalog(self._paths)
 
     def stop(self) -> None:
         return None

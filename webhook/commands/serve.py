@@ -35,7 +35,7 @@ from webhook.commands.common import (
     inventory_from,
     templates_from,
 )
-from webhook.core.model import GpuNode
+from webhook.core.model import Catalog, GpuNode
 from webhook.report.utilisation import PrometheusError, check_url
 from webhook.server.decision_cache import DEFAULT_CAPACITY as DECISION_CACHE
 from webhook.server.pod_list import PodListError, check_pod_list
@@ -195,7 +195,7 @@ def _plan(args: argparse.Namespace) -> Plan:
     prometheus = _prometheus_url(args.prometheus)
     templates = _default_path(args.templates, "templates", "--templates")
     policies = _default_path(args.policies, "policies", "--policies")
-    catalog_from(str(templates), str(policies))
+    catalog = catalog_from(str(templates), str(policies))
     if args.kubeconfig or args.in_cluster:
         if args.pods:
             raise UsageError("--pods goes with --inventory; a watched cluster brings its own pods")
@@ -206,7 +206,7 @@ def _plan(args: argparse.Namespace) -> Plan:
     if templates_of_pools:
         inventory = partial(_with_templates, inventory, templates_of_pools)
     tls, ca_file = _certificates(Path(args.cert_dir), host, args.client_ca)
-    sources = partial(_sources, (templates, policies), inventory, args.reload_seconds)
+    sources = partial(_sources, (templates, policies), catalog, inventory, args.reload_seconds)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     return Plan(address, host, tls, ca_file, sources, prometheus)
 
@@ -255,11 +255,18 @@ def _with_templates(inventory: Any, templates: tuple[GpuNode, ...]) -> Inventory
 
 
 def _sources(
-    catalog_paths: Sequence[Path], inventory: Any, reload_seconds: float, last_good: Path | None = None
+    catalog_paths: Sequence[Path],
+    catalog: Catalog,
+    inventory: Any,
+    reload_seconds: float,
+    last_good: Path | None = None,
 ) -> tuple[CatalogSource, InventorySource]:
+    """Called in each worker. With `reload_seconds` 0 it serves `catalog`, the one the master
+    loaded (and checked) before the fork, as the inventory files are: every worker, one gunicorn
+    starts again after a crash or on SIGHUP included, serves the same catalog."""
     source: InventorySource = inventory()
     if reload_seconds == 0:
-        return StaticCatalogSource(catalog_paths), source
+        return StaticCatalogSource(catalog_paths, catalog), source
     from webhook.catalog.reload import ReloadingCatalogSource
 
     return ReloadingCatalogSource(catalog_paths, interval=reload_seconds, last_good=last_good), source

@@ -339,6 +339,7 @@ def _check_cluster_config(kubeconfig: str | None) -> None:
 def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TLSFiles, Path | None]:
     """The serving files (generated when the folder has neither), checked by loading them once."""
     certificate, key = directory / CERT_FILE, directory / KEY_FILE
+    _refuse_dangling(certificate, key)
     if certificate.exists() != key.exists():
         present, missing = (certificate, key) if certificate.exists() else (key, certificate)
         raise UsageError(f"{present} exists but {missing} does not; provide both or neither")
@@ -367,6 +368,23 @@ def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TL
         raise UsageError(f"{exc}{hint}") from exc
     ca_file = directory / CA_FILE
     return files, ca_file if ca_file.exists() else None
+
+
+def _refuse_dangling(*paths: Path) -> None:
+    """Symlinks whose targets are missing, as in a Secret volume whose `..data` is not there (yet):
+    not absent files, so no self-signed set is made over them (the Secret's, when it comes, would
+    never be read), and not files that cannot be written either. The kubelet fills a volume before
+    the container starts, so this is a broken mount: stop and name the links."""
+    dangling = [f"{path} is a symlink to a missing {os.readlink(path)}" for path in paths if _dangling(path)]
+    if dangling:
+        raise UsageError(
+            f"{'; '.join(dangling)}: a Secret volume without its files? serve makes a self-signed set "
+            "only where there is neither file nor symlink"
+        )
+
+
+def _dangling(path: Path) -> bool:
+    return path.is_symlink() and not path.exists()
 
 
 def _client_host(host: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,8 +136,11 @@ def write_pair(directory: Path, ca: KeyPair, serving: KeyPair) -> None:
 
 
 def ensure_self_signed(directory: Path, hosts: Sequence[str]) -> bool:
-    """Create a CA and serving set in `directory` unless tls.crt and tls.key exist; True if created."""
-    if (directory / CERT_FILE).exists() and (directory / KEY_FILE).exists():
+    """Create a CA and serving set in `directory` when neither tls.crt nor tls.key is there; True if
+    created. A symlink is there even when its target is missing (a Secret volume before the kubelet
+    has made its ..data): a set renamed over the links would be served for good and the Secret's
+    never read. What is there is left as it is, for the caller to check."""
+    if any(os.path.lexists(directory / name) for name in (CERT_FILE, KEY_FILE)):
         return False
     ca = make_ca()
     write_pair(directory, ca, make_serving(ca, hosts))

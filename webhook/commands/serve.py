@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import importlib
+import ipaddress
 import os
 import shlex
 import shutil
@@ -351,7 +352,7 @@ def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TL
         if ensure_self_signed(directory, hosts):
             print(f"generated a self-signed certificate for {', '.join(hosts)} in {directory}", flush=True)
         else:
-            _warn_unless_named(certificate, _client_host(host))
+            _warn_unless_named(certificate, host)
     except OSError as exc:
         raise UsageError(f"cannot write certificates to {directory}: {exc.strerror or exc}") from exc
     for warning in loose_key_warnings([key]):  # once, at start; a mounted Secret is not warned about
@@ -394,18 +395,31 @@ def _client_host(host: str) -> str:
 
 def _warn_unless_named(certificate: Path, host: str) -> None:
     """A certificate kept from an earlier run, or made for another address, that does not name
-    the host clients are told to connect to: they would refuse it, and the curl line would fail."""
-    try:
-        names = hosts_of(x509.load_pem_x509_certificate(certificate.read_bytes()))
-    except ValueError:
+    the bound host clients connect to: they would refuse it, and the curl line would fail. Bound
+    to every address (0.0.0.0, ::), clients connect by whatever name they have for this host (the
+    API server by the Service's, which `gpu-webhook certs` names): only a certificate that names
+    no host at all is warned about."""
+    names = _names(certificate)
+    if names is None:
         return  # unreadable: loading the files below says so
-    if host.lower() in (name.lower() for name in names):
+    wildcard = host in WILDCARDS
+    named = bool(names) if wildcard else host.lower() in {name.lower() for name in names}
+    if named:
         return
+    wrong = f"is for {', '.join(names)}, not {host}" if names else "names no host"
+    make = "" if wildcard else f" for {host}"
     error(
-        f"warning: {certificate} is for {', '.join(names) or 'no host'}, not {host}: clients that "
-        f"check names (the API server, curl) refuse it; delete {certificate.parent} for serve to make "
-        f"one for {host}, or make one with gpu-webhook certs"
+        f"warning: {certificate} {wrong}: clients that check names (the API server, curl) refuse it; "
+        f"delete {certificate.parent} for serve to make one{make}, or make one with gpu-webhook certs"
     )
+
+
+def _names(certificate: Path) -> list[str] | None:
+    """The hosts a certificate file names; None when it does not load."""
+    try:
+        return hosts_of(x509.load_pem_x509_certificate(certificate.read_bytes()))
+    except (OSError, ValueError):
+        return None
 
 
 def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
@@ -416,12 +430,33 @@ def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
     trust = ["--cacert", str(plan.ca_file)] if plan.ca_file else ["--insecure"]
     client = ["--cert", "CLIENT.crt", "--key", "CLIENT.key"] if plan.tls.client_ca else []
     example = _here_or_in_checkout(EXAMPLE_REVIEW)
-    curl = ["curl", *trust, *client, "-H", "Content-Type: application/json"]
-    curl += ["--data-binary", f"@{example}", f"{url}/mutate"]
+    resolve, target = _by_name(plan, port, url) if plan.ca_file else ([], url)
+    curl = ["curl", *trust, *client, *resolve, "-H", "Content-Type: application/json"]
+    curl += ["--data-binary", f"@{example}", f"{target}/mutate"]
     print(f"gpu-webhook serving {url} (POST /mutate /validate, GET /healthz /readyz /metrics)", flush=True)
     print(f"decision core: {core_build()}", flush=True)
     print(f"try: {shlex.join(curl)}", flush=True)
     sys.stdout.flush()
+
+
+def _by_name(plan: Plan, port: int, url: str) -> tuple[list[str], str]:
+    """The curl line's --resolve and URL. Bound to every address with a certificate that does not
+    name 127.0.0.1 (one `gpu-webhook certs` made for the Service), curl checking it against ca.crt
+    would refuse https://127.0.0.1: the line connects there by the certificate's first DNS name."""
+    host = _client_host(plan.host)
+    names = _names(plan.tls.certificate) if plan.host in WILDCARDS else None
+    if not names or host in names:
+        return [], url
+    dns = [name for name in names if not name.startswith("*") and not _is_address(name)]
+    return (["--resolve", f"{dns[0]}:{port}:{host}"], f"https://{dns[0]}:{port}") if dns else ([], url)
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _seconds(text: str) -> float:

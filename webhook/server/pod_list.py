@@ -50,6 +50,7 @@ def read_pod_list(path: Path) -> list[dict[str, Any]]:
     manifests = [pod for document in documents for pod in _objects(document, problems)]
     for manifest in manifests:
         problems.extend(f"{_where(manifest)}: {problem}" for problem in pod_problems(manifest))
+    problems.extend(_duplicates(manifests))
     if problems:
         raise PodListError("\n".join(problems))
     return [manifest.obj for manifest in manifests]
@@ -76,6 +77,21 @@ def _objects(document: Document, problems: list[str]) -> Iterator[Manifest]:
         problems.append(f"{where}: a manifest must be a mapping, got {type(document.data).__name__}")
         return
     yield from expand_lists(_pod_kinds_filled(document.data), where, problems)
+
+
+def _duplicates(manifests: list[Manifest]) -> Iterator[str]:
+    """A pod listed twice (the same namespace/name, a missing namespace being `default`, as the
+    live watch keys pods): its devices would be counted twice, its node shown over-allocated."""
+    first: dict[tuple[str, str], Manifest] = {}
+    for manifest in manifests:
+        metadata = manifest.metadata
+        name, namespace = metadata.get("name"), metadata.get("namespace") or "default"
+        if manifest.kind != "Pod" or not isinstance(name, str) or not name or not isinstance(namespace, str):
+            continue
+        seen = first.setdefault((namespace, name), manifest)
+        if seen is not manifest:
+            where = f"{manifest.source}: metadata.name"
+            yield f"{where}: duplicate pod {namespace}/{name} (first at {seen.source}), it would count twice"
 
 
 def _pod_kinds_filled(obj: Mapping[str, Any], depth: int = 0) -> Mapping[str, Any]:

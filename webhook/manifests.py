@@ -190,7 +190,11 @@ def is_list(obj: Mapping[str, Any]) -> bool:
 def expand_lists(obj: Mapping[str, Any], where: str, errors: list[str], depth: int = 0) -> Iterator[Manifest]:
     """The object, or the objects of a List, of Lists inside it too (kubectl flattens nested Lists):
     sources `where[1][0]`. An item that is not a mapping, or Lists nested deeper than
-    MAX_LIST_DEPTH, is an error in `errors`, and the other items are still returned."""
+    MAX_LIST_DEPTH, is an error in `errors`, and the other items are still returned. A List whose
+    items are not a list (`items: null`) is an error, not an object of kind List."""
+    if _broken_list(obj):
+        errors.append(f"{where}: items is not a list (a {type(obj.get('items')).__name__})")
+        return
     if not is_list(obj):
         yield Manifest(where, dict(obj))
         return
@@ -203,3 +207,12 @@ def expand_lists(obj: Mapping[str, Any], where: str, errors: list[str], depth: i
             yield from expand_lists(item, at, errors, depth + 1)
         else:
             errors.append(f"{at}: a List item must be a mapping, got {type(item).__name__}")
+
+
+def _broken_list(obj: Mapping[str, Any]) -> bool:
+    """A List without a list of items: `kind: List` without one, or a `...List` whose `items` is
+    something else (a CRD's kind may end in List and hold no items)."""
+    kind, items = obj.get("kind"), obj.get("items")
+    if not isinstance(kind, str) or not kind.endswith("List") or isinstance(items, list):
+        return False
+    return kind == "List" or "items" in obj

@@ -1,5 +1,5 @@
-"""A pod listed twice in `--pods` is refused, naming both places (found by QA: a file concatenated
-twice doubled every node's usage without a word)."""
+"""A pod listed twice in `--pods` is refused, naming both places, and a List whose items are null
+says so (found by QA: a file concatenated twice doubled every node's usage without a word)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from webhook.manifests import expand_lists, read_manifests
 from webhook.server.pod_list import PodListError, read_pod_list
 from webhook.yamlio import dump_yaml_all
 
@@ -42,3 +43,22 @@ def test_a_pod_without_a_namespace_is_the_one_in_default(tmp_path: Path) -> None
 
 def test_pods_of_one_name_in_two_namespaces_are_two_pods(tmp_path: Path) -> None:
     assert len(read_pod_list(write(tmp_path, pod("a", "ml"), pod("a", "web")))) == 2
+
+
+@pytest.mark.parametrize("items", ["null", "{}", "7"])
+def test_a_list_whose_items_are_no_list_says_so(tmp_path: Path, items: str) -> None:
+    path = tmp_path / "pods.yaml"
+    path.write_text(f"apiVersion: v1\nkind: List\nitems: {items}\n")
+    what = {"null": "NoneType", "{}": "dict", "7": "int"}[items]
+    with pytest.raises(PodListError) as caught:
+        read_pod_list(path)
+    assert str(caught.value) == f"{path}#1: items is not a list (a {what})"
+    manifests, errors = read_manifests([str(path)])
+    assert (manifests, errors) == ([], [f"{path}#1: items is not a list (a {what})"])
+
+
+def test_a_kind_ending_in_list_without_items_is_an_object() -> None:
+    """A CRD may name its kind `AllowList` and hold no items."""
+    obj = {"apiVersion": "example.com/v1", "kind": "IPAllowList", "spec": {}}
+    errors: list[str] = []
+    assert [m.obj for m in expand_lists(obj, "x#1", errors)] == [obj] and errors == []

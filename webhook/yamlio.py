@@ -19,10 +19,10 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import yaml
 
@@ -61,8 +61,17 @@ class Document:
     source: str
     index: int
     data: Any
-    node: yaml.Node | None
+    composed: yaml.Node | Stream | None
+    """Its node tree, or the stream that composes it on the first line lookup (reading keeps no
+    tree: one is about 30 times the size of its text, and most readers never ask for a line)."""
     duplicates: tuple[Duplicate, ...] = ()
+
+    @property
+    def node(self) -> yaml.Node | None:
+        """The document's node tree (None when its text is no YAML, as JSON indented with tabs)."""
+        if isinstance(self.composed, Stream):
+            return self.composed.node(self.index)
+        return self.composed
 
     def line_of(self, path: Sequence[str | int]) -> int | None:
         """The 1-based line of the value at a JSON path, or of its nearest existing parent."""
@@ -74,6 +83,43 @@ class Document:
                 break
             line = node.start_mark.line + 1
         return line
+
+
+class Stream:
+    """The text of a stream, composed into node trees (once, for all its documents) when a line
+    is first asked for."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._nodes: list[yaml.Node | None] | None = None
+
+    def node(self, index: int) -> yaml.Node | None:
+        if self._nodes is None:
+            self._nodes = _compose_all(self.text)
+        return self._nodes[index] if index < len(self._nodes) else None
+
+
+def _compose_all(text: str) -> list[yaml.Node | None]:
+    """The node tree of each document by position, up to the first that is no YAML (as JSON
+    indented with tabs), read as load_documents reads them."""
+    if _CLoader is not None:
+        nodes, complete = _compose(_CLoader(text))
+        if complete:
+            return nodes
+    return _compose(_DuplicateNotingLoader(text))[0]
+
+
+def _compose(loader: _Loader) -> tuple[list[yaml.Node | None], bool]:
+    """The documents' node trees, and whether the loader composed the stream to its end."""
+    nodes: list[yaml.Node | None] = []
+    try:
+        while loader.check_node():
+            nodes.append(loader.get_node())
+    except yaml.YAMLError:
+        return nodes, False
+    finally:
+        loader.dispose()
+    return nodes, True
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -91,29 +137,12 @@ _GO_DOT_FLOAT = r"\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?"
 _NOT_JSON = {"set": "a set", "binary": "binary data", "omap": "an ordered map", "pairs": "a list of pairs"}
 
 
-class _DuplicateNotingLoader(yaml.SafeLoader):
+class _KubectlConstructor(yaml.constructor.SafeConstructor):
     """Notes every duplicate mapping key (PyYAML keeps the last one without a word), and reads
-    scalars and keys as kubectl does (see the module's docstring)."""
+    scalars and keys as kubectl does (see the module's docstring). Its loaders set `duplicates`:
+    PyYAML's loaders start SafeConstructor, not this."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.duplicates: list[Duplicate] = []
-        self.depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        """Refuses values nested deeper than MAX_DEPTH at their line: every reader of the
-        document (schema, decision, messages) walks it recursively."""
-        self.depth += 1
-        try:
-            if self.depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-                problem = f"values nested more than {MAX_DEPTH} levels deep"
-                raise yaml.composer.ComposerError(None, None, problem, mark)
-            node: yaml.Node | None = super().compose_node(parent, index)
-            assert node is not None  # composing at an event always gives a node
-            return node
-        finally:
-            self.depth -= 1
+    duplicates: list[Duplicate]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """Merge keys (`<<: *anchor`) are expanded as YAML 1.1 says: the mapping's own keys win
@@ -154,6 +183,31 @@ class _WithoutUnderscores:
 
     def match(self, text: str) -> re.Match[str] | None:
         return self.pattern.fullmatch(text.replace("_", ""))
+
+
+class _DuplicateNotingLoader(yaml.SafeLoader, _KubectlConstructor):
+    """PyYAML's pure-Python reader: what a stream the C reader refuses is read again with, so that
+    its messages (and what it accepts) stay those of one reader."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates = []
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        """Refuses values nested deeper than MAX_DEPTH at their line: every reader of the
+        document (schema, decision, messages) walks it recursively."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                problem = f"values nested more than {MAX_DEPTH} levels deep"
+                raise yaml.composer.ComposerError(None, None, problem, mark)
+            node: yaml.Node | None = super().compose_node(parent, index)
+            assert node is not None  # composing at an event always gives a node
+            return node
+        finally:
+            self.depth -= 1
 
 
 def _kubectl_resolvers() -> dict[Any, list[tuple[str, Any]]]:
@@ -233,89 +287,226 @@ _DuplicateNotingLoader.yaml_implicit_resolvers = _kubectl_resolvers()
 _DuplicateNotingLoader.yaml_constructors = _kubectl_constructors()
 
 
+class _Loader(Protocol):
+    """What load_documents reads a stream with: PyYAML's pure-Python loader or its C one."""
+
+    duplicates: list[Duplicate]
+
+    def check_node(self) -> bool: ...
+
+    def get_node(self) -> yaml.Node | None: ...
+
+    def construct_document(self, node: yaml.Node) -> Any: ...
+
+    def dispose(self) -> None: ...
+
+
+def _c_loader() -> Callable[[str], _Loader] | None:
+    """The loader on libyaml (CSafeLoader, with this module's resolvers and constructors), which
+    scans and composes in C, about ten times as fast; None when PyYAML was built without it."""
+    base: Any = getattr(yaml, "CSafeLoader", None)
+    if base is None:
+        return None
+
+    def start(self: Any, stream: str) -> None:
+        base.__init__(self, stream)
+        self.duplicates = []
+
+    attributes = {
+        "__init__": start,
+        "yaml_implicit_resolvers": _DuplicateNotingLoader.yaml_implicit_resolvers,
+        "yaml_constructors": _DuplicateNotingLoader.yaml_constructors,
+    }
+    loader: Callable[[str], _Loader] = type(
+        "_CDuplicateNotingLoader", (base, _KubectlConstructor), attributes
+    )
+    return loader
+
+
+_CLoader: Final = _c_loader()
+
+
 def load_documents(
     text: str, source: str, strict: bool = True, report_duplicates: bool = False
 ) -> list[Document]:
-    """Every non-empty document of a YAML stream, with its node tree for line lookups.
+    """Every non-empty document of a YAML stream; each composes its node tree for line lookups
+    only when one is asked for.
 
     Duplicate keys raise YamlError when `strict`, are listed on each Document when
     `report_duplicates` (so a linter can report them with every other problem), or are ignored.
+    JSON (kubectl's `-o json`) is read by the json module, 100 times as fast as YAML would; YAML
+    by libyaml, and again by PyYAML's pure-Python reader only when libyaml refuses it, so that
+    what is accepted and the messages are those of one reader.
     """
-    documents: list[Document] = []
-    try:
-        loader = _DuplicateNotingLoader(text)
+    stream = Stream(text)
+    if _looks_like_json(text):
+        read, refused = _read_json(text, source, stream)
+        if read is not None:
+            return read
+        if refused is not None:
+            return _load_refused_json(text, stream, source, strict, report_duplicates, refused)
+    if _CLoader is not None:
         try:
-            index = 0
-            while loader.check_node():
-                node = loader.get_node()
-                _refuse_excessive_aliases(node, source, documents)
-                before = len(loader.duplicates)
-                data = loader.construct_document(node)
-                found = tuple(loader.duplicates[before:])
-                if found and strict and not report_duplicates:
-                    first = found[0]
-                    where = f"{source}:{first.line}"
-                    raise YamlError(
-                        f"{where}: invalid YAML: {first}",
-                        source,
-                        first.line,
-                        f"invalid YAML: {first}",
-                        documents,
-                    )
-                if data is not None:
-                    documents.append(Document(source, index, data, node, found if report_duplicates else ()))
-                index += 1
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        as_json = _as_json(text, source)
-        if as_json is not None:
-            return as_json
+            return _load(_CLoader(text), stream, source, strict, report_duplicates)
+        except yaml.YAMLError:
+            pass  # read again below, for the pure reader's verdict and message
+    return _load_pure(text, stream, source, strict, report_duplicates)
+
+
+def _load_refused_json(
+    text: str, stream: Stream, source: str, strict: bool, report_duplicates: bool, refused: YamlError
+) -> list[Document]:
+    """A stream that starts as JSON does and that JSON refuses: YAML when the pure reader reads it
+    (a flow mapping, `{a: 1}`), else JSON's error (`jq --tab` indents JSON with tabs, which YAML
+    does not allow: it would say it found a tab on line 2). libyaml refusing it too answers first,
+    so that a truncated `kubectl get -o json` is reported at once."""
+    if _CLoader is not None:
+        try:
+            _load(_CLoader(text), stream, source, strict, report_duplicates)
+        except yaml.YAMLError:
+            raise refused from None
+        except YamlError:
+            pass  # a duplicate key, aliases: the pure reader decides, as for the rest
+    return _load_pure(text, stream, source, strict, report_duplicates, refused)
+
+
+def _load_pure(
+    text: str,
+    stream: Stream,
+    source: str,
+    strict: bool,
+    report_duplicates: bool,
+    refused_json: YamlError | None = None,
+) -> list[Document]:
+    """The stream read by the pure reader; YamlError with its message (or `refused_json`) when it
+    is no YAML."""
+    try:
+        return _load(_DuplicateNotingLoader(text), stream, source, strict, report_duplicates)
+    except _Refused as refused:
+        if refused_json is not None:
+            raise refused_json from refused.error
+        exc, documents = refused.error, refused.documents
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise YamlError(_describe(source, exc), source, line, _problem(exc), documents) from exc
+
+
+class _Refused(Exception):
+    """The pure reader's YAMLError, with the documents read before it."""
+
+    def __init__(self, error: yaml.YAMLError, documents: list[Document]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.documents = documents
+
+
+def _load(
+    loader: _Loader, stream: Stream, source: str, strict: bool, report_duplicates: bool
+) -> list[Document]:
+    """The stream's documents; YamlError for a duplicate key (when `strict`) or aliases expanding
+    too far, a YAMLError (from the C loader) or _Refused (from the pure one) for what is no YAML."""
+    documents: list[Document] = []
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            _refuse_excessive_aliases(node, source, documents)
+            before = len(loader.duplicates)
+            data = loader.construct_document(node)  # type: ignore[arg-type]  # check_node: a node
+            found = tuple(loader.duplicates[before:])
+            if found and strict and not report_duplicates:
+                first = found[0]
+                where = f"{source}:{first.line}"
+                raise YamlError(
+                    f"{where}: invalid YAML: {first}",
+                    source,
+                    first.line,
+                    f"invalid YAML: {first}",
+                    documents,
+                )
+            if data is not None:
+                documents.append(Document(source, index, data, stream, found if report_duplicates else ()))
+            index += 1
+    except yaml.YAMLError as exc:
+        if isinstance(loader, _DuplicateNotingLoader):
+            raise _Refused(exc, documents) from exc
+        raise
+    finally:
+        loader.dispose()
     return documents
 
 
-def _as_json(text: str, source: str) -> list[Document] | None:
-    """A stream YAML refuses that is JSON, as kubectl reads one that starts with `{` (`jq --tab`
-    indents JSON with tabs, which YAML does not allow); None when it is not JSON either. JSON
-    indented with tabs that is not valid JSON is reported where JSON finds the fault (YAML would
-    only say it found a tab on line 2)."""
-    if not text.lstrip().startswith("{"):
-        return None
+def _looks_like_json(text: str) -> bool:
+    """A stream that starts with `{` or `[`, as `kubectl -o json` writes (and kubectl reads a
+    stream starting with `{` as JSON)."""
+    start = text.lstrip()[:1]
+    return start in ("{", "[")
+
+
+def _read_json(text: str, source: str, stream: Stream) -> tuple[list[Document] | None, YamlError | None]:
+    """The stream read as JSON: its document, or None and, where JSON refuses it, the error to
+    report if YAML refuses it too. None and no error for what YAML must decide, with its lines:
+    a duplicate member, values nested too deeply, `NaN`."""
     try:
-        data = json.loads(text, object_pairs_hook=_unique_members)
+        data = json.loads(
+            text, object_pairs_hook=_unique_members, parse_float=_float, parse_constant=_constant
+        )
     except json.JSONDecodeError as exc:
-        if "\t" not in text:
-            return None
         problem, where = f"invalid JSON: {exc.msg}", f"{source}:{exc.lineno}:{exc.colno}"
-        raise YamlError(f"{where}: {problem}", source, exc.lineno, problem) from None
-    except (ValueError, RecursionError) as exc:
-        if "\t" not in text or isinstance(exc, RecursionError):
-            return None
+        return None, YamlError(f"{where}: {problem}", source, exc.lineno, problem)
+    except _NotAsYaml:
+        return None, None
+    except _DuplicateMember as exc:
         problem = f"invalid JSON: {exc}"
-        raise YamlError(f"{source}: {problem}", source, None, problem) from None
-    if _depth(data) > MAX_DEPTH:
-        return None
-    return [Document(source, 0, data, None)] if data is not None else []
+        return None, YamlError(f"{source}: {problem}", source, None, problem)
+    except (ValueError, RecursionError):  # a number too long to read; nested too deeply
+        return None, None
+    if _too_deep(data):
+        return None, None
+    return ([Document(source, 0, data, stream)] if data is not None else []), None
+
+
+class _DuplicateMember(ValueError):
+    pass
+
+
+class _NotAsYaml(ValueError):
+    """JSON the YAML reader reads otherwise: `NaN` and `Infinity` are text to it."""
 
 
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise ValueError(f"duplicate key {key!r}; the last one would win")
-        found[key] = value
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        key = next(key for position, (key, _) in enumerate(pairs) if key in dict(pairs[:position]))
+        raise _DuplicateMember(f"duplicate key {key!r}; the last one would win")
     return found
 
 
-def _depth(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + max((_depth(item) for item in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((_depth(item) for item in value), default=0)
-    return 0
+def _float(text: str) -> float | str:
+    """A JSON number as YAML reads it: one beyond a double (`1e400`) stays text (_float_or_text)."""
+    value = float(text)
+    return text if math.isinf(value) else value
+
+
+def _constant(text: str) -> None:
+    raise _NotAsYaml(text)
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether values may nest deeper than MAX_DEPTH: objects and lists reach MAX_DEPTH levels
+    (the YAML reader then decides, at the line). Level by level, not recursively: a third of the
+    time of a walk by value, and no RecursionError."""
+    level = [value] if isinstance(value, dict | list) else []
+    for _ in range(MAX_DEPTH - 1):
+        if not level:
+            return False
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+    return bool(level)
 
 
 ALIAS_BUDGET = 100_000
@@ -326,26 +517,13 @@ def _refuse_excessive_aliases(root: yaml.Node | None, source: str, documents: Se
     """YamlError for a document whose aliases expand it far beyond what is written ("billion
     laughs": nine levels of `&a [*a, *a, ...]` in 400 bytes are 400 million values, which every
     reader, message and log line would write out in full), or that holds itself (an alias inside
-    the value it names: no JSON object is that)."""
-    if root is None:
+    the value it names: no JSON object is that). A ComposerError for values nested deeper than
+    MAX_DEPTH, which the pure reader refuses as it composes them and libyaml does not."""
+    if root is None or _within_budget(root):
         return
     sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
-
-    def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in open_nodes:
-            raise _Cycle(node)
-        open_nodes.add(key)
-        total = 1 + sum(size(child) for child in _children(node))
-        open_nodes.discard(key)
-        sizes[key] = total
-        return total
-
     try:
-        expanded = size(root)
+        expanded = _expanded_size(root, 1, sizes, set())
     except _Cycle as cycle:
         line = cycle.node.start_mark.line + 1
         problem = "invalid YAML: an alias refers to the value that holds it (a value that contains itself)"
@@ -371,6 +549,45 @@ def _refuse_excessive_aliases(root: yaml.Node | None, source: str, documents: Se
         " through nested aliases: write the values out instead"
     )
     raise YamlError(f"{source}:{line}: {problem}", source, line, problem, documents)
+
+
+def _within_budget(root: yaml.Node) -> bool:
+    """Whether the document is certainly within the alias budget and MAX_DEPTH, counted level by
+    level (a fifth of the time of the walk by node, which runs when this cannot tell): every path
+    to a node is counted, as the walk counts a node every time an alias repeats it."""
+    level, written, expanded = [root], {id(root)}, 1
+    for _ in range(MAX_DEPTH - 1):
+        coming = sum(
+            len(node.value) * (2 if isinstance(node, yaml.MappingNode) else 1)
+            for node in level
+            if not isinstance(node, yaml.ScalarNode)
+        )
+        if not coming:
+            return True
+        expanded += coming
+        if expanded > ALIAS_BUDGET + 10 * len(written):
+            return False
+        level = [child for node in level for child in _children(node)]
+        written.update(map(id, level))
+    return False
+
+
+def _expanded_size(node: yaml.Node, depth: int, sizes: dict[int, int], open_nodes: set[int]) -> int:
+    """The values `node` holds with its aliases expanded, each node's noted in `sizes` by id;
+    _Cycle for a node inside itself, ComposerError for one nested deeper than MAX_DEPTH."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in open_nodes:
+        raise _Cycle(node)
+    if depth > MAX_DEPTH:
+        problem = f"values nested more than {MAX_DEPTH} levels deep"
+        raise yaml.composer.ComposerError(None, None, problem, node.start_mark)
+    open_nodes.add(key)
+    total = 1 + sum(_expanded_size(child, depth + 1, sizes, open_nodes) for child in _children(node))
+    open_nodes.discard(key)
+    sizes[key] = total
+    return total
 
 
 class _Cycle(Exception):

@@ -29,7 +29,13 @@ _QUANTITY: Final = re.compile(
 )
 """ASCII digits only, as the API server reads them: a Unicode digit class would take "١" too."""
 _MAX_LEN: Final = 64
-_MAX_MAGNITUDE: Final = Decimal(2**63)  # Kubernetes keeps a quantity's value in an int64
+_MAX_EXPONENT: Final = 100
+"""An exponent past which any non-zero number (at most 64 characters) exceeds _MAX_MAGNITUDE."""
+_MAX_MAGNITUDE: Final = Decimal(2**63)
+"""Past int64, where Kubernetes counts a quantity's value: a larger one (`1e19`, `1e999999`) is
+read as this, with its sign. It is a quantity all the same, too large to count (a pod asking for
+it asks for too many GPUs, not for something malformed), and no caller turns a million-digit
+value into an int."""
 
 
 _PARSED_TEXT: Final[dict[str, Decimal]] = {}
@@ -40,7 +46,8 @@ _PARSED_TEXT_MAX: Final = 1024
 
 
 def parse_quantity(value: object) -> Decimal:
-    """Return the quantity as a Decimal; raise ValueError when it is not a quantity."""
+    """Return the quantity as a Decimal, capped at _MAX_MAGNITUDE; raise ValueError when it is
+    not a quantity."""
     if not isinstance(value, str):
         return _checked(value)
     parsed = _PARSED_TEXT.get(value)
@@ -55,7 +62,7 @@ def parse_quantity(value: object) -> Decimal:
 def _checked(value: object) -> Decimal:
     number = _parse(value)
     if abs(number) > _MAX_MAGNITUDE:
-        raise ValueError(f"not a quantity: {value!r} is out of range")
+        return _MAX_MAGNITUDE.copy_sign(number)
     return number
 
 
@@ -76,15 +83,20 @@ def _parse(value: object) -> Decimal:
         number = Decimal(match["num"])
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
         raise ValueError(f"not a quantity: {value!r}") from exc
-    suffix = match["suffix"] or ""
+    return _scaled(number, match["suffix"] or "")
+
+
+def _scaled(number: Decimal, suffix: str) -> Decimal:
     if suffix in _BINARY:
         return number * _BINARY[suffix]
     if suffix in _DECIMAL:
         return number * _DECIMAL[suffix]
-    try:
-        return number * (Decimal(10) ** int(suffix[1:]))
-    except ArithmeticError as exc:  # an exponent beyond Decimal's range
-        raise ValueError(f"not a quantity: {value!r}") from exc
+    exponent = int(suffix[1:])
+    if not number:
+        return number
+    if exponent > _MAX_EXPONENT:
+        return _MAX_MAGNITUDE.copy_sign(number)  # beyond Decimal's range too
+    return number * (Decimal(10) ** exponent)  # a tiny one underflows to 0, which Decimal allows
 
 
 def is_whole(value: Decimal) -> bool:

@@ -7,12 +7,14 @@ import json
 import jsonpatch
 import pytest
 
-from tests.builders import context, make_pod, pairs
+from tests.builders import a100_mixed_inventory, context, make_pod, pairs
 from webhook.core.decide import MAX_WARNING, decide
 from webhook.core.model import Catalog, Inventory
 from webhook.core.reasons import REASONS
 
 FRACTION = 'spec.containers[name=vllm].resources.limits["nvidia.com/gpu"]'
+GPU_LIMIT = FRACTION
+GPU = "nvidia.com/gpu"
 
 
 def fractional() -> dict[str, object]:
@@ -186,3 +188,17 @@ def test_annotations_the_mutation_would_take_past_the_api_servers_limit_leave_th
         .container("vllm", image="vllm/vllm-openai", gpu=1)
     )
     assert decide(roomy.build(), context(unit_catalog)).patch != ()
+
+
+@pytest.mark.parametrize("count", ["9223372036854775808", "1e19", "100000000000000000000", "1e999999"])
+def test_a_gpu_count_too_large_to_count_is_too_many_gpus_not_malformed(
+    unit_catalog: Catalog, count: str
+) -> None:
+    """Kubernetes accepts these quantities; past int64 they are all judged as 2^63 is: more GPUs
+    than the template, the policy and the nodes allow, not InvalidGpuQuantity."""
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=count, requests={GPU: count})
+    decision = decide(pod.build(), context(unit_catalog, a100_mixed_inventory()))
+    codes = {code for code, path in pairs(decision) if path == GPU_LIMIT}
+    assert {"ExceedsTemplateMaxGpus", "ExceedsPolicyMaxGpus", "ExceedsLargestNode"} <= codes, pairs(decision)
+    assert "InvalidGpuQuantity" not in {v.code for v in decision.violations}
+    assert not decision.allowed

@@ -31,6 +31,7 @@ from webhook.core.model import (
     Injection,
     Template,
 )
+from webhook.core.mutators.packing_affinity import PACKING_ANNOTATION
 from webhook.core.podview import KUEUE_QUEUE_LABEL
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ READ_ANNOTATIONS: Final[Mapping[str, str]] = {
     PROFILE_ANNOTATION: _REWRITE,
     ORIGINAL_REQUEST_ANNOTATION: _REWRITE,
     STEERED_ANNOTATION: _REWRITE,
+    PACKING_ANNOTATION: _REWRITE,
 }
 """Each pod annotation the decision reads (webhook/core), with what it decides."""
 

@@ -20,7 +20,7 @@ from webhook.core.model import (
 )
 from webhook.core.patches import PatchDoesNotApply, make_patch
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
-from webhook.core.rewritten import as_first_asked
+from webhook.core.rewritten import as_first_asked, redecided
 
 MAX_WARNING: Final = 120
 _MIRROR_POD: Final = Finding(
@@ -62,7 +62,7 @@ def decide(pod: Pod, context: Context) -> Decision:
     name = template.name if template else None
     if env is None or denies(findings, policy.mode):
         return finish(policy, name, findings, None, [])
-    mutated, changes = mutated_copy(read, env)
+    mutated, changes = redecided(pod, *mutated_copy(read, env))
     patch, problems = patch_for(pod, mutated, env.view.base) if mutated is not pod else ([], [])
     changes = changes if patch else unmade(changes)
     return finish(policy, name, [*findings, *changes, *problems], mutated if patch else None, patch)

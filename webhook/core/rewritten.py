@@ -18,27 +18,46 @@ it. Exactly those: the rewrite records where in each required term it added them
 to `<model>-MIG-1g.10gb` nodes, or to H100 nodes in one of its terms) is the user's choice, and
 stays. The template's node requirements stay too, read as the pod's own: the rewrite wrote them
 before the steering (webhook/core/mutators/__init__.py), so deciding again appends the steering
-where it was, and the output of one pass is a fixed point.
+where it was, and the output of one pass is a fixed point. The packing preferences go as well,
+where `gpu.aethervirt.io/mig-node-preference` records them, and so does the toleration of the
+slice's own resource (`nvidia.com/mig-1g.10gb`, which the pod asks for only because it was
+rewritten): kept, a decision that no longer rewrites the pod would leave it preferring and
+tolerating the old slice's nodes, which a single pass over the same pod would not.
+
+The decision on that reading is then a change to the pod as it stands (`redecided`): the
+tolerations it keeps stay where the pod has them, and only what differs from the pod is said
+to be changed: a pod that carries the rewrite already (the pods of a rewritten template) is not
+told `RewrittenToMig` when all it gets is a packing preference.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 from webhook.core.model import (
     ORIGINAL_REQUEST_ANNOTATION,
     PROFILE_ANNOTATION,
     STEERED_ANNOTATION,
+    Finding,
     Pod,
 )
 from webhook.core.mutators.mig_affinity import STEERING_KEYS
+from webhook.core.mutators.packing_affinity import PACKING_ANNOTATION, is_packing_term
+from webhook.core.mutators.tolerations import device_toleration
 from webhook.core.placement import REQUIRED
 from webhook.core.podview import CONTAINER_GROUPS
 from webhook.core.profiles import GPU, resource_for_profile
 
 _SECTIONS: Final = ("limits", "requests")
-_REWRITE_ANNOTATIONS: Final = (PROFILE_ANNOTATION, ORIGINAL_REQUEST_ANNOTATION, STEERED_ANNOTATION)
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
+_REWRITE_ANNOTATIONS: Final = (
+    PROFILE_ANNOTATION,
+    ORIGINAL_REQUEST_ANNOTATION,
+    STEERED_ANNOTATION,
+    PACKING_ANNOTATION,
+)
 
 
 def as_first_asked(pod: Pod) -> Pod:
@@ -56,8 +75,87 @@ def as_first_asked(pod: Pod) -> Pod:
     if isinstance(profile, str) and isinstance(spec, dict):
         if recorded:
             spec = _renamed_back(spec, resource_for_profile(profile), recorded)
-        read["spec"] = _unsteered(spec, _steering_record(annotations.get(STEERED_ANNOTATION)))
+        spec = _unsteered(spec, _steering_record(annotations.get(STEERED_ANNOTATION)))
+        spec = _unpreferred(spec, _pair(_json(annotations.get(PACKING_ANNOTATION))))
+        read["spec"] = _untolerated(spec, resource_for_profile(profile))
     return read
+
+
+def redecided(pod: Pod, mutated: Pod, changes: list[Finding]) -> tuple[Pod, list[Finding]]:
+    """The decision on a pod read as first asked for, as a change to `pod` as it stands: the
+    tolerations it keeps in the places the pod has them (taken out in the reading, the slice's
+    would come back last), and of the changes, those that differ from the pod. Itself and its
+    changes when `pod` carries no rewrite."""
+    if PROFILE_ANNOTATION not in _object(_object(pod.get("metadata")).get("annotations")):
+        return mutated, changes
+    placed = _tolerations_in_place(pod, mutated)
+    return placed, [c for c in changes if _made(c.code, pod, placed)]
+
+
+def _made(code: str, pod: Pod, mutated: Pod) -> bool:
+    """Whether the change `code` names differs from the pod: the reading took out what these
+    mutators write, so they write it again whether or not the pod had it."""
+    members = _REDONE.get(code)
+    return members is None or members(pod) != members(mutated)
+
+
+def _tolerations_in_place(pod: Pod, mutated: Pod) -> Pod:
+    spec = mutated.get("spec")
+    before = _object(pod.get("spec")).get("tolerations")
+    after = spec.get("tolerations") if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or not isinstance(before, list) or not isinstance(after, list):
+        return mutated
+    placed = [t for t in before if t in after] + [t for t in after if t not in before]
+    if placed == after:
+        return mutated
+    return {**mutated, "spec": {**spec, "tolerations": placed}}
+
+
+def _rewrite_members(pod: Pod) -> object:
+    """What mig_rewrite writes: its annotations, and each container's GPU and slice quantities."""
+    annotations = _object(_object(pod.get("metadata")).get("annotations"))
+    spec = _object(pod.get("spec"))
+    quantities = []
+    for group in CONTAINER_GROUPS:
+        items = spec.get(group)
+        for container in items if isinstance(items, list) else ():
+            resources = _object(_object(container).get("resources"))
+            for section in _SECTIONS:
+                values = _object(resources.get(section))
+                quantities.append({k: v for k, v in values.items() if _gpu_or_slice(k)})
+    rewrite = (annotations.get(PROFILE_ANNOTATION), annotations.get(ORIGINAL_REQUEST_ANNOTATION))
+    return rewrite, quantities
+
+
+def _gpu_or_slice(resource: object) -> bool:
+    return resource == GPU or (isinstance(resource, str) and resource.startswith("nvidia.com/mig-"))
+
+
+def _steering_members(pod: Pod) -> object:
+    annotations = _object(_object(pod.get("metadata")).get("annotations"))
+    return annotations.get(STEERED_ANNOTATION), _node_affinity(pod).get(REQUIRED)
+
+
+def _packing_members(pod: Pod) -> object:
+    annotations = _object(_object(pod.get("metadata")).get("annotations"))
+    return annotations.get(PACKING_ANNOTATION), _node_affinity(pod).get(_PREFERRED)
+
+
+def _toleration_members(pod: Pod) -> object:
+    return _object(pod.get("spec")).get("tolerations")
+
+
+def _node_affinity(pod: Pod) -> dict[str, Any]:
+    return _object(_object(_object(pod.get("spec")).get("affinity")).get("nodeAffinity"))
+
+
+_REDONE: Final[dict[str, Callable[[Pod], object]]] = {
+    "RewrittenToMig": _rewrite_members,
+    "SteeredToMigNodes": _steering_members,
+    "PreferredPackedNodes": _packing_members,
+    "InjectedTolerations": _toleration_members,
+}
+"""The changes whose members the reading takes out, with what each writes."""
 
 
 def without_rewrite_record(pod: Pod) -> Pod:
@@ -74,17 +172,54 @@ def without_rewrite_record(pod: Pod) -> Pod:
 def _steering_record(text: object) -> list[tuple[int, int] | None]:
     """Per required term, where the rewrite's requirements start and how many (the annotation
     mig_affinity.steering_record writes); empty when absent or unreadable."""
+    found = _json(text)
+    return [_pair(item) for item in found] if isinstance(found, list) else []
+
+
+def _json(text: object) -> object:
     try:
-        found = json.loads(text) if isinstance(text, str) else None
+        return json.loads(text) if isinstance(text, str) else None
     except ValueError:
-        return []
-    if not isinstance(found, list):
-        return []
-    record: list[tuple[int, int] | None] = []
-    for item in found:
-        ok = isinstance(item, list) and len(item) == 2 and all(type(n) is int and n >= 0 for n in item)
-        record.append((item[0], item[1]) if ok else None)
-    return record
+        return None
+
+
+def _pair(item: object) -> tuple[int, int] | None:
+    """[start, count] as recorded; None when it is not that."""
+    if isinstance(item, list) and len(item) == 2 and all(type(n) is int and n >= 0 for n in item):
+        return item[0], item[1]
+    return None
+
+
+def _unpreferred(spec: dict[str, Any], place: tuple[int, int] | None) -> dict[str, Any]:
+    """The spec without the packing preferences the rewrite added where the record says (or
+    further on, where a later webhook inserted preferences before them): only terms of the form
+    packing writes, so a pod's own preference stays."""
+    affinity = _object(spec.get("affinity"))
+    node_affinity = _object(affinity.get("nodeAffinity"))
+    terms = node_affinity.get(_PREFERRED)
+    if place is None or not isinstance(terms, list):
+        return spec
+    start, count = place
+    for at in range(start, len(terms) - count + 1):
+        if all(is_packing_term(term) for term in terms[at : at + count]):
+            kept = terms[:at] + terms[at + count :]
+            return _with_member(spec, affinity, node_affinity, _PREFERRED, kept)
+    return spec
+
+
+def _untolerated(spec: dict[str, Any], slice_resource: str) -> dict[str, Any]:
+    """The spec without the toleration of the slice's own resource (mixed strategy: single and
+    GKE keep `nvidia.com/gpu`, which a whole GPU is tolerated for too)."""
+    tolerations = spec.get("tolerations")
+    if slice_resource == GPU or not isinstance(tolerations, list):
+        return spec
+    own = device_toleration(slice_resource)
+    kept = [t for t in tolerations if t != own]
+    if len(kept) == len(tolerations):
+        return spec
+    if kept:
+        return {**spec, "tolerations": kept}
+    return {k: v for k, v in spec.items() if k != "tolerations"}
 
 
 def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> dict[str, Any]:
@@ -151,10 +286,19 @@ def _with_terms(
         if terms
         else {k: v for k, v in required.items() if k != "nodeSelectorTerms"}
     )
+    return _with_member(spec, affinity, node_affinity, REQUIRED, required)
+
+
+def _with_member(
+    spec: dict[str, Any],
+    affinity: dict[str, Any],
+    node_affinity: dict[str, Any],
+    key: str,
+    value: dict[str, Any] | list[Any],
+) -> dict[str, Any]:
+    """The spec with nodeAffinity's `key` set to `value`; what is left empty goes."""
     node_affinity = (
-        {**node_affinity, REQUIRED: required}
-        if required
-        else {k: v for k, v in node_affinity.items() if k != REQUIRED}
+        {**node_affinity, key: value} if value else {k: v for k, v in node_affinity.items() if k != key}
     )
     affinity = (
         {**affinity, "nodeAffinity": node_affinity}

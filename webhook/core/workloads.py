@@ -28,7 +28,7 @@ from webhook.core.decide import decide, denies, finish, governing, patch_for, un
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
 from webhook.core.model import Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL
-from webhook.core.rewritten import as_first_asked
+from webhook.core.rewritten import as_first_asked, redecided
 
 Step = str | int
 
@@ -280,7 +280,7 @@ def _evaluate_site(
     env = evaluation.env
     if not (site.writable and mutate and env) or denies(findings, policy.mode):
         return SiteResult(findings, template)
-    mutated, changes = mutated_copy(read, env)
+    mutated, changes = redecided(site.pod, *mutated_copy(read, env))
     return SiteResult(findings, template, mutated, changes)
 
 

@@ -3,8 +3,12 @@
 Preferred (soft) node affinity terms the scheduler weighs, one per node: small pods pack onto
 busy nodes instead of spreading one slice per node, which keeps whole nodes free for large jobs.
 It needs a live inventory that counts pods, and it is added to Pods only: a workload's template
-outlives the moment the node list is right. A pod that already prefers nodes by name keeps its preference,
-so a second pass adds nothing. Only nodes the pod may run on are named, as slice choice judges them
+outlives the moment the node list is right. A pod that already prefers nodes by name keeps its preference.
+The terms added are a rewrite's, recorded as where they start among the preferred terms and how
+many (`gpu.aethervirt.io/mig-node-preference`, `[2,3]`): a pod read as first asked for
+(webhook/core/rewritten.py) is read without them, so a decision that no longer rewrites it (a later
+webhook pinned it to whole-GPU nodes) does not keep preferring the old slice's nodes, and one that
+does adds them again where they were. Only nodes the pod may run on are named, as slice choice judges them
 (`Placement.admits`: its node choice, and its tolerations of a pool's taints): a preferred term
 for a node the pod can never use is no help, and the MAX_NODES terms would go to other zones'
 nodes while the one busy node it may use got none. A pod that waits for a free slice
@@ -19,7 +23,7 @@ from typing import Any, Final
 
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, GpuNode, Inventory, Pod, SliceOffer
-from webhook.core.mutators._pod import child_list, node_affinity
+from webhook.core.mutators._pod import child, child_list, metadata, node_affinity
 from webhook.core.placement import Placement, admitted, recall, remember
 from webhook.core.profiles import GPU
 
@@ -27,6 +31,7 @@ WEIGHT: Final = 100
 MAX_NODES: Final = 16
 _NAME_FIELD: Final = "metadata.name"
 _PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
+PACKING_ANNOTATION: Final = "gpu.aethervirt.io/mig-node-preference"
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
@@ -41,7 +46,10 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         return []
     base = env.view.base
     affinity = node_affinity(pod, base)
-    child_list(affinity, _PREFERRED, f"{base}.affinity.nodeAffinity").extend(_terms(names))
+    preferred = child_list(affinity, _PREFERRED, f"{base}.affinity.nodeAffinity")
+    annotations = child(metadata(pod, env.view.meta), "annotations", env.view.meta)
+    annotations[PACKING_ANNOTATION] = f"[{len(preferred)},{len(names)}]"
+    preferred.extend(_terms(names))
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     message = f"prefers busy nodes with a free {offer.profile}: {shown}"
     return [Finding("PreferredPackedNodes", f"{env.view.base}.affinity.nodeAffinity.{_PREFERRED}", message)]
@@ -120,6 +128,25 @@ def _already_prefers_by_name(pod: Pod) -> bool:
 
 def _get(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, MAPPINGS) else None
+
+
+def is_packing_term(term: Any) -> bool:
+    """Whether a preferred term has the form `_terms` writes: one node, by name, and nothing else."""
+    if not isinstance(term, MAPPINGS) or set(term) != {"weight", "preference"}:
+        return False
+    preference = term.get("preference")
+    if not isinstance(preference, MAPPINGS) or set(preference) != {"matchFields"}:
+        return False
+    fields = preference.get("matchFields")
+    if not isinstance(fields, list) or len(fields) != 1 or not isinstance(fields[0], MAPPINGS):
+        return False
+    values = fields[0].get("values")
+    return (
+        fields[0].get("key") == _NAME_FIELD
+        and fields[0].get("operator") == "In"
+        and isinstance(values, list)
+        and len(values) == 1
+    )
 
 
 def _prefers_by_name(term: Any) -> bool:

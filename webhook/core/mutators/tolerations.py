@@ -45,7 +45,7 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
     requested = _device_resources(pod, env.view.base, env.inventory.dra_gpu_resources)
     for resource in requested:
         if resource.startswith("nvidia.com/"):
-            wanted.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})
+            wanted.append(device_toleration(resource))
     if requested:
         wanted.extend(_for_taint(t) for t in _serving_taints(env, requested))
     wanted.extend(dict(t) for t in env.template.inject.tolerations)
@@ -54,6 +54,12 @@ def _wanted(pod: Pod, env: Env) -> list[dict[str, Any]]:
         if toleration not in unique:
             unique.append(toleration)
     return unique
+
+
+def device_toleration(resource: str) -> dict[str, Any]:
+    """The toleration of a device resource's own taint, as ExtendedResourceToleration writes it.
+    A rewrite's slice gets it here (webhook/core/rewritten.py reads the pod without it)."""
+    return {"key": resource, "operator": "Exists", "effect": "NoSchedule"}
 
 
 def _device_resources(pod: Pod, base: str, dra: frozenset[str]) -> list[str]:

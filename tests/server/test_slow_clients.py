@@ -112,3 +112,76 @@ def test_a_read_never_waits_longer_than_its_caller_set() -> None:
         with pytest.raises((TimeoutError, ssl.SSLError)):
             tls.recv(1)
         assert time.monotonic() - started < 5
+
+
+@pytest.fixture(scope="module")
+def two_threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebhookProcess, Client]]:
+    """One worker of two threads: every connection reaches the same worker's pool."""
+    workdir = tmp_path_factory.mktemp("silent")
+    cert_dir = workdir / "certs"
+    write_serving_set(cert_dir)
+    args = ["--cert-dir", str(cert_dir), "--workers", "1", "--threads", "2", "--io-timeout", str(IO_TIMEOUT)]
+    process = WebhookProcess(workdir, args)
+    try:
+        client = Client(process.port, cert_dir / "ca.crt", timeout=30)
+        process.wait_ready(client)
+        yield process, client
+    finally:
+        process.stop()
+
+
+def seconds_until_closed(connections: list[socket.socket], opened: float, limit: float) -> list[float]:
+    """For each connection, the seconds from `opened` until the server closed it (inf if it
+    was still open `limit` seconds after `opened`)."""
+    closed = [float("inf")] * len(connections)
+    waiting = dict(enumerate(connections))
+    while waiting and time.monotonic() < opened + limit:
+        for number, connection in list(waiting.items()):
+            connection.settimeout(0.02)
+            try:
+                data = connection.recv(1)
+            except TimeoutError:
+                continue
+            except ConnectionResetError:
+                data = b""
+            assert data == b"", "the server sent something to a client that sent nothing"
+            closed[number] = time.monotonic() - opened
+            del waiting[number]
+    return closed
+
+
+def test_connections_that_send_nothing_hold_no_thread_and_go_after_the_io_timeout(
+    two_threads: tuple[WebhookProcess, Client],
+) -> None:
+    """gthread gave each new connection a thread that waited 5 s for its first bytes, then kept it
+    for the 120 s keepalive: with 2 threads, 2 silent connections delayed /healthz by 5 s and 6
+    by 15 s, and none was closed within 20 s."""
+    process, client = two_threads
+    opened = time.monotonic()
+    silent = [socket.create_connection(("127.0.0.1", process.port)) for _ in range(STALLED)]
+    try:
+        time.sleep(0.2)  # the worker has accepted them
+        started = time.monotonic()
+        assert client.get("/healthz").status == 200
+        assert time.monotonic() - started < 1.0  # 5 s and more before
+        closed = seconds_until_closed(silent, opened, IO_TIMEOUT + 5)
+    finally:
+        for connection in silent:
+            connection.close()
+    assert max(closed) < IO_TIMEOUT + 1, closed  # none within 20 s before
+    assert "Traceback" not in process.stderr.read_text(errors="replace")
+
+
+def test_a_client_that_sends_its_hello_within_the_io_timeout_is_served(
+    two_threads: tuple[WebhookProcess, Client],
+) -> None:
+    """The wait for the first bytes is --io-timeout, not less: a client slow to start is served."""
+    process, client = two_threads
+    late = socket.create_connection(("127.0.0.1", process.port))
+    time.sleep(IO_TIMEOUT / 2)
+    connection = client.connection()
+    connection.sock = client.context.wrap_socket(late, server_hostname="127.0.0.1")
+    try:
+        assert client.request("GET", "/healthz", connection=connection).status == 200
+    finally:
+        connection.close()

@@ -22,6 +22,7 @@ from gunicorn.errors import HaltServer
 from webhook.server import gunicorn_conf
 from webhook.server.decision_cache import DEFAULT_CAPACITY
 from webhook.server.slow_clients import IO_TIMEOUT, bounded_io
+from webhook.server.worker import worker_class
 from webhook.sources import CatalogSource, InventorySource
 from webhook.tls.reload import DEFAULT_INTERVAL, ReloadingContext, TLSFiles
 
@@ -39,7 +40,8 @@ class ServerSettings:
     threads: int | None = None
     cert_check_seconds: float = DEFAULT_INTERVAL
     worker_class: str | None = None
-    """Override gunicorn_conf's worker class (the benchmark compares sync and gthread)."""
+    """Override gunicorn_conf's worker class (the benchmark compares sync and gthread); gthread
+    means webhook/server/worker.py's, with `io_timeout`."""
     decision_cache: int = DEFAULT_CAPACITY
     """Decisions each worker remembers (0: none)."""
     io_timeout: float = IO_TIMEOUT
@@ -82,9 +84,11 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self.cfg.set("certfile", str(settings.tls.certificate))
         self.cfg.set("keyfile", str(settings.tls.key))
         self.cfg.set("ssl_context", bounded_io(self._tls.gunicorn_hook, settings.io_timeout))
-        for name in ("workers", "threads", "worker_class"):
+        for name in ("workers", "threads"):
             if getattr(settings, name) is not None:
                 self.cfg.set(name, getattr(settings, name))
+        chosen = settings.worker_class or gunicorn_conf.worker_class
+        self.cfg.set("worker_class", worker_class(chosen, settings.io_timeout))
 
     def load(self) -> Any:
         return self._app_factory(self._sources)

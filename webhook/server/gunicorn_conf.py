@@ -1,9 +1,11 @@
 """gunicorn settings and hooks for gpu-webhook (`gpu-webhook serve` loads this module).
 
-- `gthread`: a few threads per worker keep the API server's connections alive and overlap TLS
-  I/O. The sync worker closes every connection, so every review pays a TLS handshake, which
-  costs more than the decision: benchmarks/bench_server.py measured 4.0-4.4 times as many
-  reviews under gthread (README, "Performance"); 1, 2 or 4 threads made no difference to it.
+- `gthread` (webhook/server/worker.py's subclass: a new connection waits for its first bytes in
+  the poller, for --io-timeout at most): a few threads per worker keep the API server's
+  connections alive and overlap TLS I/O. The sync worker closes every connection, so every
+  review pays a TLS handshake, which costs more than the decision: benchmarks/bench_server.py
+  measured 4.0-4.4 times as many reviews under gthread (README, "Performance"); 1, 2 or 4
+  threads made no difference to it.
 - Workers default to the CPU count's worth of processes, at most 4 (the decision is CPU-bound
   Python; more processes than that hold more memory and inventory watches for little gain).
 - Sources start in each worker (`post_worker_init`): threads started before the fork do not
@@ -44,7 +46,7 @@ from webhook.server.slow_clients import QuietTimeouts
 
 METRICS_DIR_PREFIX = "gpu-webhook-metrics-"
 
-worker_class = "gthread"
+worker_class = "webhook.server.worker.WebhookThreadWorker"  # gthread's, see webhook/server/worker.py
 reuse_port = True  # each worker its own listening socket: the kernel spreads kept-alive connections
 workers = min(os.cpu_count() or 1, 4)
 threads = 4

@@ -1,7 +1,8 @@
 """Bound how long one connection may hold a worker thread: the TLS handshake and each read or write.
 
-gunicorn's gthread worker waits up to 5 s for a new connection's first bytes, then serves it on
-a thread with a blocking socket and no timeout. A client that sends part of a ClientHello, or of
+A new connection waits for its first bytes in the worker's poller, within IO_TIMEOUT
+(webhook/server/worker.py); once they arrive gunicorn's gthread worker serves it on a thread,
+with a blocking socket and no timeout. A client that sends part of a ClientHello, or of
 a request, and then nothing held that thread for good: threads x workers such clients (8 with
 the defaults on 2 cores) and the webhook answered nobody, `/healthz` included, while the API
 server's calls failed into `failurePolicy`. With a timeout on every socket operation, such a

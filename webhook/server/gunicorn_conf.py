@@ -1,11 +1,11 @@
 """gunicorn settings and hooks for gpu-webhook (`gpu-webhook serve` loads this module).
 
 - `gthread` (webhook/server/worker.py's subclass: a new connection waits for its first bytes in
-  the poller, for --io-timeout at most): a few threads per worker keep the API server's
-  connections alive and overlap TLS I/O. The sync worker closes every connection, so every
-  review pays a TLS handshake, which costs more than the decision: benchmarks/bench_server.py
-  measured 4.0-4.4 times as many reviews under gthread (README, "Performance"); 1, 2 or 4
-  threads made no difference to it.
+  the poller, for --io-timeout at most; a stopping worker closes its listening socket at once):
+  a few threads per worker keep the API server's connections alive and overlap TLS I/O. The sync
+  worker closes every connection, so every review pays a TLS handshake, which costs more than
+  the decision: benchmarks/bench_server.py measured 4.0-4.4 times as many reviews under gthread
+  (README, "Performance"); 1, 2 or 4 threads made no difference to it.
 - Workers default to the CPU count's worth of processes, at most 4 (the decision is CPU-bound
   Python; more processes than that hold more memory and inventory watches for little gain).
 - Sources start in each worker (`post_worker_init`): threads started before the fork do not
@@ -17,8 +17,10 @@
   client opens at once, and kept-alive connections never move: measured, one worker served all
   of a load test's requests. With SO_REUSEPORT each worker listens on its own socket and the
   kernel spreads connections over them. The price: connections still queued on a worker that
-  dies are reset, and a second server started on the same port by the same user would join the
-  group, so `serve` first binds the address without SO_REUSEPORT and refuses a port in use.
+  dies are reset (one that stops, on SIGHUP or SIGTERM, accepts its queue and closes its socket
+  once another worker listens, webhook/server/worker.py, so the kernel queues no more there),
+  and a second server started on the same port by the same user would join the group, so
+  `serve` first binds the address without SO_REUSEPORT and refuses a port in use.
 - A worker that exits before it has booted (its socket could not be bound, its app not built)
   exits with gunicorn's WORKER_BOOT_ERROR (`worker_exit`), so the master stops with exit code 3
   instead of starting another worker that fails the same way, forever.

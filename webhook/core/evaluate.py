@@ -76,21 +76,24 @@ def _placement(spec: dict[str, Any], template: Template | None, context: Context
     return placement_of(spec, expressions, template.inject.tolerations if template is not None else ())
 
 
-def mutated_copy(pod: Pod, env: Env) -> tuple[Pod, list[Finding]]:
-    """A mutated copy of the pod and what changed; MutationSkipped and the original when a member
-    the mutators need is malformed (at its path), or on a bug."""
+def mutated_copy(pod: Pod, env: Env, as_it_stands: Pod | None = None) -> tuple[Pod, list[Finding]]:
+    """A mutated copy of the pod and what changed; MutationSkipped and the pod as it stands when
+    a member the mutators need is malformed (at its path), or on a bug. `pod` may be a rewritten
+    pod read as first asked for; left unchanged is then `as_it_stands`, not that reading, whose
+    difference from the pod would be a patch undoing the rewrite."""
+    unchanged = pod if as_it_stands is None else as_it_stands
     mutated = writable_copy(pod)
     try:
         changes = mutate(mutated, env)
     except MalformedMember as malformed:
         where, message = path_of(malformed), message_of(malformed)
-        return pod, [Finding("MutationSkipped", where, f"left unchanged: {message}")]
+        return unchanged, [Finding("MutationSkipped", where, f"left unchanged: {message}")]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         skipped = Finding("MutationSkipped", env.view.base, f"left unchanged: {type(exc).__name__}: {exc}")
-        return pod, [skipped]
+        return unchanged, [skipped]
     oversized = _oversized_annotations(pod, mutated, env.view.meta)
     if oversized is not None:
-        return pod, [oversized]
+        return unchanged, [oversized]
     return mutated, [*changes, *node_room.check(mutated, env)]
 
 

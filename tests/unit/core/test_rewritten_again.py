@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 import jsonpatch
+import pytest
 
 from tests.conftest import ROOT
 from webhook.catalog import load_catalog
@@ -131,3 +132,25 @@ def test_a_pod_whose_rewrite_is_made_again_is_told_so() -> None:
     pod["spec"]["containers"][0]["resources"]["limits"][GPU] = "1"
     decision = decide(pod, _context())
     assert decision.patch and MUTATIONS & set(decision.codes) == {"RewrittenToMig"}
+
+
+MALFORMED = {
+    "affinity": lambda pod: pod["spec"].__setitem__("affinity", "x"),
+    "tolerations": lambda pod: pod["spec"].__setitem__("tolerations", "x"),
+    "labels": lambda pod: pod["metadata"].__setitem__("labels", ["x"]),
+    "requests": lambda pod: pod["spec"]["containers"][0]["resources"].__setitem__("requests", []),
+}
+
+
+@pytest.mark.parametrize("member", MALFORMED)
+def test_a_rewritten_pod_the_mutators_cannot_read_is_left_as_it_stands_not_as_first_asked(
+    member: str,
+) -> None:
+    """A mutation skipped (a malformed member the mutators need) leaves the pod unchanged: for a
+    rewritten pod that is the pod as it came, not its reading as first asked for, whose
+    difference from the pod was a patch of 7 to 9 operations undoing the rewrite."""
+    pod = copy.deepcopy(rewritten())
+    MALFORMED[member](pod)
+    decision = decide(pod, _context())
+    assert decision.patch == () and decision.mutated is None
+    assert "MutationSkipped" in decision.codes

@@ -9,6 +9,11 @@ the catalog load refuses them. Two kinds:
 - keys the decision itself reads, whatever the catalog (`READ_LABELS`, `READ_ANNOTATIONS`);
 - labels some template's podSelector reads, with a value the selector tells apart from no label
   (`selector_reads`): the pods the injecting template wrote would match templates differently.
+  The injecting template's own selector is judged narrower: injection never overwrites a label,
+  so a pod that reached it by that selector lacked the label only if the selector held without
+  it, and a pod that reached it otherwise (the template label, the namespace default) is given
+  it again whatever the selector says. Only a requirement that holds without the label and fails
+  with it (`DoesNotExist`, `NotIn` listing the value) can change the next decision.
 
 What the webhook only writes (`gpu.aethervirt.io/applied-template`, set to the template applied
 on every decision) is not read, so it may be injected, to no effect.
@@ -95,17 +100,26 @@ def selector_reads(
     templates: Sequence[tuple[Template, Document, Checks]],
 ) -> Iterator[tuple[Document, Path, str]]:
     """(document, path, message) of each injected label that a podSelector of some template of
-    the catalog (the injecting one too) judges differently from no such label. Only values with
-    no problem of their own are judged."""
+    the catalog judges differently from no such label, or that the injecting template's own
+    podSelector holds for without it and not with it. Only values with no problem of their own
+    are judged."""
     selecting = [t for t, _, c in templates if c.clean(["spec", "match", "podSelector"])]
     for template, document, checks in templates:
         for key, value in template.inject.labels.items():
             path = [*INJECT, "labels", key]
             if not checks.clean(path):
                 continue
-            reader = next((t for t in selecting if _tells_apart(t, key, value)), None)
+            reader = next((t for t in selecting if _reads(t, template, key, value)), None)
             if reader is not None:
                 yield document, path, _read_by_selector(reader, template, key, value)
+
+
+def _reads(selector: Template, injecting: Template, key: str, value: object) -> bool:
+    """Whether `selector`'s podSelector could match a pod `injecting` wrote differently on the
+    next decision for the injected `key: value`."""
+    if selector.name == injecting.name:
+        return _undone(selector, key, value)
+    return _tells_apart(selector, key, value)
 
 
 def _tells_apart(template: Template, key: str, value: object) -> bool:
@@ -125,14 +139,34 @@ def _requirement_tells_apart(expression: Mapping[str, Any], key: str, value: obj
     return True  # Exists, DoesNotExist
 
 
+def _undone(template: Template, key: str, value: object) -> bool:
+    """Whether some requirement of the template's podSelector holds for a pod without the label
+    and not for one with `key: value`: the one way its own injection changes its own match. A
+    pod it selected without the label would no longer be selected; one with the label keeps its
+    own value; one it did not select (matchLabels, `In`, `Exists` need the label) got the
+    template by its label or its namespace's default, which pick it again, and a selector now
+    holding picks the same template."""
+    return any(_requirement_undone(e, key, value) for e in template.match.match_expressions)
+
+
+def _requirement_undone(expression: Mapping[str, Any], key: str, value: object) -> bool:
+    if expression.get("key") != key:
+        return False
+    operator = expression.get("operator")
+    if operator == "NotIn":
+        return value in (expression.get("values") or ())
+    return operator == "DoesNotExist"
+
+
 def _read_by_selector(reader: Template, injecting: Template, key: str, value: object) -> str:
     whose = (
-        "its own podSelector"
+        f"its own podSelector selects a pod without a {key} label and not one with {key}: {value}"
         if reader.name == injecting.name
-        else f"the podSelector of template {reader.name} ({reader.source})"
+        else f"the podSelector of template {reader.name} ({reader.source}) tells {key}: {value}"
+        f" from no {key} label"
     )
     return (
-        f"{whose} tells {key}: {value} from no {key} label; injected, only the next decision sees"
-        " it, on the webhook's own output, and a pod this template wrote would match templates"
-        " differently: leave it out, or select on another label"
+        f"{whose}; injected, only the next decision sees it, on the webhook's own output, and a"
+        " pod this template wrote would match templates differently: leave it out, or select on"
+        " another label"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,12 @@ import pytest
 
 import webhook.core
 from tests.builders import a100_mixed_inventory, context, make_catalog, make_pod, policy_doc, template_doc
-from webhook.catalog import CatalogError, lint_paths
+from tests.conftest import ROOT
+from tests.test_shipped_idempotent import NAMESPACES
+from webhook.catalog import CatalogError, lint_paths, load_catalog
 from webhook.catalog.self_reads import READ_ANNOTATIONS, READ_LABELS
 from webhook.core.decide import decide
-from webhook.core.model import Catalog, Decision
+from webhook.core.model import TEMPLATE_LABEL, UNKNOWN_INVENTORY, Catalog, Context, Decision, Inventory
 
 ACCELERATOR = {"gpu": "required", "gpuMemory": "12Gi", "mig": "preferred"}
 MYCO = {"images": ["myco/*"]}
@@ -53,6 +56,47 @@ def test_a_label_its_own_selector_reads_is_refused() -> None:
     assert refused(injecting("labels", "team", "unassigned", match=match)) == {
         ("<memory>", "spec.inject.labels.team")
     }
+
+
+def test_the_label_its_own_match_labels_require_loads(tmp_path: Path) -> None:
+    """repro15/1: shipped batch-inference injecting `gpu.aethervirt.io/workload: batch-inference`,
+    which its own matchLabels require: a pod it selected has the label already."""
+    templates = batch_inference_injecting_its_label(tmp_path)
+    assert lint_paths([templates, ROOT / "policies"]) == []
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        {"key": "tier", "operator": "DoesNotExist"},
+        {"key": "tier", "operator": "NotIn", "values": ["gold", "silver"]},
+    ],
+)
+def test_a_label_that_undoes_its_own_selector_is_refused(requirement: dict[str, Any]) -> None:
+    """Its own selector held for the pod without the label and fails with it."""
+    match = {**MYCO, "podSelector": {"matchExpressions": [requirement]}}
+    assert refused(injecting("labels", "tier", "silver", match=match)) == {
+        ("<memory>", "spec.inject.labels.tier")
+    }
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"matchLabels": {"tier": "silver"}},
+        {"matchLabels": {"tier": "gold"}},
+        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold", "silver"]}]},
+        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
+        {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gold"]}]},
+    ],
+)
+def test_a_label_its_own_selector_needs_or_ignores_loads(selector: dict[str, Any]) -> None:
+    """A pod it selected without the label is selected with it too, or it selects none without
+    it: such a pod got the template by its label or its namespace's default, which pick it again."""
+    make_catalog(
+        injecting("labels", "tier", "silver", match={**MYCO, "podSelector": selector}), policy_doc("default")
+    )
 
 
 def test_kueues_queue_label_is_refused() -> None:
@@ -244,3 +288,43 @@ def test_every_label_and_annotation_the_core_names_is_judged() -> None:
     unjudged = {n for n, keys in named.items() if not keys <= refused_keys} - not_read_from_the_pod
     assert unjudged == set()
     assert {k for n in not_read_from_the_pod for k in named[n]} & refused_keys == set()
+
+
+WORKLOAD = "gpu.aethervirt.io/workload"
+
+
+def batch_inference_injecting_its_label(tmp_path: Path) -> Path:
+    """A copy of the shipped templates whose batch-inference injects the label it selects on."""
+    templates = tmp_path / "templates"
+    shutil.copytree(ROOT / "templates", templates, ignore=shutil.ignore_patterns("tests"))
+    path = templates / "batch-inference.yaml"
+    text = path.read_text()
+    assert text.endswith("    shmSize: 4Gi\n")
+    path.write_text(f"{text}    labels:\n      {WORKLOAD}: batch-inference\n")
+    return templates
+
+
+@pytest.mark.parametrize(
+    "label", [(WORKLOAD, "batch-inference"), (TEMPLATE_LABEL, "batch-inference")], ids=["selected", "named"]
+)
+def test_its_own_selectors_label_injected_changes_no_next_decision(
+    label: tuple[str, str], tmp_path: Path, inventories: dict[str, Inventory]
+) -> None:
+    """A pod batch-inference selected, or that names it, decided again on the webhook's own
+    output: the same template and verdict, and no patch, in every shipped namespace."""
+    catalog = load_catalog([batch_inference_injecting_its_label(tmp_path), ROOT / "policies"])
+    pod = make_pod().label(*label).container("c", image="example/embed:1", gpu=1).build()
+    injected = set()
+    for inventory in [*inventories.values(), UNKNOWN_INVENTORY]:
+        for namespace in NAMESPACES:
+            ctx = Context(catalog, inventory, namespace)
+            first = decide(pod, ctx)
+            if first.mutated is None:
+                continue  # prod-a's policy does not allow batch-inference
+            if first.template == "batch-inference":
+                assert first.mutated["metadata"]["labels"][WORKLOAD] == "batch-inference"
+                injected.add(namespace)
+            second = decide(first.mutated, ctx)
+            assert second.patch == (), (namespace, second.patch)
+            assert judged(second) == judged(first), namespace
+    assert injected == {"default", "research-a", "notebooks"}

@@ -6,8 +6,9 @@ because a template author (or a manifest) that writes `resources:` twice loses h
 Values are what kubectl (sigs.k8s.io/yaml, go-yaml v2) would send the API server, not what
 PyYAML's YAML 1.1 makes of them: `2024-01-01` and `1:30` stay text (no dates, no base-60
 numbers), numbers are what Go parses (`1e6`, `0X1F`, `08`, `1_e3`), keys are text (`2:` is "2",
-`true:` is "true"), and what JSON cannot hold (`!!set`, `!!binary`, a list as a key) is an error
-at its line. KubectlDumper writes by the same rules, so what it writes reads back as written.
+`true:` is "true", `1e3:` is "1000"), and what JSON cannot hold (`!!set`, `!!binary`, a list as
+a key) is an error at its line. KubectlDumper writes by the same rules, so what it writes reads
+back as written.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import json
 import math
 import os
 import re
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -166,12 +169,69 @@ class _KubectlConstructor(yaml.constructor.SafeConstructor):
             return key
         if isinstance(key, bool):
             return "true" if key else "false"
-        if isinstance(key, int | float):
+        if isinstance(key, int) and -(2**63) <= key < 2**64:
             return str(key)
+        if isinstance(key, int | float):  # an int beyond 64 bits is go-yaml's float
+            return go_float_key(float(key))
         what = "null" if key is None else f"{type(key).__name__} {excerpt(key)}"
         raise yaml.constructor.ConstructorError(
             None, None, f"a key must be text, a number or a boolean, not {what}", node.start_mark
         )
+
+
+def go_float_key(value: float) -> str:
+    """A float key as sigs.k8s.io/yaml writes it: strconv.FormatFloat(key, 'g', -1, 32), the
+    shortest text of the nearest float32 (`1e3` is "1000", `3.14159265358979` "3.1415927", `1e7`
+    "1e+07"), and `.inf`, `-.inf`, `.nan` as YAML spells them."""
+    if math.isnan(value):
+        return ".nan"
+    try:
+        single: float = struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:  # beyond float32: Go's conversion gives an infinity
+        single = math.copysign(math.inf, value)
+    if math.isinf(single):
+        return ".inf" if single > 0 else "-.inf"
+    sign = "-" if math.copysign(1.0, single) < 0 else ""
+    if single == 0:
+        return f"{sign}0"
+    digits, point = _shortest_float32(abs(single))
+    exponent = point - 1
+    if exponent < -4 or exponent >= 6:  # %e, as Go's 'g' decides for the shortest digits
+        mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return f"{sign}{digits}{'0' * (point - len(digits))}"
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def _shortest_float32(value: float) -> tuple[str, int]:
+    """The fewest significant digits that read back as this positive float32, the nearest of
+    them where several do, and where the decimal point falls (value = 0.digits × 10^point): the
+    digits Go's shortest formatting writes. A decimal reads back when it lies within half a step
+    of the neighbouring float32s, the bounds included for an even mantissa (round half to even)."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    exact = Fraction(value)
+    below = Fraction(_float32(bits - 1))
+    above_value = _float32(bits + 1)
+    above = exact + (exact - below) if math.isinf(above_value) else Fraction(above_value)
+    low, high, inclusive = (exact + below) / 2, (exact + above) / 2, bits % 2 == 0
+    for precision in range(1, 10):  # nine digits tell every float32 apart
+        mantissa, power = f"{value:.{precision - 1}e}".split("e")
+        unit = Fraction(10) ** (int(power) - precision + 1)
+        rounded = int(mantissa.replace(".", ""))
+        for candidate in sorted((rounded, rounded - 1, rounded + 1), key=lambda n: abs(n * unit - exact)):
+            decimal = candidate * unit
+            if low < decimal < high or (inclusive and decimal in (low, high)):
+                text = str(candidate)
+                return text.rstrip("0"), len(text) + int(power) - precision + 1
+    raise AssertionError(f"no float32 text for {value!r}")  # nine digits always do
+
+
+def _float32(bits: int) -> float:
+    value: float = struct.unpack("<f", struct.pack("<I", bits))[0]
+    return value
 
 
 @dataclass(frozen=True)

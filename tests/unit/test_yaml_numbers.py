@@ -8,6 +8,7 @@ import json
 import math
 import random
 import shutil
+import struct
 import subprocess
 from typing import Any
 
@@ -115,3 +116,63 @@ def test_the_reader_types_bare_text_as_kubectl_does() -> None:
             assert math.isclose(mine, kubectl), (text, mine, kubectl)
         else:
             assert mine == kubectl, (text, mine, kubectl)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [  # each as kubectl 1.32 (sigs.k8s.io/yaml: FormatFloat(key, 'g', -1, 32)) writes it
+        ("1e3", "1000"),
+        ("1.0", "1"),
+        ("08", "8"),
+        (".inf", ".inf"),
+        ("-.Inf", "-.inf"),
+        (".nan", ".nan"),
+        ("-0.0", "-0"),
+        ("0.1", "0.1"),
+        ("3.14159265358979", "3.1415927"),
+        ("123456.7", "123456.7"),
+        ("1234567.0", "1.234567e+06"),
+        ("1e7", "1e+07"),
+        ("0.0001", "0.0001"),
+        ("1e-5", "1e-05"),
+        ("16777217.0", "1.6777216e+07"),  # float32 has 24 bits
+        ("3.4028235e38", "3.4028235e+38"),
+        ("1e39", ".inf"),  # beyond float32
+        ("1.4e-45", "1e-45"),
+        ("1e-46", "0"),
+        ("123456789012345678901234", "1.2345679e+23"),  # digits beyond 64 bits: a float
+        ("-9223372036854775809", "-9.223372e+18"),
+        ("9223372036854775807", "9223372036854775807"),
+        ("1e400", "1e400"),  # beyond a double: text
+    ],
+)
+def test_a_number_key_is_the_text_kubectl_makes_of_it(text: str, key: str) -> None:
+    assert list(read(f"{text}: v\n")) == [key]
+
+
+def float_keys(count: int) -> list[str]:
+    """Float-looking keys of every magnitude float32 has, and past it, each written as repr,
+    %e and %f would write it, and float32 values' own shortest text."""
+    rng = random.Random(15)
+    found = set()
+    while len(found) < count:
+        value = rng.choice([-1, 1]) * 10 ** rng.uniform(-47, 40)
+        single = struct.unpack("<f", struct.pack("<f", value))[0] if abs(value) < 3e38 else value
+        found.update({repr(value), f"{value:.{rng.randint(0, 9)}e}", repr(single)})
+        found.add(f"{value:.{rng.randint(0, 3)}f}" if abs(value) < 1e12 else repr(value))
+    return sorted(found)
+
+
+@needs_kubectl
+def test_float_keys_are_the_text_kubectl_makes_of_them() -> None:
+    """One ConfigMap per key: two keys may be one float32."""
+    keys = float_keys(300)
+    stream = "".join(
+        f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: k{i}}}\ndata: {{{key}: v}}\n"
+        for i, key in enumerate(keys)
+    )
+    ours = [list(document.data["data"]) for document in load_documents(stream, "t.yaml")]
+    theirs = [list(item["data"]) for item in kubectl_reads(stream)]
+    assert [(k, *o) for k, o in zip(keys, ours, strict=True)] == [
+        (k, *t) for k, t in zip(keys, theirs, strict=True)
+    ]

@@ -331,6 +331,13 @@ def _float_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | st
     return text if math.isinf(value) and "inf" not in text.lower() else value
 
 
+def _merge_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """`<<` anywhere but as a mapping's key, which construct_mapping merges first: the text
+    "<<", as go-yaml v2 reads it (an annotation's value, a list's item). KubectlDumper still
+    quotes it, for where it would be a key."""
+    return str(loader.construct_scalar(node))
+
+
 def _kubectl_constructors() -> dict[Any, Any]:
     constructors = {
         **yaml.SafeLoader.yaml_constructors,
@@ -338,6 +345,7 @@ def _kubectl_constructors() -> dict[Any, Any]:
         "tag:yaml.org,2002:bool": _bool,
         "tag:yaml.org,2002:int": _int,
         "tag:yaml.org,2002:float": _float_or_text,
+        MERGE_TAG: _merge_as_text,
     }
     constructors.update({f"tag:yaml.org,2002:{name}": _refuse_non_json for name in _NOT_JSON})
     return constructors

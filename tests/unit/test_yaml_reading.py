@@ -116,6 +116,28 @@ def test_a_merged_mapping_locates_its_own_keys_at_their_own_lines(tmp_path: Path
     }
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [  # each as kubectl 1.32 (go-yaml v2) reads it
+        ("a: <<\n", {"a": "<<"}),  # repro15/3: an annotation's value
+        ("a: [<<]\n", {"a": ["<<"]}),
+        ("a: !!merge <<\n", {"a": "<<"}),
+        ("'<<': x\n", {"<<": "x"}),  # a quoted key is text
+        ("<<: {c: '1'}\nd: '2'\n", {"c": "1", "d": "2"}),  # a plain one merges
+        ("<<: [{c: '1'}, {e: '3'}]\n", {"c": "1", "e": "3"}),
+    ],
+)
+def test_a_merge_key_merges_only_as_a_key(text: str, value: object) -> None:
+    assert read(text) == value
+
+
+def test_a_merge_key_with_text_to_merge_is_refused() -> None:
+    """go-yaml v2: "map merge requires map or sequence of maps as the value"."""
+    with pytest.raises(YamlError) as caught:
+        read("a: {<<: foo}\n")
+    assert caught.value.line == 1
+
+
 # --- catalog folders --------------------------------------------------------------------------
 
 

@@ -82,6 +82,13 @@ def test_the_strings_qa_found_are_quoted(value: str, written: str) -> None:
     assert dump_yaml({"v": value}) == f"v: {written}\n"
 
 
+def test_a_merge_key_is_quoted_where_it_would_merge() -> None:
+    """A `<<` value reads back as text bare too, but as a key it would merge: the dumper, which
+    writes both by the reader's resolvers, quotes it in both places."""
+    assert dump_yaml({"<<": "<<"}) == "'<<': '<<'\n"
+    assert read_all("<<: {a: b}\n") == [{"a": "b"}]
+
+
 @pytest.mark.parametrize("value", ["vllm", "2024-01-01", "1:30", "=", "1.10.0", "nvidia.com/gpu"])
 def test_a_string_that_reads_back_as_text_stays_unquoted(value: str) -> None:
     """Quoting only what needs it keeps the output as a person writes YAML."""

@@ -21,6 +21,7 @@ from webhook.commands.common import (
     EXIT_OK,
     UsageError,
     catalog_from,
+    emit,
     error,
     inventory_from,
 )
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         context = Context(catalog=catalog, inventory=inventory, namespace=namespace)
         skip = not_sent(manifest.obj, namespace, args.extra_resource)
         results.append((manifest, decide_object(manifest.obj, context), skip))
-    _print(args.output, results, skipped, inventory.known)
+    written = _print(args.output, results, skipped, inventory.known)
     uncounted = sum(1 for _, d, skip in results if skip is not None and not d.allowed)
     if uncounted and not args.as_if_sent:
         print(
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for message in input_errors:
         error(message)
-    if input_errors:
+    if input_errors or not written:
         return EXIT_BAD_INPUT
     counted = [d for _, d, skip in results if skip is None or args.as_if_sent]
     return EXIT_DENIED if any(not d.allowed for d in counted) else EXIT_OK
@@ -129,18 +130,26 @@ def _checkable(manifest: Manifest) -> bool:
 Result = tuple[Manifest, Decision, NotSent | None]
 
 
-def _print(output: str, results: list[Result], skipped: list[Manifest], known: bool) -> None:
-    """The decisions on stdout (parseable with -o json|yaml|patch); notes on stderr, in every format."""
+def _print(output: str, results: list[Result], skipped: list[Manifest], known: bool) -> bool:
+    """The decisions on stdout (parseable with -o json|yaml|patch); notes on stderr, in every format.
+    False when they could not be written (`emit`)."""
+    if not emit(_decisions_text(output, results), "the decisions"):
+        return False
+    _notes(skipped, known)
+    return True
+
+
+def _decisions_text(output: str, results: list[Result]) -> str:
     if output == "json":
-        print(json.dumps([_record(*result) for result in results], indent=2))
-    elif output == "yaml":
-        print(dump_yaml_all([_record(*result) for result in results]), end="")
-    elif output == "patch":
-        print(json.dumps({m.source: list(d.patch) for m, d, _ in results}, indent=2))
-    else:
-        for result in results:
-            print(_text(*result))
-    sys.stdout.flush()  # the notes follow the decisions on a terminal
+        return json.dumps([_record(*result) for result in results], indent=2) + "\n"
+    if output == "yaml":
+        return dump_yaml_all([_record(*result) for result in results])
+    if output == "patch":
+        return json.dumps({m.source: list(d.patch) for m, d, _ in results}, indent=2) + "\n"
+    return "".join(_text(*result) + "\n" for result in results)
+
+
+def _notes(skipped: list[Manifest], known: bool) -> None:
     for manifest in skipped:
         kind = manifest.kind or "no kind"
         print(f"skipped {manifest.source}: {kind} {manifest.name} holds no pod template", file=sys.stderr)

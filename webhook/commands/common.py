@@ -9,6 +9,7 @@ from webhook.catalog import CatalogError, load_catalog
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, GpuNode, Inventory
 from webhook.inventory.files import InventoryError, load_inventory, load_node_templates
 from webhook.inventory.nodes import with_node_templates
+from webhook.tls.files import write_stdout
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -57,3 +58,17 @@ def check_kubeconfig(path: str | None) -> None:
 
 def error(message: str) -> None:
     print(f"gpu-webhook: {message}", file=sys.stderr)
+
+
+def emit(text: str, what: str) -> bool:
+    """Write a command's output to stdout. False, said on stderr, when stdout is closed or refuses
+    it (a full disk); a reader that stopped reading (`| head`) is no failure, so the exit code
+    still says what was decided: a gate piped into `head` or `tee` passed denied manifests."""
+    try:
+        write_stdout(text, what)
+    except OSError as exc:
+        if isinstance(exc.__cause__, BrokenPipeError):
+            return True
+        error(str(exc))
+        return False
+    return True

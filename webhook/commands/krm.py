@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from webhook.authoring.krm import FunctionConfig, KrmInputError, Outcome, run_function
-from webhook.commands.common import EXIT_BAD_INPUT, EXIT_DENIED, EXIT_OK, error
+from webhook.commands.common import EXIT_BAD_INPUT, EXIT_DENIED, EXIT_OK, emit, error
 from webhook.yamlio import KubectlDumper, YamlError, decode_text, load_documents, read_text
 
 
@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     except (KrmInputError, OSError) as exc:
         error(f"krm: {exc}")
         return EXIT_BAD_INPUT
-    sys.stdout.write(_render(outcome, text.lstrip().startswith("{"), stream))
+    if not emit(_render(outcome, text.lstrip().startswith("{"), stream), "the resource list"):
+        return EXIT_BAD_INPUT
     _report(outcome, everything=stream)
     if outcome.bad_config:
         return EXIT_BAD_INPUT

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from webhook.catalog import lint_paths
-from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK
+from webhook.commands.common import EXIT_BAD_INPUT, EXIT_OK, emit
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -21,10 +21,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     problems = lint_paths(args.paths)
-    for problem in problems:
-        print(problem)
     if problems:
-        print(f"{len(problems)} problem(s)")
+        emit(
+            "".join(f"{problem}\n" for problem in problems) + f"{len(problems)} problem(s)\n", "the problems"
+        )
         return EXIT_BAD_INPUT
-    print(f"ok: {' '.join(args.paths)}")
-    return EXIT_OK
+    return EXIT_OK if emit(f"ok: {' '.join(args.paths)}\n", "the result") else EXIT_BAD_INPUT

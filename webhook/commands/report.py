@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -19,6 +18,7 @@ from webhook.commands.common import (
     UsageError,
     catalog_from,
     check_kubeconfig,
+    emit,
     error,
 )
 from webhook.core.model import Inventory
@@ -81,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
         window=window if args.prometheus is not None else None,
         idle_threshold=idle_below,
     )
-    sys.stdout.write(render(report, args.output))
-    return EXIT_OK
+    return EXIT_OK if emit(render(report, args.output), "the report") else EXIT_BAD_INPUT
 
 
 def _utilisation_options(args: argparse.Namespace) -> tuple[str, float]:

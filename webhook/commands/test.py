@@ -10,7 +10,7 @@ import argparse
 from webhook.authoring.junit import write_junit
 from webhook.authoring.report import render
 from webhook.authoring.runner import run_paths
-from webhook.commands.common import EXIT_BAD_INPUT, error
+from webhook.commands.common import EXIT_BAD_INPUT, emit, error
 
 DEFAULT_SUITES = "templates/tests"
 
@@ -33,7 +33,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     result = run_paths(args.paths)
-    print(render(result, show_passed=not args.quiet))
+    if not emit(render(result, show_passed=not args.quiet) + "\n", "the results"):
+        return EXIT_BAD_INPUT
     if args.junit:
         try:
             write_junit(result, args.junit)

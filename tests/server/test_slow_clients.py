@@ -185,3 +185,50 @@ def test_a_client_that_sends_its_hello_within_the_io_timeout_is_served(
         assert client.request("GET", "/healthz", connection=connection).status == 200
     finally:
         connection.close()
+
+
+def answered_and_held(port: int, ca: Path) -> tuple[ssl.SSLSocket, bytes]:
+    """An HTTP/1.0 /healthz whose answer is read whole, and a socket the client then keeps open."""
+    context = ssl.create_default_context(cafile=str(ca))
+    held = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
+    held.settimeout(20)
+    held.sendall(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+        chunk = held.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    return held, answer
+
+
+def test_clients_that_keep_a_closed_connection_open_do_not_hold_up_the_worker(
+    server: tuple[WebhookProcess, Client],
+) -> None:
+    """gunicorn closes a connection after its answer as RFC 9112 9.6 asks, waiting up to 2 s for
+    the client to close too, on the worker's main thread, one connection after another: each
+    client that kept it open stopped the worker for 2 s (no accept, no heartbeat), so 60 of them
+    kept /healthz waiting 30-40 s and gunicorn killed the worker. They now linger in the poller,
+    side by side: every one has the server's end of file at once, not the last of 16 after 8 s."""
+    process, client = server
+    ca = process.workdir / "certs" / "ca.crt"
+    held: list[tuple[ssl.SSLSocket, bytes]] = []
+    clients = [
+        threading.Thread(target=lambda: held.append(answered_and_held(process.port, ca))) for _ in range(16)
+    ]
+    started = time.monotonic()
+    for thread in clients:
+        thread.start()
+    try:
+        for thread in clients:
+            thread.join(timeout=30)
+        assert len(held) == 16
+        assert all(b" 200 " in answer.split(b"\r\n")[0] for _, answer in held)  # not cut by a reset
+        for connection, _ in held:
+            assert connection.recv(1) == b""  # the server's close reached the client
+        assert time.monotonic() - started < 4.0  # 8 s before; 1 s here, the rest is the machine's slack
+        assert client.get("/healthz").status == 200
+    finally:
+        for connection, _ in held:
+            connection.close()
+    assert "WORKER TIMEOUT" not in process.stderr.read_text(errors="replace")

@@ -18,13 +18,25 @@
   socket instead): microseconds on loopback unless the worker is descheduled between the two,
   one round trip over a network; 1 reset in 11 runs of 5 SIGHUPs, on a machine loaded well past
   its cores.
+- A connection closed after its answer lingers in the poller, not on the worker's main thread.
+  gunicorn closes one as RFC 9112 9.6 asks (FIN, then read what the client still sends until it
+  closes, 2 s and 64 KiB at most, so that no RST cuts the answer), but it waited for the client
+  right there: clients that stalled (cut by --io-timeout) or did not close after an HTTP/1.0
+  answer held the loop 2 s each, one after another, so 60 of them kept `/healthz` waiting 30-40 s
+  and the worker, sending no heartbeat, was killed by gunicorn's timeout with every connection
+  it held.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
+import socket
+import ssl
 import time
+from collections import deque
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -38,7 +50,25 @@ HANDOVER_SECONDS: Final = 2.0
 HANDOVER_POLL: Final = 0.01
 LISTEN: Final = "0A"
 """TCP_LISTEN in /proc/net/tcp's `st` column."""
+LINGER_SECONDS: Final = 2.0
+LINGER_BYTES: Final = 65536
+"""How long, and for how much of what the client still sends, a closed connection lingers: what
+gunicorn's close_graceful allows."""
 GTHREAD: Final = "gthread"
+
+
+class LingeringConn(TConn):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's connection, whose graceful close is handed to the worker's poller."""
+
+    linger: Callable[[Any], None]
+
+    def close(self, graceful: bool = False) -> None:
+        if graceful:
+            self.linger(self.sock)
+        else:
+            super().close()
+
+
 WORKER_CLASS: Final = "webhook.server.worker.WebhookThreadWorker"
 
 
@@ -47,6 +77,51 @@ class WebhookThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
 
     io_timeout: float = IO_TIMEOUT
     sockets: list[Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lingering: dict[Any, int] = {}
+        """Sockets closed after their answer, each with the bytes read from it since."""
+        self.linger_deadlines: deque[tuple[float, Any]] = deque()
+        """When each lingering socket is closed at the latest, in that order (all linger as long)."""
+
+    def linger(self, sock: Any) -> None:
+        """Close `sock` as gunicorn's close_graceful does, waiting for the client in the poller."""
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            sock.setblocking(False)
+            self.poller.register(sock, selectors.EVENT_READ, self.drain)
+        except (OSError, ValueError, KeyError):
+            close_quietly(sock)
+            return
+        self.lingering[sock] = 0
+        self.linger_deadlines.append((time.monotonic() + LINGER_SECONDS, sock))
+
+    def drain(self, sock: Any) -> None:
+        """Read what the lingering client sent; closed at its end of file, or past LINGER_BYTES."""
+        try:
+            data = sock.recv(4096)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError):
+            return
+        except OSError:
+            data = b""
+        drained = self.lingering.get(sock, 0) + len(data)
+        if not data or drained >= LINGER_BYTES:
+            self.end_linger(sock)
+        else:
+            self.lingering[sock] = drained
+
+    def end_linger(self, sock: Any) -> None:
+        if self.lingering.pop(sock, None) is None:
+            return
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.poller.unregister(sock)
+        close_quietly(sock)
+
+    def end_expired_lingers(self) -> None:
+        now = time.monotonic()
+        while self.linger_deadlines and self.linger_deadlines[0][0] <= now:
+            self.end_linger(self.linger_deadlines.popleft()[1])
 
     def accept(self, listener: Any) -> None:
         """Take one connection (the poller found `listener` readable)."""
@@ -64,11 +139,15 @@ class WebhookThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn))
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
-        """Wake up by the first pending deadline too: gunicorn polls for up to 1 s, which would let a
-        silent connection stay up to a second past --io-timeout."""
+        """Wake up by the first pending or lingering deadline too: gunicorn polls for up to 1 s,
+        which would let a silent connection stay up to a second past --io-timeout."""
+        now = time.monotonic()
         if self.pending_conns:
-            timeout = min(timeout, max(self.pending_conns[0].timeout - time.monotonic(), 0.0))
+            timeout = min(timeout, max(self.pending_conns[0].timeout - now, 0.0))
+        if self.linger_deadlines:
+            timeout = min(timeout, max(self.linger_deadlines[0][0] - now, 0.0))
         super().wait_for_and_dispatch_events(timeout)
+        self.end_expired_lingers()
 
     def set_accept_enabled(self, enabled: bool) -> None:
         """gunicorn calls this with False when the worker stops (and when it holds its maximum of
@@ -107,7 +186,9 @@ class WebhookThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
             return False
         except ConnectionAbortedError:
             return True  # reset by its client while queued: look at the next
-        self.wait_for_first_bytes(TConn(self.cfg, client, address, listener.getsockname()))
+        conn = LingeringConn(self.cfg, client, address, listener.getsockname())
+        conn.linger = self.linger
+        self.wait_for_first_bytes(conn)
         return True
 
 
@@ -143,3 +224,8 @@ def worker_class(name: str, io_timeout: float) -> str | type[Any]:
     if name not in (GTHREAD, WORKER_CLASS):
         return name
     return type(WebhookThreadWorker.__name__, (WebhookThreadWorker,), {"io_timeout": io_timeout})
+
+
+def close_quietly(sock: Any) -> None:
+    with contextlib.suppress(OSError):
+        sock.close()

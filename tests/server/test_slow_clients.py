@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.support import Client, WebhookProcess, vector, write_serving_set
+from tests.server.support import Client, WebhookProcess, vector, vector_bytes, write_serving_set
 from webhook.server.slow_clients import bounded_io
 
 IO_TIMEOUT = 1.0
@@ -232,3 +232,30 @@ def test_clients_that_keep_a_closed_connection_open_do_not_hold_up_the_worker(
         for connection, _ in held:
             connection.close()
     assert "WORKER TIMEOUT" not in process.stderr.read_text(errors="replace")
+
+
+@pytest.mark.parametrize("body_bytes", [5_000, 12_000, 60_000])
+def test_a_pipelined_request_in_the_tls_record_of_the_body_before_it_is_answered(
+    server: tuple[WebhookProcess, Client], body_bytes: int
+) -> None:
+    """A body over 8 KiB is read to its length, which leaves the rest of its TLS record (the next
+    request) decrypted in OpenSSL, where the poller does not see it: it waited for the keepalive
+    and was never answered."""
+    process, _ = server
+    review = vector_bytes("create-pod-gpu.json")
+    body = review + b" " * (body_bytes - len(review))
+    context = ssl.create_default_context(cafile=str(process.workdir / "certs" / "ca.crt"))
+    raw = socket.create_connection(("127.0.0.1", process.port))
+    with context.wrap_socket(raw, server_hostname="127.0.0.1") as connection:
+        connection.settimeout(10)
+        head = (
+            "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n"
+        )
+        connection.sendall(head.format(len(body)).encode())
+        time.sleep(0.2)  # the headers are read on their own
+        connection.sendall(body + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")  # one TLS record
+        answers = b""
+        while answers.count(b"HTTP/1.1 200") < 2 or not answers.endswith(b"}"):
+            chunk = connection.recv(65536)  # a timeout here is the bug
+            assert chunk, answers[-200:]
+            answers += chunk

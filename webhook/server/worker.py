@@ -85,6 +85,16 @@ class WebhookThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         self.linger_deadlines: deque[tuple[float, Any]] = deque()
         """When each lingering socket is closed at the latest, in that order (all linger as long)."""
 
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        """gunicorn's, but a kept-alive TLS connection whose next request OpenSSL has already read
+        and decrypted goes straight back to a thread: those bytes do not make the socket readable,
+        so the poller never woke for it (a pipelined request sent in one TLS record with a body
+        over 8 KiB that came before it waited for the 120 s keepalive and was never answered)."""
+        if not fs.cancelled() and fs.exception() is None and fs.result() is True and pending_bytes(conn.sock):
+            self.enqueue_req(conn)
+            return
+        super().finish_request(conn, fs)
+
     def linger(self, sock: Any) -> None:
         """Close `sock` as gunicorn's close_graceful does, waiting for the client in the poller."""
         try:
@@ -229,3 +239,12 @@ def worker_class(name: str, io_timeout: float) -> str | type[Any]:
 def close_quietly(sock: Any) -> None:
     with contextlib.suppress(OSError):
         sock.close()
+
+
+def pending_bytes(sock: Any) -> int:
+    """Bytes a TLS socket has read and decrypted that no one has taken yet (0 for plain sockets)."""
+    pending = getattr(sock, "pending", None)
+    try:
+        return int(pending()) if callable(pending) else 0
+    except (OSError, ValueError):
+        return 0

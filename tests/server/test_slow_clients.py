@@ -6,6 +6,7 @@ clients as threads (2 workers x 2 threads here) and nobody was answered, /health
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import threading
@@ -259,3 +260,27 @@ def test_a_pipelined_request_in_the_tls_record_of_the_body_before_it_is_answered
             chunk = connection.recv(65536)  # a timeout here is the bug
             assert chunk, answers[-200:]
             answers += chunk
+
+
+def test_a_body_that_stalls_past_the_io_timeout_is_unreadable_and_the_connection_closed(
+    server: tuple[WebhookProcess, Client],
+) -> None:
+    """werkzeug turned the read's timeout into a disconnect: a generic 400 BadRequest ("The
+    browser (or proxy) sent a request..."), logged as such. The connection is closed after it
+    (the loop below ends), though gunicorn, which owns that header, still says keep-alive."""
+    process, _ = server
+    context = ssl.create_default_context(cafile=str(process.workdir / "certs" / "ca.crt"))
+    raw = socket.create_connection(("127.0.0.1", process.port))
+    with context.wrap_socket(raw, server_hostname="127.0.0.1") as connection:
+        connection.settimeout(IO_TIMEOUT + 10)
+        head = (
+            "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
+        )
+        connection.sendall(f"{head}\r\n{{".encode() + b" " * 99)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head_lines, _, body = answer.partition(b"\r\n\r\n")
+    assert head_lines.startswith(b"HTTP/1.1 400"), answer
+    error = json.loads(body)["error"]
+    assert error["code"] == "UnreadableBody" and "TimeoutError" in error["message"]

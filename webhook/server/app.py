@@ -252,6 +252,8 @@ def _read_declared(environ: dict[str, Any], length: int) -> bytes:
     ends the input at the length declared, so reading on gives nothing more)."""
     try:
         body: bytes = environ["wsgi.input"].read(length)
+    except TimeoutError:
+        raise  # --io-timeout: UnreadableBody, saying so, not werkzeug's disconnect
     except (OSError, ValueError) as error:  # what werkzeug's stream turns into a disconnect
         raise ClientDisconnected() from error
     if len(body) < length:

@@ -5,6 +5,7 @@ never a traceback."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,14 @@ def test_a_closed_stdout_is_one_line_and_exit_2(name: str) -> None:
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "to stdout: stdout is closed" in result.stderr
+
+
+def test_with_stderr_closed_the_notes_stay_out_of_the_output() -> None:
+    """print(file=sys.stderr) writes to stdout when stderr is closed (sys.stderr is None): `check -o
+    json 2>&-` appended its no-inventory note to the JSON."""
+    command = [sys.executable, "-m", "webhook", "check", "-o", "json", "examples/pods/vllm-server.yaml"]
+    result = subprocess.run(
+        ["sh", "-c", '"$@" 2>&-', "sh", *command], cwd=ROOT, text=True, capture_output=True, timeout=120
+    )
+    assert result.returncode == 0
+    assert json.loads(result.stdout)[0]["allowed"] is True

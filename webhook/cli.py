@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -37,6 +38,8 @@ def _requested(argv: Sequence[str] | None) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stderr is None:  # started with 2>&-: print(file=None) would put notes and errors in stdout
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     arguments = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(arguments).parse_args(arguments)
     try:

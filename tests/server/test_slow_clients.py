@@ -262,8 +262,15 @@ def test_a_pipelined_request_in_the_tls_record_of_the_body_before_it_is_answered
             answers += chunk
 
 
+STALLED_BODIES = {
+    "content-length": b"Content-Length: 5000\r\n\r\n{" + b" " * 99,
+    "chunked": b"Transfer-Encoding: chunked\r\n\r\n64\r\n{" + b" " * 50,
+}
+
+
+@pytest.mark.parametrize("framing", STALLED_BODIES)
 def test_a_body_that_stalls_past_the_io_timeout_is_unreadable_and_the_connection_closed(
-    server: tuple[WebhookProcess, Client],
+    server: tuple[WebhookProcess, Client], framing: str
 ) -> None:
     """werkzeug turned the read's timeout into a disconnect: a generic 400 BadRequest ("The
     browser (or proxy) sent a request..."), logged as such. The connection is closed after it
@@ -273,10 +280,8 @@ def test_a_body_that_stalls_past_the_io_timeout_is_unreadable_and_the_connection
     raw = socket.create_connection(("127.0.0.1", process.port))
     with context.wrap_socket(raw, server_hostname="127.0.0.1") as connection:
         connection.settimeout(IO_TIMEOUT + 10)
-        head = (
-            "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n"
-        )
-        connection.sendall(f"{head}\r\n{{".encode() + b" " * 99)
+        head = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        connection.sendall(head + STALLED_BODIES[framing])
         answer = b""
         while chunk := connection.recv(65536):
             answer += chunk

@@ -220,14 +220,29 @@ def _read_body() -> bytes:
     _refuse_encoded(environ)
     try:
         body = request.get_data(cache=False) if length is None else _read_declared(environ, length)
-    except HTTPException:
-        raise
+    except HTTPException as error:
+        timed_out = _timed_out(error)
+        if timed_out is None:
+            raise
+        message = f"the body could not be read: {type(timed_out).__name__}: {timed_out}"
+        raise ReviewError("UnreadableBody", "", message) from error
     except Exception as error:  # gunicorn's own body errors (a bad chunk size), a read that timed out
         message = f"the body could not be read: {type(error).__name__}: {error}"
         raise ReviewError("UnreadableBody", "", message) from error
     if len(body) > MAX_BODY:  # a chunked body (no Content-Length), cut at MAX_BODY + 1
         raise RequestEntityTooLarge()
     return body
+
+
+def _timed_out(error: BaseException) -> TimeoutError | None:
+    """The --io-timeout behind werkzeug's disconnect, if that is what it was: werkzeug's stream
+    turns a chunked body's read that timed out into a generic 400 BadRequest."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, TimeoutError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _refuse_encoded(environ: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import signal
 import ssl
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -137,17 +139,27 @@ class Client:
         return int(x509.load_der_x509_certificate(der).serial_number)
 
 
+def _limit_open_files(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+
 class WebhookProcess:
     """`python -m webhook serve` in a child process; stdout and stderr go to files in `workdir`."""
 
-    def __init__(self, workdir: Path, args: Sequence[str] = (), cwd: Path = ROOT) -> None:
+    def __init__(
+        self, workdir: Path, args: Sequence[str] = (), cwd: Path = ROOT, open_files: int | None = None
+    ) -> None:
+        """`open_files`: the process's limit on file descriptors (`ulimit -n`), inherited by its workers."""
         self.workdir = workdir
         self.stdout = workdir / "stdout.log"
         self.stderr = workdir / "stderr.log"
         command = [sys.executable, "-m", "webhook", "serve", "--bind", "127.0.0.1:0", *args]
         env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        limit = None if open_files is None else partial(_limit_open_files, open_files)
         with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
-            self.process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, env=env)
+            self.process = subprocess.Popen(
+                command, cwd=cwd, stdout=out, stderr=err, env=env, preexec_fn=limit
+            )
         self.port = self._wait_for_port()
 
     def _wait_for_port(self) -> int:

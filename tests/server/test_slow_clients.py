@@ -289,3 +289,24 @@ def test_a_body_that_stalls_past_the_io_timeout_is_unreadable_and_the_connection
     assert head_lines.startswith(b"HTTP/1.1 400"), answer
     error = json.loads(body)["error"]
     assert error["code"] == "UnreadableBody" and "TimeoutError" in error["message"]
+
+
+def test_a_worker_out_of_file_descriptors_pauses_accepting_and_lives(tmp_path: Path) -> None:
+    """accept(2)'s EMFILE went through gunicorn's loop and killed the worker, dropping every
+    connection it held; it now stops accepting for a moment and serves what it has."""
+    write_serving_set(tmp_path / "certs")
+    args = ["--cert-dir", str(tmp_path / "certs"), "--workers", "1", "--threads", "2", "--io-timeout", "2"]
+    process = WebhookProcess(tmp_path, args, open_files=64)
+    try:
+        client = Client(process.port, tmp_path / "certs" / "ca.crt", timeout=20)
+        process.wait_ready(client)
+        flood = [socket.create_connection(("127.0.0.1", process.port)) for _ in range(80)]
+        time.sleep(1)  # the worker meets EMFILE
+        for connection in flood:
+            connection.close()
+        assert client.get("/healthz").status == 200
+        log = process.stderr.read_text(errors="replace")
+        assert "Exception in worker process" not in log and "exited with code" not in log
+        assert "pausing accepts" in log  # it did run out
+    finally:
+        process.stop()

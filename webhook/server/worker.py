@@ -25,11 +25,15 @@
   answer held the loop 2 s each, one after another, so 60 of them kept `/healthz` waiting 30-40 s
   and the worker, sending no heartbeat, was killed by gunicorn's timeout with every connection
   it held.
+- A worker out of file descriptors (accept(2) fails with EMFILE, ENFILE, ENOBUFS or ENOMEM)
+  stops accepting for ACCEPT_PAUSE and serves what it holds. gunicorn let the error out of its
+  loop, which killed the worker with every connection it held.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
 import socket
@@ -55,6 +59,9 @@ LINGER_BYTES: Final = 65536
 """How long, and for how much of what the client still sends, a closed connection lingers: what
 gunicorn's close_graceful allows."""
 GTHREAD: Final = "gthread"
+ACCEPT_PAUSE: Final = 0.1
+"""How long a worker that ran out of file descriptors (or kernel memory) stops accepting."""
+OUT_OF_RESOURCES: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class LingeringConn(TConn):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -82,6 +89,8 @@ class WebhookThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         super().__init__(*args, **kwargs)
         self.lingering: dict[Any, int] = {}
         """Sockets closed after their answer, each with the bytes read from it since."""
+        self.accept_paused_until = 0.0
+        """Until when (monotonic) the worker accepts nothing: it ran out of file descriptors."""
         self.linger_deadlines: deque[tuple[float, Any]] = deque()
         """When each lingering socket is closed at the latest, in that order (all linger as long)."""
 
@@ -156,12 +165,17 @@ class WebhookThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
             timeout = min(timeout, max(self.pending_conns[0].timeout - now, 0.0))
         if self.linger_deadlines:
             timeout = min(timeout, max(self.linger_deadlines[0][0] - now, 0.0))
+        if self.accept_paused_until > now:
+            timeout = min(timeout, self.accept_paused_until - now)
         super().wait_for_and_dispatch_events(timeout)
         self.end_expired_lingers()
 
     def set_accept_enabled(self, enabled: bool) -> None:
         """gunicorn calls this with False when the worker stops (and when it holds its maximum of
-        connections, while alive): stopping, the listeners are emptied and closed."""
+        connections, while alive): stopping, the listeners are emptied and closed. While accepts
+        are paused, enabling them waits: gunicorn's loop asks again on each turn."""
+        if enabled and time.monotonic() < self.accept_paused_until:
+            return
         super().set_accept_enabled(enabled)
         if not enabled and not self.alive:
             self.close_listeners()
@@ -196,10 +210,22 @@ class WebhookThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
             return False
         except ConnectionAbortedError:
             return True  # reset by its client while queued: look at the next
+        except OSError as error:
+            if error.errno not in OUT_OF_RESOURCES:
+                raise
+            self.pause_accepting(error)
+            return False
         conn = LingeringConn(self.cfg, client, address, listener.getsockname())
         conn.linger = self.linger
         self.wait_for_first_bytes(conn)
         return True
+
+    def pause_accepting(self, error: OSError) -> None:
+        """Stop polling the listeners for ACCEPT_PAUSE: the queued connections wait in the kernel
+        while the worker finishes (and closes) some of those it holds."""
+        self.log.error("cannot accept connections: %s; pausing accepts for %.1f s", error, ACCEPT_PAUSE)
+        self.accept_paused_until = time.monotonic() + ACCEPT_PAUSE
+        ThreadWorker.set_accept_enabled(self, False)
 
 
 def others_listen(listeners: list[Any]) -> bool:

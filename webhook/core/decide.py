@@ -62,7 +62,7 @@ def decide(pod: Pod, context: Context) -> Decision:
     name = template.name if template else None
     if env is None or denies(findings, policy.mode):
         return finish(policy, name, findings, None, [])
-    mutated, changes = redecided(pod, *mutated_copy(read, env, as_it_stands=pod))
+    mutated, changes = redecided(pod, *mutated_copy(read, env, as_it_stands=pod), env.view)
     patch, problems = patch_for(pod, mutated, env.view.base) if mutated is not pod else ([], [])
     changes = changes if patch else unmade(changes)
     return finish(policy, name, [*findings, *changes, *problems], mutated if patch else None, patch)

@@ -64,6 +64,7 @@ _TABLE: Final = (
     Reason("MirrorPodLeftAlone", "info", "The mirror of a static pod, which the kubelet runs from its own manifest; it is left alone."),
     Reason("NamespaceExcluded", "info", "The namespace is excluded by policy; the pod is left alone."),
     Reason("RewrittenToMig", "info", "Whole-GPU requests were rewritten to the smallest fitting MIG slice."),
+    Reason("RemovedEarlierRewrite", "info", "An earlier rewrite's slice, node requirements, packing preference or slice toleration was removed: this decision does not add it."),
     Reason("TookLargerFreeSlice", "info", "Every right-sized slice is in use; the next larger free slice was chosen (whenNoneFree: larger)."),
     Reason("PreferredPackedNodes", "info", "A preferred node affinity toward busy nodes the pod may run on with free slices of the chosen profile, so small pods pack."),
     Reason("SteeredToMigNodes", "info", "Node affinity was added for the chosen slice and the GPU models that offer it."),

@@ -47,7 +47,7 @@ from webhook.core.mutators.mig_affinity import STEERING_KEYS
 from webhook.core.mutators.packing_affinity import PACKING_ANNOTATION, is_packing_term
 from webhook.core.mutators.tolerations import device_toleration
 from webhook.core.placement import REQUIRED
-from webhook.core.podview import CONTAINER_GROUPS
+from webhook.core.podview import CONTAINER_GROUPS, PodView
 from webhook.core.profiles import GPU, resource_for_profile
 
 _SECTIONS: Final = ("limits", "requests")
@@ -81,15 +81,60 @@ def as_first_asked(pod: Pod) -> Pod:
     return read
 
 
-def redecided(pod: Pod, mutated: Pod, changes: list[Finding]) -> tuple[Pod, list[Finding]]:
+def redecided(pod: Pod, mutated: Pod, changes: list[Finding], view: PodView) -> tuple[Pod, list[Finding]]:
     """The decision on a pod read as first asked for, as a change to `pod` as it stands: the
     tolerations it keeps in the places the pod has them (taken out in the reading, the slice's
-    would come back last), and of the changes, those that differ from the pod. Itself and its
-    changes when `pod` carries no rewrite."""
+    would come back last), and of the changes, those that differ from the pod, with a
+    RemovedEarlierRewrite for each part of the rewrite the decision did not make again (a
+    workload's template gets no packing preference: copied into one from a rewritten pod, it
+    was removed without a word). Itself and its changes when `pod` carries no rewrite."""
     if PROFILE_ANNOTATION not in _object(_object(pod.get("metadata")).get("annotations")):
         return mutated, changes
     placed = _tolerations_in_place(pod, mutated)
-    return placed, [c for c in changes if _made(c.code, pod, placed)]
+    made = [c for c in changes if _made(c.code, pod, placed)]
+    return placed, [*made, *_removed(pod, placed, view)]
+
+
+def _removed(pod: Pod, mutated: Pod, view: PodView) -> list[Finding]:
+    """A RemovedEarlierRewrite per part of the earlier rewrite that `mutated` no longer has:
+    each recorded by its annotation (the slice's toleration by itself)."""
+    before = _object(_object(pod.get("metadata")).get("annotations"))
+    after = _object(_object(mutated.get("metadata")).get("annotations"))
+    found = []
+    for key, member, what in _RECORDED_PARTS:
+        if key in before and key not in after:
+            path = f"{view.base}.{member}" if member else f'{view.meta}.annotations["{key}"]'
+            found.append(
+                Finding("RemovedEarlierRewrite", path, f"removed {what}, which this decision does not make")
+            )
+    profile = before.get(PROFILE_ANNOTATION)
+    if isinstance(profile, str) and _tolerates_slice(pod, profile) and not _tolerates_slice(mutated, profile):
+        what = f"the toleration of {resource_for_profile(profile)} an earlier rewrite added"
+        found.append(Finding("RemovedEarlierRewrite", f"{view.base}.tolerations", f"removed {what}"))
+    return found
+
+
+def _tolerates_slice(pod: Pod, profile: str) -> bool:
+    resource = resource_for_profile(profile)
+    tolerations = _object(pod.get("spec")).get("tolerations")
+    return resource != GPU and isinstance(tolerations, list) and device_toleration(resource) in tolerations
+
+
+_RECORDED_PARTS: Final = (
+    (PROFILE_ANNOTATION, "", "the MIG slice an earlier rewrite chose (the request is nvidia.com/gpu again)"),
+    (
+        STEERED_ANNOTATION,
+        f"affinity.nodeAffinity.{REQUIRED}",
+        "the node requirements an earlier rewrite added",
+    ),
+    (
+        PACKING_ANNOTATION,
+        f"affinity.nodeAffinity.{_PREFERRED}",
+        "the packing preference an earlier rewrite added",
+    ),
+)
+"""The parts of a rewrite that an annotation records: annotation, member of the spec it wrote
+("": the annotation itself), and what it is."""
 
 
 def _made(code: str, pod: Pod, mutated: Pod) -> bool:

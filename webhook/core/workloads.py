@@ -280,7 +280,7 @@ def _evaluate_site(
     env = evaluation.env
     if not (site.writable and mutate and env) or denies(findings, policy.mode):
         return SiteResult(findings, template)
-    mutated, changes = redecided(site.pod, *mutated_copy(read, env, as_it_stands=site.pod))
+    mutated, changes = redecided(site.pod, *mutated_copy(read, env, as_it_stands=site.pod), env.view)
     return SiteResult(findings, template, mutated, changes)
 
 

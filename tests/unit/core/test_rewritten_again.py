@@ -83,6 +83,13 @@ def test_a_re_run_that_undoes_the_rewrite_drops_its_preferences_and_slice_tolera
     assert patched["spec"]["tolerations"] == single.mutated["spec"]["tolerations"]
     assert PACKING_ANNOTATION not in patched["metadata"]["annotations"]
     assert decide(patched, _context()).patch == ()
+    removed = {v.path for v in again.violations if v.code == "RemovedEarlierRewrite"}
+    assert removed == {
+        f'metadata.annotations["{PROFILE_ANNOTATION}"]',
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+        f"spec.affinity.nodeAffinity.{PREFERRED}",
+        "spec.tolerations",
+    }, again.violations
 
 
 def test_a_pods_own_preference_by_name_is_not_taken_for_the_rewrites() -> None:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from webhook.catalog.build import Checks, check_policy, read_policy, read_template
 from webhook.catalog.dead_policies import dead_policies
-from webhook.catalog.overlap import policy_overlaps, template_ties
+from webhook.catalog.overlap import policy_overlaps, shadowed_templates, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.catalog.self_reads import selector_reads
 from webhook.core.model import Catalog, Policy, Template
@@ -215,6 +215,17 @@ def _cross_checks(
     problems += _policy_ties(
         [(p, d) for p, d, c in _first_of_each_name(policies) if c.clean(["spec", "namespaces"])]
     )
+    if all(
+        c.clean(["spec", "templates"]) for _, _, c in policies
+    ):  # else which policy allows what is unknown
+        problems += _shadowed(
+            [
+                (t, d)
+                for t, d, c in _first_of_each_name(templates)
+                if c.clean(["spec", "match"], ["spec", "priority"])
+            ],
+            [p for p, _, _ in policies],
+        )
     problems += _dead_policies(
         [
             (p, d)
@@ -258,6 +269,21 @@ def _ties(templates: list[tuple[Template, Document]]) -> list[Problem]:
     for tied, other, reason in template_ties([t for t, _ in templates]):
         document = located[other.name]
         message = f"could tie with template {tied.name} ({tied.source}): {reason}"
+        problems.append(Problem(document.source, document.line_of(["spec", "match"]), "spec.match", message))
+    return problems
+
+
+def _shadowed(templates: list[tuple[Template, Document]], policies: list[Policy]) -> list[Problem]:
+    problems = []
+    located = {t.name: d for t, d in templates}
+    for template, above in shadowed_templates([t for t, _ in templates], policies):
+        document = located[template.name]
+        message = (
+            f"never chosen by this match: template {above.name} ({above.source}, priority"
+            f" {above.priority}) matches every pod it could, and ranks first; give this template a"
+            f" priority above {above.priority}, narrow {above.name}'s match, or remove this match to"
+            " keep the template for its label and namespace defaults"
+        )
         problems.append(Problem(document.source, document.line_of(["spec", "match"]), "spec.match", message))
     return problems
 

@@ -36,6 +36,51 @@ def template_ties(templates: Sequence[Template]) -> Iterator[tuple[Template, Tem
             yield first, second, f"same priority {first.priority} and a pod could match both"
 
 
+def shadowed_templates(
+    templates: Sequence[Template], policies: Sequence[Policy]
+) -> Iterator[tuple[Template, Template]]:
+    """(template, the one above it): templates whose match never holds first, since a template
+    of higher priority matches every pod in every namespace theirs could (no labels or images
+    asked, namespaces covering theirs) and no policy allows one but not the other. Sound, not
+    complete: namespace patterns count as covered only when equal, `*`, or matching a name."""
+    ranked = sorted((t for t in templates if not t.match.is_empty), key=lambda t: (-t.priority, t.name))
+    covering = [t for t in ranked if _matches_every_pod(t.match)]
+    for template in ranked:
+        for above in covering:
+            if above.priority <= template.priority:
+                break
+            if _covers(above.match.namespaces, template.match.namespaces) and not _kept_apart(
+                above, template, policies
+            ):
+                yield template, above
+                break
+
+
+def _matches_every_pod(match: TemplateMatch) -> bool:
+    """Whether the match asks nothing of a pod but its namespace."""
+    return not (match.match_labels or match.match_expressions or match.images or match.image_regex)
+
+
+def _covers(above: frozenset[str], below: frozenset[str]) -> bool:
+    """Whether every namespace `below` admits (all, when empty) is one `above` admits."""
+    if not above or "*" in above:
+        return True
+    return bool(below) and all(
+        pattern in above or (not has_wildcard(pattern) and any(fnmatchcase(pattern, a) for a in above))
+        for pattern in below
+    )
+
+
+def _kept_apart(above: Template, below: Template, policies: Sequence[Policy]) -> bool:
+    """Whether some policy allows `below` but not `above`: in its namespaces `below` can hold."""
+    return any(
+        p.allowed_templates is not None
+        and below.name in p.allowed_templates
+        and above.name not in p.allowed_templates
+        for p in policies
+    )
+
+
 def policy_overlaps(policies: Sequence[Policy]) -> Iterator[tuple[Policy, Policy, str, str]]:
     """(first policy, second policy, its pattern, the first's pattern it ties with)."""
     names: dict[str, tuple[str, Policy]] = {}

@@ -49,6 +49,7 @@ from webhook.core.mutators.tolerations import device_toleration
 from webhook.core.placement import REQUIRED
 from webhook.core.podview import CONTAINER_GROUPS, PodView
 from webhook.core.profiles import GPU, resource_for_profile
+from webhook.core.quantity import parse_quantity
 
 _SECTIONS: Final = ("limits", "requests")
 _PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -378,10 +379,21 @@ def _container_back(container: object, slice_resource: str, recorded: dict[str, 
 
 
 def _section_back(values: dict[str, Any], slice_resource: str) -> dict[str, Any]:
-    """The slice renamed back in its place; dropped where the request came back beside it."""
+    """The slice renamed back in its place; dropped where the request came back beside it. A
+    slice at 0 beside the request is the pod's own (single strategy and GKE rename nothing, and
+    the mixed strategy's rename drops it), not what the rewrite wrote: it stays."""
     if GPU in values:
+        if slice_resource in values and _is_zero(values[slice_resource]):
+            return values
         return {k: v for k, v in values.items() if k != slice_resource}
     return {(GPU if k == slice_resource else k): v for k, v in values.items()}
+
+
+def _is_zero(value: object) -> bool:
+    try:
+        return parse_quantity(value) == 0
+    except ValueError:
+        return False
 
 
 def _recorded(text: object) -> dict[str, Any]:

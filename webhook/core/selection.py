@@ -392,9 +392,11 @@ def _has_free(offer: SliceOffer, devices: int) -> bool:
 
 
 def _rewritable_devices(view: PodView) -> int:
-    """Whole GPUs the pod asks for, or 0 when it asks for something we must not rewrite."""
+    """Whole GPUs the pod asks for, or 0 when it asks for something we must not rewrite. A slice
+    or shared GPU asked for at 0 is no such thing: it asks for nothing, as the checks read it
+    (`nvidia.com/mig-1g.10gb: 0` from a chart's default kept the pod's GPU whole, silently)."""
     accel = [a for c in view.containers for a in c.accel]
-    if any(a.kind is Kind.MIG or is_sharing(a.resource) for a in accel):
+    if any((a.kind is Kind.MIG or is_sharing(a.resource)) and a.count != 0 for a in accel):
         return 0
     whole = [a for a in accel if a.kind is Kind.WHOLE]
     if not whole or any(a.count is None or a.limit is None or not a.consistent for a in whole):

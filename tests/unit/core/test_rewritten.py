@@ -258,3 +258,44 @@ def test_a_pods_own_requirement_moved_onto_the_recorded_place_stays(
     again = decide(mutated, context(catalog, inventory))
     assert again.allowed
     assert not [op for op in again.patch if "matchExpressions/1" in op["path"]]  # the pod's own stays
+
+
+@pytest.mark.parametrize("inventory_name", ["mixed-cluster", "h100-single", "gke-a100"])
+@pytest.mark.parametrize(
+    "zero",
+    [
+        {"vllm": {"nvidia.com/mig-3g.40gb": "0"}},  # the chosen slice, beside the GPU
+        {"vllm": {"nvidia.com/mig-1g.10gb": 0, "nvidia.com/gpu.shared": "0"}},
+        {"helper": {"nvidia.com/mig-3g.40gb": 0}},  # another container's
+    ],
+    ids=["same-slice", "other-slices", "other-container"],
+)
+def test_a_slice_asked_for_at_0_does_not_keep_the_whole_gpu(
+    catalog: Catalog, inventories: dict[str, Inventory], inventory_name: str, zero: dict[str, Any]
+) -> None:
+    """`nvidia.com/mig-3g.40gb: 0` (a chart's default) asks for nothing, as the checks read it:
+    the pod is rewritten like one without it, the rewrite's slice does not lose its place to the
+    0, and the output is a fixed point (on single and GKE nodes, where the 0 stays beside
+    nvidia.com/gpu, the 0 is not taken for the rewrite's own slice when read again)."""
+    inventory = inventories[inventory_name]
+    pod = vllm_pod()
+    pod["spec"]["containers"].append({"name": "helper", "image": "busybox"})
+    for container in pod["spec"]["containers"]:
+        for section in ("limits", "requests"):
+            values = {**container.get("resources", {}).get("limits", {}), **zero.get(container["name"], {})}
+            if values:
+                container.setdefault("resources", {})[section] = values
+    decision = decide(copy.deepcopy(pod), context(catalog, inventory))
+    assert decision.allowed, decision.violations
+    assert decision.mutated is not None
+    assert decision.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "3g.40gb"
+    assert ("RewrittenToMig", 'spec.containers[name=vllm].resources.limits["nvidia.com/gpu"]') in [
+        (v.code, v.path) for v in decision.violations
+    ]
+    patched = jsonpatch.apply_patch(pod, list(decision.patch))
+    assert patched == decision.mutated
+    limits = patched["spec"]["containers"][0]["resources"]["limits"]
+    asked = GPU if GPU in limits else "nvidia.com/mig-3g.40gb"  # single and GKE keep the name
+    assert limits[asked] in (1, "1")  # mixed: the renamed GPU, not the 0 it would collide with
+    again = decide(copy.deepcopy(patched), context(catalog, inventory))
+    assert (again.allowed, again.patch) == (True, ())

@@ -65,5 +65,9 @@ def _rename(resources: dict[str, Any], resource: str) -> None:
     for section in ("limits", "requests"):
         values = resources.get(section)
         if isinstance(values, dict) and GPU in values:
-            # Rebuild the dict so the new key takes the old one's place.
-            resources[section] = {(resource if k == GPU else k): v for k, v in values.items()}
+            # Rebuild the dict so the new key takes the old one's place. The slice asked for at 0
+            # beside it (the only way it can be there: a slice asked for is never rewritten)
+            # goes, or its 0 would take the renamed GPU's place.
+            resources[section] = {
+                (resource if k == GPU else k): v for k, v in values.items() if k != resource
+            }

@@ -20,11 +20,14 @@ def _counted(accel: AccelRequest, dra_gpus: frozenset[str]) -> bool:
 
 
 def largest_request_path(view: PodView, dra_gpus: frozenset[str] = frozenset()) -> str:
+    """Where the largest count is: its limit, or its request where it has no limit (a request
+    alone has its own finding; a path to a limit it lacks would point at nothing)."""
     best = ("", 0)
     for container in view.containers:
         for accel in container.accel:
             if _counted(accel, dra_gpus) and (accel.count or 0) > best[1]:
-                best = (container.resource_path("limits", accel.resource), accel.count or 0)
+                section = "limits" if accel.limit is not None else "requests"
+                best = (container.resource_path(section, accel.resource), accel.count or 0)
     return best[0] or f"{view.base}.containers"
 
 

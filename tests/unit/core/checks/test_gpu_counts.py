@@ -42,6 +42,14 @@ def test_template_and_policy_are_both_reported_at_the_largest_request(unit_catal
     ]
 
 
+def test_a_largest_count_asked_as_a_request_alone_is_reported_at_that_request(unit_catalog: Catalog) -> None:
+    """The path names where the count is: a request without a limit has no limits member."""
+    gpus = {"nvidia.com/gpu": 3}
+    pod = make_pod().container("small", gpu=1).container("big", requests=gpus).build()
+    request = 'spec.containers[name=big].resources.requests["nvidia.com/gpu"]'
+    assert run(gpu_counts.check, unit_catalog, pod, namespace="lab-1") == [("ExceedsPolicyMaxGpus", request)]
+
+
 def test_init_containers_count_as_a_peak_not_a_sum(unit_catalog: Catalog) -> None:
     pod = make_pod().init_container("warmup", gpu=2).container("main", gpu=2).build()
     assert run(gpu_counts.check, unit_catalog, pod, namespace="lab-1") == []

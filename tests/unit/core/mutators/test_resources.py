@@ -88,6 +88,17 @@ def test_a_resource_budgeted_at_pod_level_is_not_filled_per_container(unit_catal
     assert apply(resources.mutate, unit_catalog, pod) == (pod, [])
 
 
+@pytest.mark.parametrize("count", ["-1", "-2", "0.5", "1500m"])
+def test_a_count_that_is_no_whole_number_of_devices_scales_nothing(unit_catalog: Catalog, count: str) -> None:
+    """Admitted under `warn` with its own violation, `-1` GPU was scaled to `cpu: -2`: a value
+    the API server refuses, written by the webhook."""
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=count).build()
+    mutated, _ = apply(resources.mutate, unit_catalog, pod)
+    requests = mutated["spec"]["containers"][0].get("resources", {}).get("requests", {})
+    assert not any(str(value).startswith("-") for value in requests.values()), requests
+    assert requests.get("cpu") in (None, "0"), requests
+
+
 def test_containers_without_devices_get_no_per_gpu_values(unit_catalog: Catalog) -> None:
     pod = (
         make_pod()

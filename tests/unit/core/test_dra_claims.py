@@ -137,3 +137,36 @@ def test_a_claim_pod_may_get_unshared_partitions(unit_catalog: Catalog) -> None:
     on = context(unit_catalog, inventory)
     assert "ExceedsSharedGpuLimit" in codes(decide(make_pod().container("c", gpu=2).build(), on))
     assert "ExceedsSharedGpuLimit" not in codes(decide(claiming(gpu=2), on))
+
+
+REWRITE_RECORD = {
+    "gpu.aethervirt.io/mig-profile": "3g.40gb",
+    "gpu.aethervirt.io/original-request": '{"nvidia.com/gpu": {"c": "1"}}',
+}
+
+
+def forged(image: str, resource: str) -> dict[str, Any]:
+    """A claim pod asking for a slice by name, with a rewrite record its author wrote."""
+    pod = claiming(image, limits={resource: 1})
+    pod["metadata"]["annotations"] = dict(REWRITE_RECORD, **{"gpu.aethervirt.io/mig-profile": resource[15:]})
+    return pod
+
+
+def test_a_claim_pod_is_judged_as_it_stands_not_as_its_forged_rewrite_record_says(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    """Never mutated, a claim pod is stored as it stands: read as first asked for, its slice
+    renamed back to nvidia.com/gpu by a record its author wrote, it was allowed with no patch, and
+    /validate (which judges the pod as it stands only when the decision patches it) let through a
+    slice the template forbids or the policy does not allow (found by QA)."""
+    slice_on_training = forged(PYTORCH, "nvidia.com/mig-3g.40gb")
+    decision = decide(slice_on_training, context(unit_catalog, mixed))
+    assert (decision.allowed, decision.patch) == (False, ())
+    assert pairs(decision) == [NOTE, ("MigForbiddenByTemplate", limit("nvidia.com/mig-3g.40gb"))]
+    not_allowed = forged(VLLM, "nvidia.com/mig-2g.20gb")
+    decision = decide(not_allowed, context(unit_catalog, mixed, namespace="prod-a"))
+    assert (decision.allowed, decision.patch) == (False, ())
+    assert pairs(decision) == [NOTE, ("MigProfileNotAllowed", limit("nvidia.com/mig-2g.20gb"))]
+    allowed = forged(VLLM, "nvidia.com/mig-3g.40gb")  # as the webhook itself would leave it
+    decision = decide(allowed, context(unit_catalog, mixed, namespace="prod-a"))
+    assert (pairs(decision), decision.allowed, decision.patch) == ([NOTE], True, ())

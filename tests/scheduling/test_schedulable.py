@@ -130,10 +130,11 @@ def is_whole_gpu_node(node: Node, cluster: Cluster) -> bool:
 
 
 def is_gpu_taint(key: str, value: str) -> bool:
-    """README: an `nvidia.com/` key, a key naming a GPU or accelerator, or a value that is only that."""
+    """README: an `nvidia.com/` key, a key whose name is only a word for GPUs or accelerators, or a
+    value that is only that."""
     if key.startswith((*NODE_CONDITIONS, "node-role.kubernetes.io/")):
         return False
-    named = "gpu" in key.lower() or "accelerator" in key.lower()
+    named = key.rpartition("/")[2].lower() in GPU_TAINT_VALUES
     return key.startswith("nvidia.com/") or named or value.lower() in GPU_TAINT_VALUES
 
 

@@ -135,14 +135,15 @@ def gpu_taints(nodes: Iterable[GpuNode]) -> tuple[Taint, ...]:
 
 def is_gpu_taint(key: str, value: str) -> bool:
     """A taint that keeps non-GPU pods off GPU nodes, which every GPU pod is given a toleration
-    for: an `nvidia.com/` key, a key that names GPUs or accelerators (`gpu`, `amd.com/gpu`), or
-    a value that is only that (AKS's `sku=gpu`, `dedicated=gpu`). A value that merely mentions
-    GPUs (`dedicated=gpu-team-a`) marks a team's or a tier's pool, which only its own pods
-    tolerate: tolerated for every GPU pod, it would let them all in."""
+    for: an `nvidia.com/` key, a key whose name (after its prefix) is only a word for GPUs or
+    accelerators (`gpu`, `amd.com/gpu`), or a value that is only that (AKS's `sku=gpu`,
+    `dedicated=gpu`). A key or value that merely mentions GPUs (`dedicated-gpu=team-a`,
+    `dedicated=gpu-team-a`) marks a team's or a tier's pool, which only its own pods tolerate:
+    tolerated for every GPU pod, it would let them all in (a key merely mentioning `gpu` or
+    `accelerator` counted, and every GPU pod was rewritten onto such a pool, tolerating it)."""
     if key.startswith((*TRANSIENT_TAINTS, "node-role.kubernetes.io/")):
         return False
-    lowered = key.lower()
-    named = "gpu" in lowered or "accelerator" in lowered
+    named = key.rpartition("/")[2].lower() in _GPU_TAINT_VALUES
     return key.startswith("nvidia.com/") or named or value.lower() in _GPU_TAINT_VALUES
 
 

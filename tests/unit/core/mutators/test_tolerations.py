@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.builders import (
     A100,
     GPU_TAINT,
@@ -144,6 +146,26 @@ def test_a_team_pools_taint_on_the_slices_nodes_is_not_tolerated(unit_catalog: C
         exists(SLICE),
         exists("nvidia.com/gpu"),
     ]
+
+
+@pytest.mark.parametrize("key", ["dedicated-gpu", "gpu-team", "example.com/gpu-pool", "accelerator-tier"])
+def test_a_team_pools_taint_whose_key_merely_mentions_gpus_is_not_tolerated(
+    unit_catalog: Catalog, key: str
+) -> None:
+    """A key that merely mentions GPUs (`dedicated-gpu=team-a`) marks a team's pool, as a value
+    that merely mentions them does: read as a GPU taint, every GPU pod was given its toleration and
+    rewritten to the team's slices, as if the pool were everyone's (found by QA)."""
+    team = {"key": key, "value": "team-a", "effect": "NoSchedule"}
+    inventory = make_inventory(
+        mixed_node("team-mig", A100, {"1g.10gb": (7, None)}, taints=(GPU_TAINT, team)),
+        mixed_node("shared-mig", A100, {"3g.40gb": (2, None)}),
+    )
+    rewritten = make_pod().container("c", image="embeddings/server", gpu=1).build()
+    assert decided_tolerations(unit_catalog, rewritten, inventory) == [
+        exists("nvidia.com/mig-3g.40gb"),
+        exists("nvidia.com/gpu"),
+    ]
+    assert tolerations.is_gpu_taint("amd.com/gpu", "") and tolerations.is_gpu_taint("accelerator", "a100")
 
 
 def test_gpus_kept_where_only_single_strategy_nodes_serve_them_tolerate_those_nodes(

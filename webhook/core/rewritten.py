@@ -78,7 +78,8 @@ def as_first_asked(pod: Pod) -> Pod:
             spec = _renamed_back(spec, resource_for_profile(profile), recorded)
         spec = _unsteered(spec, _steering_record(annotations.get(STEERED_ANNOTATION)))
         spec = _unpreferred(spec, _pair(_json(annotations.get(PACKING_ANNOTATION))))
-        read["spec"] = _untolerated(spec, resource_for_profile(profile))
+        renamed = _asks_for(pod.get("spec"), resource_for_profile(profile))
+        read["spec"] = _untolerated(spec, resource_for_profile(profile)) if renamed else spec
     return read
 
 
@@ -251,6 +252,21 @@ def _unpreferred(spec: dict[str, Any], place: tuple[int, int] | None) -> dict[st
             kept = terms[:at] + terms[at + count :]
             return _with_member(spec, affinity, node_affinity, _PREFERRED, kept)
     return spec
+
+
+def _asks_for(spec: object, resource: str) -> bool:
+    """Whether a container asks for some of `resource` (the slice a mixed-strategy rewrite renamed to,
+    which then tolerates it). Single strategy and GKE keep nvidia.com/gpu and add no toleration
+    of the slice's name: one the pod has there is its own, and taking it out made the webhook's
+    own output lose it on the next pass, told that the rewrite had added it."""
+    containers = [c for g in CONTAINER_GROUPS for c in _list(_object(spec).get(g))]
+    resources = [_object(_object(c).get("resources")) for c in containers]
+    asked = [_object(r.get(section)).get(resource) for r in resources for section in _SECTIONS]
+    return any(value is not None and not _is_zero(value) for value in asked)
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _untolerated(spec: dict[str, Any], slice_resource: str) -> dict[str, Any]:

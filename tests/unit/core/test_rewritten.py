@@ -299,3 +299,23 @@ def test_a_slice_asked_for_at_0_does_not_keep_the_whole_gpu(
     assert limits[asked] in (1, "1")  # mixed: the renamed GPU, not the 0 it would collide with
     again = decide(copy.deepcopy(patched), context(catalog, inventory))
     assert (again.allowed, again.patch) == (True, ())
+
+
+@pytest.mark.parametrize("inventory_name", ["h100-single", "gke-a100"])
+def test_a_pods_own_slice_toleration_stays_where_the_rewrite_renamed_nothing(
+    catalog: Catalog, inventories: dict[str, Inventory], inventory_name: str
+) -> None:
+    """Single strategy and GKE keep nvidia.com/gpu, so the rewrite added no toleration of the
+    slice's resource: one the pod wrote itself (a chart made for mixed-strategy clusters) is its
+    own. Read again, it was taken for the rewrite's and removed, with a RemovedEarlierRewrite
+    saying the rewrite had added it: the webhook's own output got a patch (found by QA)."""
+    inventory = inventories[inventory_name]
+    own = {"key": "nvidia.com/mig-3g.40gb", "operator": "Exists", "effect": "NoSchedule"}
+    pod = vllm_pod()
+    pod["spec"]["tolerations"] = [own]
+    first = decide(pod, context(catalog, inventory))
+    assert first.mutated is not None
+    assert first.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "3g.40gb"
+    assert own in as_first_asked(first.mutated)["spec"]["tolerations"]
+    again = decide(first.mutated, context(catalog, inventory))
+    assert (again.allowed, again.patch, [v.code for v in again.violations]) == (True, (), [])

@@ -28,7 +28,7 @@ from webhook.core.decide import decide, denies, finish, governing, patch_for, un
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
 from webhook.core.model import Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL
-from webhook.core.rewritten import as_first_asked, redecided
+from webhook.core.rewritten import as_first_asked, redecided, without_rewrite_record
 
 Step = str | int
 
@@ -273,6 +273,11 @@ def _evaluate_site(
     meta = f"{site.path}.metadata" if site.writable else "metadata"
     read = as_first_asked(site.pod) if site.writable else site.pod
     evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
+    if evaluation.env is None and read is not site.pod:
+        # DRA claims: its pods are judged as they stand (decide), so is the template; read as
+        # first asked for, a forged rewrite record let a forbidden slice through.
+        read = without_rewrite_record(site.pod)
+        evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
     if site.gpu_optional:
         findings = [f for f in findings if f.code != "NoGpuOnGpuTemplate"]

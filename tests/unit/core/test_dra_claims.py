@@ -170,3 +170,16 @@ def test_a_claim_pod_is_judged_as_it_stands_not_as_its_forged_rewrite_record_say
     allowed = forged(VLLM, "nvidia.com/mig-3g.40gb")  # as the webhook itself would leave it
     decision = decide(allowed, context(unit_catalog, mixed, namespace="prod-a"))
     assert (pairs(decision), decision.allowed, decision.patch) == ([NOTE], True, ())
+
+
+def test_a_claim_pod_template_is_judged_as_it_stands_too(unit_catalog: Catalog, mixed: Inventory) -> None:
+    """Its pods are judged as they stand (above), so is a Deployment's template: read as first
+    asked for, the forged record let the Deployment through with a slice its template forbids."""
+    pod = forged(PYTORCH, "nvidia.com/mig-3g.40gb")
+    template = {"metadata": {**pod["metadata"], "labels": {"app": "x"}}, "spec": pod["spec"]}
+    spec = {"selector": {"matchLabels": {"app": "x"}}, "template": template}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": spec}
+    decision = decide_object(deployment, context(unit_catalog, mixed))
+    forbidden = 'spec.template.spec.containers[name=c].resources.limits["nvidia.com/mig-3g.40gb"]'
+    assert (decision.allowed, decision.patch) == (False, ())
+    assert ("MigForbiddenByTemplate", forbidden) in pairs(decision)

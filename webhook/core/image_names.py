@@ -20,8 +20,18 @@ MEMO_NAME_MAX: Final = 512
 a tag 128, a digest 71): each remembered entry holds up to five copies of the name."""
 
 
+IMAGE_NAME_MAX: Final = 1024
+"""Longer than any image reference can be (MEMO_NAME_MAX's parts, with a sha512 digest, come to
+about 520 characters): such a name, which the kubelet cannot pull, is no image's and matches no
+pattern. Matched, a 3 MB one (the API server takes such a body) cost 0.5 s of patterns, holding
+the worker's interpreter lock, on every pod create an untrusted user sent."""
+
+
 def image_forms(image: str) -> tuple[str, ...]:
-    """`image` first, then the other names of the same Docker Hub image (none for another registry)."""
+    """`image` first, then the other names of the same Docker Hub image (none for another
+    registry); none at all for a name longer than IMAGE_NAME_MAX."""
+    if len(image) > IMAGE_NAME_MAX:
+        return ()
     found = _FORMS.get(image)
     if found is None:
         found = _forms(image)

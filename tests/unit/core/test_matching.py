@@ -225,6 +225,16 @@ def test_a_docker_hub_image_matches_however_its_name_is_written(
     assert template_of(unit_catalog, pod) == expected
 
 
+@pytest.mark.parametrize(("length", "expected"), [(900, "serving"), (3_000_000, None)])
+def test_an_image_name_no_reference_can_have_matches_no_pattern(
+    unit_catalog: Catalog, length: int, expected: str | None
+) -> None:
+    """A name longer than any image reference (the kubelet cannot pull it) is matched against no
+    pattern: 3 MB of it cost half a second of patterns per pod an untrusted user created."""
+    image = "vllm/vllm-openai:" + "a" * length
+    assert template_of(unit_catalog, make_pod().container("c", image=image, gpu=1).build()) == expected
+
+
 def test_a_policy_allowing_no_template_says_none_is_allowed() -> None:
     """Not every template: labelling the pod with one of those would only be refused."""
     catalog = make_catalog(

@@ -90,11 +90,30 @@ def redecided(pod: Pod, mutated: Pod, changes: list[Finding], view: PodView) -> 
     RemovedEarlierRewrite for each part of the rewrite the decision did not make again (a
     workload's template gets no packing preference: copied into one from a rewritten pod, it
     was removed without a word). Itself and its changes when `pod` carries no rewrite."""
-    if PROFILE_ANNOTATION not in _object(_object(pod.get("metadata")).get("annotations")):
+    profile = _object(_object(pod.get("metadata")).get("annotations")).get(PROFILE_ANNOTATION)
+    if profile is None:
         return mutated, changes
+    if isinstance(profile, str):
+        mutated = _slice_toleration_kept(pod, mutated, resource_for_profile(profile))
     placed = _tolerations_in_place(pod, mutated)
     made = [c for c in changes if _made(c.code, pod, placed)]
     return placed, [*made, *_removed(pod, placed, view)]
+
+
+def _slice_toleration_kept(pod: Pod, mutated: Pod, slice_resource: str) -> Pod:
+    """`mutated` with the pod's toleration of the slice it still asks for by name: the reading
+    took it out as the rewrite's, and the tolerations mutator does not write it again where the
+    pod tolerates everything (`operator: Exists` alone), so the webhook's own output lost it on
+    the next pass, told RemovedEarlierRewrite."""
+    own = device_toleration(slice_resource)
+    spec = mutated.get("spec")
+    before = _object(pod.get("spec")).get("tolerations")
+    if not isinstance(spec, dict) or not isinstance(before, list) or own not in before:
+        return mutated
+    after = spec.get("tolerations", [])
+    if not isinstance(after, list) or own in after or not _asks_for(spec, slice_resource):
+        return mutated
+    return {**mutated, "spec": {**spec, "tolerations": [*after, own]}}
 
 
 def _removed(pod: Pod, mutated: Pod, view: PodView) -> list[Finding]:

@@ -319,3 +319,20 @@ def test_a_pods_own_slice_toleration_stays_where_the_rewrite_renamed_nothing(
     assert own in as_first_asked(first.mutated)["spec"]["tolerations"]
     again = decide(first.mutated, context(catalog, inventory))
     assert (again.allowed, again.patch, [v.code for v in again.violations]) == (True, (), [])
+
+
+def test_a_pods_own_slice_toleration_beside_a_catch_all_stays(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """Mixed strategy: the pod tolerates the slice it is rewritten to, and everything (`operator:
+    Exists` alone). Read again, the slice's toleration was taken out as the rewrite's, and the
+    catch-all kept the mutator from writing it back: the webhook's own output lost it, told
+    RemovedEarlierRewrite (found by QA)."""
+    own = {"key": "nvidia.com/mig-3g.40gb", "operator": "Exists", "effect": "NoSchedule"}
+    pod = vllm_pod()
+    pod["spec"]["tolerations"] = [own, {"operator": "Exists"}]
+    first = decide(pod, context(catalog, inventories["mixed-cluster"]))
+    assert first.mutated is not None and own in first.mutated["spec"]["tolerations"]
+    assert "nvidia.com/mig-3g.40gb" in first.mutated["spec"]["containers"][0]["resources"]["limits"]
+    again = decide(first.mutated, context(catalog, inventories["mixed-cluster"]))
+    assert (again.allowed, again.patch, [v.code for v in again.violations]) == (True, (), [])

@@ -75,6 +75,8 @@ class FakeApiServer:
         self.gone_as_http = False
         self.refused: dict[str, int] = {}
         """Kinds answered with this HTTP status (404: an API the cluster lacks; 403: not granted)."""
+        self.refused_watches: dict[str, int] = {}
+        """Kinds whose watches alone are answered with this HTTP status (a role granting list, not watch)."""
         self.foreign: dict[tuple[str, bool], bytes] = {}
         """(kind, watch) answered 200 with this body, as another HTTP server would answer."""
         self.cond = threading.Condition()
@@ -224,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
         watching = query.get("watch") in ("true", "1")
         with self.api.cond:
             self.api.seen.append(Seen(kind, watching, query))
-            refused = self.api.refused.get(kind)
+            refused = self.api.refused.get(kind) or (self.api.refused_watches.get(kind) if watching else None)
             foreign = self.api.foreign.get((kind, watching))
         if foreign is not None:
             return self._raw(foreign)

@@ -442,6 +442,29 @@ def test_a_role_without_quotas_reads_as_none(server: FakeApiServer) -> None:
         source.stop()
 
 
+@pytest.mark.parametrize("kind", ["resourcequotas", "deviceclasses"])
+def test_a_role_that_lists_but_cannot_watch_keeps_what_it_listed(server: FakeApiServer, kind: str) -> None:
+    """A role granting get and list but not watch: the quotas and DeviceClasses listed count, and
+    the watch's 403 is an error that backs off and lists again, not an API the cluster lacks (it
+    had wiped them at once, until the next list 5 minutes later put them back for a moment)."""
+    server.put("resourcequotas", gpu_quota("team-a", 4, 1))
+    server.put("deviceclasses", gpu_class())
+    server.refused_watches[kind] = 403
+    source = source_for(server, absent_retry=30)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        stream = lambda: source.status()["streams"][kind]  # noqa: E731
+        wait_for(lambda: stream()["errors"] >= 2 or stream()["absent"] is not None, what="refused watches")
+        time.sleep(0.2)  # rebuild intervals
+        assert stream()["absent"] is None and stream()["lists"] >= 2
+        assert source.current().quota_room == {"team-a": {"nvidia.com/gpu": 3}}
+        assert "nvidia.com/gpu" in source.current().dra_resources
+        wait_for(lambda: "403" in (stream()["lastError"] or ""), what="the refusal named")
+    finally:
+        source.stop()
+
+
 FOREIGN = {
     "object": (json.dumps({"status": "ok", "version": "1.2"}), "a JSON object with keys 'status', 'version'"),
     "list": ("[1, 2]", "a JSON list"),

@@ -16,6 +16,8 @@ ResourceQuotas only say what each namespace has left of NVIDIA devices
 DRA serves (webhook/inventory/dra.py); both are optional. A cluster without the API (404), or an
 install whose role does not grant it (403), has none: the stream counts as synced and empty, and
 lists again every `absent_retry` seconds (an upgrade may bring it), so readiness never waits.
+Only a refused list says so: a role that grants list but not watch has its watches refused
+after lists that worked, an error like any other, which keeps what was listed.
 
 Only events that change what the inventory is built from ask for a rebuild: a GPU node's parsed
 record, the resource names a node advertises, the accelerators a bound pod holds. Node status
@@ -512,7 +514,8 @@ class ClusterInventorySource:
     def _run(self, stream: _Stream) -> None:
         while not self._stopping.is_set():
             try:
-                self._list(stream)
+                if not self._list_or_absent(stream):
+                    continue
                 self._watch(stream)
             except ResourceExpired as exc:
                 stream.relists_after_expiry += 1
@@ -521,13 +524,23 @@ class ClusterInventorySource:
                 if stream.expired_in_a_row > 1:  # expired again before any event: do not spin
                     self._stopping.wait(stream.backoff.next_delay())
             except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
-                if self._stopping.is_set():
-                    continue
-                if isinstance(exc, ApiException) and _absent(stream, exc):
-                    self._read_as_absent(stream, exc)
-                    self._stopping.wait(self._absent_retry)
-                else:
+                if not self._stopping.is_set():
                     self._failed(stream, exc)
+
+    def _list_or_absent(self, stream: _Stream) -> bool:
+        """List; False when an optional API's list is refused (403/404), read as absent and tried
+        again after `absent_retry`. Only the list says the API is absent: a watch refused after a
+        list that worked (a role granting list but not watch) is an error like any other, which
+        keeps what was listed, backs off and lists again."""
+        try:
+            self._list(stream)
+        except ApiException as exc:
+            if not _absent(stream, exc):
+                raise
+            self._read_as_absent(stream, exc)
+            self._stopping.wait(self._absent_retry)
+            return False
+        return True
 
     def _read_as_absent(self, stream: _Stream, exc: ApiException) -> None:
         """An optional API not served, or not granted: none of its objects, and say why."""

@@ -14,6 +14,7 @@ from webhook.catalog import load_catalog
 from webhook.core.model import Catalog, GpuNode, Inventory
 from webhook.inventory.files import load_inventory
 from webhook.inventory.nodes import with_node_templates
+from webhook.inventory.usage import PodUsage
 
 
 class InventorySource(Protocol):
@@ -97,6 +98,14 @@ class NodeTemplatesSource:
             combined = (inventory, with_node_templates(inventory, self._templates))
             self._combined = combined
         return combined[1]
+
+    def pod_usage(self) -> tuple[PodUsage, ...]:
+        """The pod records of the source the templates join (a watched cluster, `--pods`), the
+        same object it hands out, which the report reads and is keyed on (its waste list and
+        unaccounted pods, webhook/report/service.py); none where that source keeps none. Without
+        it the report over a watched cluster with `--node-templates` listed no pod at all."""
+        pod_usage = getattr(self._source, "pod_usage", None)
+        return pod_usage() if callable(pod_usage) else ()
 
     def ready(self) -> bool:
         return self._source.ready()

@@ -9,10 +9,13 @@ import pytest
 import yaml
 
 from tests.builders import A100, make_node, make_pod, mixed_node, whole_node
+from tests.conftest import INVENTORIES, ROOT
 from webhook.core.model import UNKNOWN_INVENTORY, Inventory
 from webhook.inventory.files import InventoryError, load_node_templates
 from webhook.inventory.nodes import build_inventory, parse_gpu_nodes, with_node_templates
-from webhook.sources import NodeTemplatesSource
+from webhook.report.files import StaticUsageInventorySource
+from webhook.report.service import ReportService
+from webhook.sources import NodeTemplatesSource, StaticCatalogSource
 
 MIG_1G = "nvidia.com/mig-1g.10gb"
 RUNNING = [whole_node("w", A100, 4)]
@@ -82,3 +85,21 @@ def test_the_source_combines_each_snapshot_once() -> None:
     inner.inventory = build_inventory([whole_node("w2", A100, 2)])
     assert source.current() is not first and [n.name for n in source.current().nodes] == ["w2"]
     assert source.status()["nodeTemplates"] == ["pool-8", "pool-mig"]
+
+
+def test_the_report_over_templates_keeps_the_pods_the_source_counts() -> None:
+    """`--node-templates` with a watched cluster or `--pods`: /report, /dashboard and /metrics read
+    the pod records of the source the templates join, as without templates. The wrapper had none,
+    so the waste list and the unaccounted pods were empty and the wasteful cost said $0."""
+    inner = StaticUsageInventorySource(
+        INVENTORIES / "mixed-cluster.yaml", INVENTORIES / "mixed-cluster-pods.yaml"
+    )
+    inner.start()
+    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
+    catalog.start()
+    source = NodeTemplatesSource(inner, TEMPLATES)
+    alone, combined = (ReportService(s, catalog).current() for s in (inner, source))
+    assert alone.wasteful and combined.wasteful == alone.wasteful
+    assert combined.costs.wasteful_per_hour == alone.costs.wasteful_per_hour
+    assert source.pod_usage() is inner.pod_usage()  # the same object: the report is keyed on it
+    assert NodeTemplatesSource(_Source(build_inventory(RUNNING)), TEMPLATES).pod_usage() == ()

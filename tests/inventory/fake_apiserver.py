@@ -231,12 +231,19 @@ class _Handler(BaseHTTPRequestHandler):
         if foreign is not None:
             return self._raw(foreign)
         if refused is not None:
-            return self._status(
-                refused, "NotFound" if refused == 404 else "Forbidden", f"{url.path}: refused"
-            )
+            return self._refuse(refused, kind, "watch" if watching else "list")
         if watching:
             return self._watch(kind, query)
         return self._list(kind, query)
+
+    def _refuse(self, status: int, kind: str, verb: str) -> None:
+        """As kube-apiserver words it: an API it does not serve, or what RBAC does not allow."""
+        if status == 404:
+            return self._status(404, "NotFound", "the server could not find the requested resource")
+        user = "system:serviceaccount:gpu-webhook:gpu-webhook"
+        group = API_VERSIONS.get(kind, "v1").rpartition("/")[0]
+        message = f'{kind} is forbidden: User "{user}" cannot {verb} resource "{kind}" in API group "{group}"'
+        return self._status(status, "Forbidden", f"{message} at the cluster scope")
 
     def _list(self, kind: str, query: dict[str, str]) -> None:
         state = self.api.kinds[kind]

@@ -465,6 +465,25 @@ def test_a_role_that_lists_but_cannot_watch_keeps_what_it_listed(server: FakeApi
         source.stop()
 
 
+@pytest.mark.parametrize("refused", ["list", "watch"])
+def test_a_refusal_says_what_the_api_server_refused(server: FakeApiServer, refused: str) -> None:
+    """RBAC 403 on pods only: lastError (/readyz) and the log line carry the API server's own
+    message, which names the verb, the resource and the user; "403 Forbidden" alone said neither
+    whether the role lacks list or watch (which the webhook treats differently) nor for whom."""
+    (server.refused if refused == "list" else server.refused_watches)["pods"] = 403
+    source = source_for(server)
+    source.start()
+    try:
+        pods = lambda: source.status()["streams"]["pods"]  # noqa: E731
+        wait_for(lambda: "403" in (pods()["lastError"] or ""), what="the refusal")
+        error = pods()["lastError"]
+        assert error.startswith("pods: API server answered 403 Forbidden: pods is forbidden: ")
+        assert f'cannot {refused} resource "pods"' in error and "system:serviceaccount:" in error
+        assert "\n" not in error and source.ready() is (refused == "watch")
+    finally:
+        source.stop()
+
+
 FOREIGN = {
     "object": (json.dumps({"status": "ok", "version": "1.2"}), "a JSON object with keys 'status', 'version'"),
     "list": ("[1, 2]", "a JSON list"),

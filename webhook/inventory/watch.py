@@ -755,10 +755,26 @@ def _absent(stream: _Stream, exc: ApiException) -> bool:
 
 def _describe(exc: Exception) -> str:
     if isinstance(exc, ApiException):
-        return f"API server answered {exc.status} {exc.reason}"
+        said = _status_message(exc.body)
+        return f"API server answered {exc.status} {exc.reason}" + (f": {said}" if said else "")
     if isinstance(exc, NotKubernetes):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+def _status_message(body: object) -> str:
+    """The message of the Status an API server answers an error with, on one line and at most
+    300 characters: a 403's names the verb, the resource and the user RBAC refused (`pods is
+    forbidden: User "system:serviceaccount:..." cannot watch resource "pods" ...`), where the
+    status line alone did not say whether the role lacks list or watch, nor for whom. Empty for a
+    body that is not a Status (a watch's ERROR event has its message in the reason already)."""
+    try:
+        status = json.loads(body) if isinstance(body, str | bytes) else None
+    except ValueError:
+        return ""
+    message = status.get("message") if isinstance(status, dict) else None
+    text = " ".join(message.split()) if isinstance(message, str) else ""
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _held(usage: PodUsage | None) -> tuple[str, tuple[tuple[str, int], ...]] | None:

@@ -297,3 +297,20 @@ def test_csv_profile_rows_add_up_to_the_device_rows_to_the_cent(example: Report)
         ]
         monthly = sum(float(r["cost_per_month"]) for r in devices if r["cost_per_month"])
         assert float(profile["cost_per_month"]) == pytest.approx(monthly, abs=0.011), profile
+
+
+def test_cli_report_from_a_cluster_that_refuses_says_what_was_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API server's own message names the verb, the resource and the user RBAC refused; the
+    status line alone did not (found by QA)."""
+    server = FakeApiServer(tmp_path).start()
+    try:
+        server.put("nodes", whole_node("w", A100, 4))
+        server.refused["pods"] = 403
+        assert main(["report", "--kubeconfig", str(server.kubeconfig())]) == 2
+    finally:
+        server.stop()
+    error = capsys.readouterr().err
+    assert "the API server answered 403 Forbidden: pods is forbidden: " in error, error
+    assert len(error.strip().splitlines()) == 1

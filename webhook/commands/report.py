@@ -24,7 +24,7 @@ from webhook.commands.common import (
 from webhook.core.model import Inventory
 from webhook.inventory.files import InventoryError
 from webhook.inventory.usage import PodUsage
-from webhook.inventory.watch import ClusterInventorySource, WatchConfigError
+from webhook.inventory.watch import ClusterInventorySource, WatchConfigError, describe_error
 from webhook.report.build import IDLE_THRESHOLD_PERCENT, build_report
 from webhook.report.files import load_with_pods
 from webhook.report.render import render
@@ -124,7 +124,7 @@ def _from_cluster(kubeconfig: str, context: str | None) -> tuple[Inventory, list
     try:
         inventory = source.sync_once()
     except ApiException as exc:
-        raise WatchConfigError(f"{kubeconfig}: the API server answered {exc.status} {exc.reason}") from exc
+        raise WatchConfigError(f"{kubeconfig}: the {describe_error(exc)}") from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise WatchConfigError(f"{kubeconfig}: cannot reach the API server: {exc}") from exc
     return inventory, list(source.pod_usage())

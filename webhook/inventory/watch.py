@@ -545,15 +545,15 @@ class ClusterInventorySource:
     def _read_as_absent(self, stream: _Stream, exc: ApiException) -> None:
         """An optional API not served, or not granted: none of its objects, and say why."""
         if stream.absent is None:
-            log.info("%s: not read (%s); none assumed", stream.name, _describe(exc))
-        stream.absent = _describe(exc)
+            log.info("%s: not read (%s); none assumed", stream.name, describe_error(exc))
+        stream.absent = describe_error(exc)
         stream.replace([])
         stream.synced = True
         self._changed(initial=True)
 
     def _failed(self, stream: _Stream, exc: Exception) -> None:
         stream.errors += 1
-        stream.last_error = f"{stream.name}: {_describe(exc)}"
+        stream.last_error = f"{stream.name}: {describe_error(exc)}"
         delay = stream.backoff.next_delay()
         log.warning("%s; retrying in %.2fs", stream.last_error, delay)
         self._stopping.wait(delay)
@@ -711,7 +711,7 @@ def _watch_events(events: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
         except StopIteration:
             return
         except (KeyError, TypeError) as exc:
-            reason = _describe(exc)
+            reason = describe_error(exc)
             raise NotKubernetes(
                 f"a watch line is not a watch event ({reason}); {_NOT_AN_API_SERVER}"
             ) from exc
@@ -753,7 +753,9 @@ def _absent(stream: _Stream, exc: ApiException) -> bool:
     return stream.optional and exc.status in _ABSENT_STATUSES
 
 
-def _describe(exc: Exception) -> str:
+def describe_error(exc: Exception) -> str:
+    """What went wrong with a call to the API server, on one line: `API server answered 403
+    Forbidden: pods is forbidden: User ...`, or the exception."""
     if isinstance(exc, ApiException):
         said = _status_message(exc.body)
         return f"API server answered {exc.status} {exc.reason}" + (f": {said}" if said else "")

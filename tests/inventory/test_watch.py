@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import random
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.builders import A100, make_node, make_pod, mixed_node, whole_node
 from tests.inventory.fake_apiserver import FakeApiServer, wait_for
@@ -539,3 +541,37 @@ def test_a_watch_answer_that_is_not_a_stream_of_events_backs_off(
         assert any(says in r.getMessage() for r in caplog.records)
     finally:
         source.stop()
+
+
+def test_stopping_while_the_api_server_never_answers_waits_once_not_per_stream(tmp_path: Path) -> None:
+    """An API server that takes connections and never answers: every stream's thread is blocked
+    in its list. stop() waited 5 s for each in turn (about 20 s of a worker's SIGTERM); it waits
+    STOP_JOIN_SECONDS for them all (found by QA)."""
+    from webhook.inventory.watch import STOP_JOIN_SECONDS
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # never accepted: the kernel completes the handshake, nobody answers
+    cluster = {"server": f"https://127.0.0.1:{silent.getsockname()[1]}", "insecure-skip-tls-verify": True}
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "silent", "cluster": cluster}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "silent", "context": {"cluster": "silent", "user": "u"}}],
+                "current-context": "silent",
+            }
+        )
+    )
+    source = ClusterInventorySource(str(kubeconfig), rng=random.Random(7))
+    try:
+        source.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        source.stop()
+        assert time.monotonic() - started < STOP_JOIN_SECONDS + 2
+    finally:
+        silent.close()

@@ -70,6 +70,10 @@ log = logging.getLogger(__name__)
 POD_FIELD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 _EXPIRED_REASONS = ("Expired", "Gone")
 _ABSENT_STATUSES = (403, 404)
+STOP_JOIN_SECONDS = 5.0
+"""How long stop() waits for the stream threads, all together (daemons: what is left dies with the
+process). Waited for one after another, 5 s each, an API server that took connections and never
+answered held a worker's SIGTERM about 20 s."""
 
 
 class WatchConfigError(ValueError):
@@ -401,8 +405,9 @@ class ClusterInventorySource:
         for stream in self._streams:
             if stream.current_watch is not None:
                 stream.current_watch.stop()  # type: ignore[no-untyped-call]
+        deadline = time.monotonic() + STOP_JOIN_SECONDS
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def sync_once(self) -> Inventory:
         """List Nodes, Pods and DeviceClasses once, without watching (the `report` command); errors

@@ -15,8 +15,11 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from tests.conftest import INVENTORIES
 from webhook.core.model import Catalog, Context, Inventory
 from webhook.core.workloads import decide_object, pod_sites
+from webhook.inventory.files import iter_nodes
+from webhook.inventory.nodes import build_inventory
 
 Template = dict[str, Any]
 KINDS: list[tuple[str, str, Callable[[Template], dict[str, Any]]]] = [
@@ -102,3 +105,46 @@ def test_a_deployment_reapplied_gets_back_its_live_template_too(
     manifest = _manifest("apps/v1", "Deployment", lambda t: {"template": t})
     live = _created(manifest, catalog, inventory)
     assert _templates(_updated(copy.deepcopy(manifest), live, catalog, inventory)) == _templates(live)
+
+
+def _busy(live: dict[str, Any]) -> Inventory:
+    """mixed-cluster once the workload's own pods hold every 3g.40gb slice of the A100 node it
+    was rewritten for: the same request is now rewritten to the H100 nodes' slice instead."""
+    nodes = list(iter_nodes(INVENTORIES / "mixed-cluster.yaml"))
+    (site,) = pod_sites(live)
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {**copy.deepcopy(site.pod["metadata"]), "name": f"p{i}", "namespace": "ml"},
+            "spec": {**copy.deepcopy(site.pod["spec"]), "nodeName": "a100-mig-0"},
+            "status": {"phase": "Running"},
+        }
+        for i in range(8)
+    ]
+    return build_inventory(nodes, pods)
+
+
+ALL_KINDS = [*KINDS, ("apps/v1", "Deployment", lambda t: {"replicas": 8, "template": t})]
+ALL_IDS = [f"{v}-{k}" for v, k, _ in ALL_KINDS]
+
+
+@pytest.mark.parametrize(("api_version", "kind", "spec"), ALL_KINDS, ids=ALL_IDS)
+def test_a_reapplied_manifest_keeps_its_live_template_once_the_cluster_is_busy(
+    catalog: Catalog, inventories: dict[str, Inventory], api_version: str, kind: str, spec: Any
+) -> None:
+    """The same re-apply once the workload's own pods hold the slices it was rewritten to: decided
+    again, the request would get another slice (a Job refused as immutable, a Deployment rolled
+    out onto other GPUs, for a change of a label); it asks for what the live template asked for,
+    so it keeps the live template, as a re-apply without the webhook would."""
+    live = _created(_manifest(api_version, kind, spec), catalog, inventories["mixed-cluster"])
+    busy = _busy(live)
+    changed = Context(catalog, busy, "ml", mutate_templates=True)
+    assert _templates(decide_object(live, changed).mutated or live) != _templates(live)  # decided anew
+
+    merged = copy.deepcopy(live)  # kubectl apply: a label, and the request merged back beside the slice
+    merged["metadata"]["labels"] = {"team": "a"}
+    _containers(merged)[0]["resources"]["limits"]["nvidia.com/gpu"] = 1
+    assert _templates(_updated(merged, live, catalog, busy)) == _templates(live)
+    replaced = _manifest(api_version, kind, spec)  # kubectl replace, server-side apply: as written
+    assert _templates(_updated(replaced, live, catalog, busy)) == _templates(live)

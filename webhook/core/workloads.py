@@ -13,7 +13,9 @@ only when the namespace policy says `mutate: templates`, on an UPDATE only where
 changes the template (else a rollout would start that nobody asked for). On an UPDATE of a kind
 whose pod templates are immutable once created (IMMUTABLE_TEMPLATES), a template is mutated only
 back to exactly what the old object holds (a re-applied manifest of a workload the webhook
-rewrote when created), never to anything else. A template matching no WorkloadTemplate gets the
+rewrote when created), never to anything else. An UPDATE that asks in a rewritten template for
+what the old one asked for gets the old template back, whatever the slices free now
+(`_live_if_asked_again`). A template matching no WorkloadTemplate gets the
 mutations a pod matching none gets (steered off MIG nodes, a stale applied-template annotation
 removed), so that its pods come back from the webhook unchanged.
 """
@@ -21,12 +23,12 @@ removed), so that its pods come back from the webhook unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from webhook.core.decide import decide, denies, finish, governing, patch_for, unmade
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
-from webhook.core.model import Context, Decision, Finding, Pod, Policy
+from webhook.core.model import PROFILE_ANNOTATION, Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL
 from webhook.core.rewritten import as_first_asked, redecided, without_rewrite_record
 
@@ -184,6 +186,9 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
         result = _evaluate_site(site, context, namespace, policy, rewrite, queued)
         if result.template and result.template not in templates:
             templates.append(result.template)
+        live = _live_if_asked_again(site, context, namespace, policy, queued, result) if rewrite else None
+        if live is not None and live != result.mutated:
+            result = SiteResult(result.findings, result.template, live, unmade(result.changes))
         site_mutated = result.mutated
         if site_mutated is not None and immutable and not _restores(obj, site, site_mutated, context):
             site_mutated = None
@@ -210,6 +215,33 @@ def _restores(obj: Pod, site: Site, mutated: Pod, context: Context) -> bool:
     if not isinstance(old, dict) or not isinstance(template, dict):
         return False
     return bool(_with_pod(template, mutated) == _get(old, site.pointer))
+
+
+def _live_if_asked_again(
+    site: Site, context: Context, namespace: str, policy: Policy, queued: bool, result: SiteResult
+) -> Pod | None:
+    """The old object's pod template ({metadata, spec}) when this UPDATE asks in it for what the
+    template asked for when this webhook rewrote it: read as first asked for, the two are the same
+    (kubectl apply merged `nvidia.com/gpu` back beside the slice), or they come out of the mutation
+    the same (kubectl replace, server-side apply, a CRD's containers list replaced by the
+    manifest's). Decided again, the request could get another slice than the live one, since the
+    slices free now are not those free then (the workload's own pods hold them): a re-apply that
+    changes nothing would roll out every replica onto other GPUs, or be refused as immutable.
+    None when the template asks for something else, or the old one carries no rewrite."""
+    old = context.old_object
+    before = _get(old, site.pointer) if isinstance(old, dict) else None
+    if not isinstance(before, dict) or not isinstance(before.get("spec"), dict):
+        return None
+    metadata = _mapping(before.get("metadata"))
+    if PROFILE_ANNOTATION not in _mapping(metadata.get("annotations")):
+        return None
+    live: Pod = {"metadata": metadata, "spec": before["spec"]}
+    if as_first_asked(site.pod) == as_first_asked(live):
+        return live
+    if result.mutated is None:
+        return None
+    again = _evaluate_site(replace(site, pod=live), context, namespace, policy, True, queued)
+    return live if again.mutated == result.mutated else None
 
 
 def _unchanged_by_update(obj: Pod, site: Site, context: Context) -> bool:

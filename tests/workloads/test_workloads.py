@@ -112,6 +112,28 @@ def test_mpi_launcher_without_gpu_passes_under_a_gpu_template(
     assert "NoGpuOnGpuTemplate" not in decision.codes
 
 
+def test_ray_head_without_gpu_passes_under_a_gpu_template(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """A Ray head runs the cluster's GCS and dashboard, not CUDA: KubeRay gives it no GPU unless
+    it asks for one, whatever image its GPU workers share. A worker group without one still is
+    told so."""
+    service = copy.deepcopy(_first("kuberay__ray-service.llm-serve.yaml", "RayService"))
+    cluster = service["spec"]["rayClusterConfig"]
+    for template in (cluster["headGroupSpec"]["template"], cluster["workerGroupSpecs"][0]["template"]):
+        template["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.8.5"
+    decision = decide_object(service, _context(catalog, inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "llm-serving"
+    assert "NoGpuOnGpuTemplate" not in decision.codes
+
+    resources = cluster["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"]
+    for section in resources.values():
+        section.pop("nvidia.com/gpu", None)
+    decision = decide_object(service, _context(catalog, inventories["mixed-cluster"]))
+    worker = "spec.rayClusterConfig.workerGroupSpecs[groupName=gpu-group].template.spec.containers"
+    assert [(v.code, v.path) for v in decision.denials] == [("NoGpuOnGpuTemplate", worker)]
+
+
 def test_pytorchjob_replica_types_each_get_their_template(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:

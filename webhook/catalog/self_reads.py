@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from webhook.core.checks.template_fit import ANNOTATION_REQUESTS, LAUNCHER_ROLE_LABELS
+from webhook.core.checks.template_fit import ANNOTATION_REQUESTS, LAUNCHER_ROLE_LABELS, RAY_NODE_TYPE_LABEL
 from webhook.core.model import (
     COMPUTE_ANNOTATION,
     MEMORY_ANNOTATION,
@@ -57,6 +57,8 @@ READ_LABELS: Final[Mapping[str, str]] = {
     KUEUE_QUEUE_LABEL: "it marks the pod held by Kueue, whose requests are kept as written"
     " (QueuedPodKeptAsWritten)",
     **dict.fromkeys(LAUNCHER_ROLE_LABELS, _LAUNCHER),
+    RAY_NODE_TYPE_LABEL: "a Ray head's node type in it lets a GPU template's pod ask for no GPU"
+    " (NoGpuOnGpuTemplate)",
 }
 """Each pod label the decision reads (webhook/core), with what it decides."""
 

@@ -147,7 +147,7 @@ class Site:
     renames: tuple[tuple[str, str], ...] = ()
     """Path prefixes of a synthetic pod rewritten to where the fields really are."""
     gpu_optional: bool = False
-    """A role that runs no GPU by design (an MPI launcher) even under a GPU template."""
+    """A role that runs no GPU by design (an MPI launcher, a Ray head) even under a GPU template."""
 
     @property
     def writable(self) -> bool:
@@ -357,7 +357,7 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
         ]
         return [_launcher(site) for site in _template_sites(obj, found)]
     if kind in _RAY_CLUSTER_AT:
-        return _template_sites(obj, list(_ray_templates(spec, _RAY_CLUSTER_AT[kind])))
+        return [_ray_head(s) for s in _template_sites(obj, list(_ray_templates(spec, _RAY_CLUSTER_AT[kind])))]
     if kind == "JobSet":
         return _template_sites(obj, list(_jobset_templates(spec)))
     if kind == "LeaderWorkerSet":
@@ -384,6 +384,14 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
 def _launcher(site: Site) -> Site:
     """MPI launchers run mpirun, not CUDA: a GPU template does not make them need a GPU."""
     if site.path.endswith(".Launcher.template"):
+        return Site(site.pointer, site.path, site.pod, site.renames, gpu_optional=True)
+    return site
+
+
+def _ray_head(site: Site) -> Site:
+    """A Ray head runs the cluster's GCS and dashboard, not CUDA: a GPU template shared with its
+    workers does not make it need a GPU (KubeRay gives it none unless it asks for one)."""
+    if site.path.endswith(".headGroupSpec.template"):
         return Site(site.pointer, site.path, site.pod, site.renames, gpu_optional=True)
     return site
 

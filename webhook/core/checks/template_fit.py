@@ -14,6 +14,10 @@ ANNOTATION_REQUESTS: Final = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-de
 LAUNCHER_ROLE_LABELS: Final = ("training.kubeflow.org/job-role", "training.kubeflow.org/replica-type")
 """The labels Kubeflow's MPI operator (job-role) and training operator (replica-type) put on the
 launcher pod of an MPIJob: it runs mpirun, not CUDA, whatever template its job's pods share."""
+RAY_NODE_TYPE_LABEL: Final = "ray.io/node-type"
+"""KubeRay's label on the pods of a RayCluster: `head` on its head pod, which runs the cluster's
+GCS and dashboard, not CUDA (KubeRay gives it no GPU unless it asks for one), whatever image and
+template its GPU workers share."""
 
 
 def check(env: Env) -> list[Finding]:
@@ -51,8 +55,10 @@ def check(env: Env) -> list[Finding]:
 
 def _claims_or_launcher(env: Env) -> bool:
     """A pod a GPU template need not see ask for a GPU: one with DRA resourceClaims, which may well
-    hold it (the webhook cannot see their devices), or an MPIJob's launcher, which wants none."""
-    return env.view.has_resource_claims or is_mpi_launcher(env.view.labels)
+    hold it (the webhook cannot see their devices), an MPIJob's launcher or a Ray head, which want
+    none."""
+    labels = env.view.labels
+    return env.view.has_resource_claims or is_mpi_launcher(labels) or is_ray_head(labels)
 
 
 def _unlisted_class(resource: str, dra: frozenset[str]) -> bool:
@@ -67,6 +73,12 @@ def is_mpi_launcher(labels: dict[str, str]) -> bool:
     """The launcher pod of an MPIJob, as its operator labels it (workloads mark the Launcher
     template itself; its pods carry these labels instead)."""
     return any(str(labels.get(key, "")).lower() == "launcher" for key in LAUNCHER_ROLE_LABELS)
+
+
+def is_ray_head(labels: dict[str, str]) -> bool:
+    """The head pod of a RayCluster, as KubeRay labels it (workloads mark the headGroupSpec
+    template itself; its pod carries this label instead)."""
+    return str(labels.get(RAY_NODE_TYPE_LABEL, "")).lower() == "head"
 
 
 def _is_accelerator(kind: Kind, resource: str) -> bool:

@@ -648,3 +648,26 @@ def test_an_extra_resource_that_is_no_resource_name_is_a_usage_error(
 ) -> None:
     found = result(ran, "not-sent-bad-extra-resource")
     assert found.returncode == 2 and "is not an extended resource name" in found.stderr
+
+
+def test_a_kind_not_read_that_embeds_pods_is_not_said_to_hold_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An AppWrapper holds a PyTorchJob whose pods gpu-webhook checks when they are created; the
+    note said it held no pod template (found by QA). A Service still holds none."""
+    from webhook.cli import main
+
+    job = {"kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {}}}}}}
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"] = [{"name": "c"}]
+    wrapper = {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": {"name": "aw"},
+    }
+    wrapper["spec"] = {"components": [{"template": job}]}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}, "spec": {"ports": []}}
+    (tmp_path / "objects.yaml").write_text(yaml.safe_dump_all([wrapper, service]))
+    assert main(["check", str(tmp_path / "objects.yaml")]) == 0  # nothing to judge, nothing denied
+    notes = capsys.readouterr().err.splitlines()
+    assert any("AppWrapper aw is a kind gpu-webhook does not read" in line for line in notes), notes
+    assert any("Service svc holds no pod template" in line for line in notes), notes

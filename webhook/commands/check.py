@@ -13,7 +13,7 @@ import difflib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from webhook.commands.common import (
     EXIT_BAD_INPUT,
@@ -152,9 +152,32 @@ def _decisions_text(output: str, results: list[Result]) -> str:
 def _notes(skipped: list[Manifest], known: bool) -> None:
     for manifest in skipped:
         kind = manifest.kind or "no kind"
-        print(f"skipped {manifest.source}: {kind} {manifest.name} holds no pod template", file=sys.stderr)
+        what = (
+            "is a kind gpu-webhook does not read (the pods it makes are checked when created)"
+            if _embeds_containers(manifest.obj)
+            else "holds no pod template"
+        )
+        print(f"skipped {manifest.source}: {kind} {manifest.name} {what}", file=sys.stderr)
     if not known:
         print("note: no --inventory given; slice choice and node checks were skipped", file=sys.stderr)
+
+
+_EMBED_DEPTH: Final = 32
+
+
+def _embeds_containers(value: object, depth: int = 0) -> bool:
+    """Whether a `containers` list of objects is somewhere inside (an AppWrapper's embedded
+    PyTorchJob): such an object does hold pod templates, which `holds no pod template` denied."""
+    if depth > _EMBED_DEPTH:
+        return False
+    if isinstance(value, dict):
+        containers = value.get("containers")
+        if isinstance(containers, list) and any(isinstance(c, dict) for c in containers):
+            return True
+        return any(_embeds_containers(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_embeds_containers(v, depth + 1) for v in value)
+    return False
 
 
 def _record(manifest: Manifest, decision: Decision, skip: NotSent | None) -> dict[str, Any]:

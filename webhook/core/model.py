@@ -216,6 +216,12 @@ class SliceOffer:
     products_labelled: bool = True
     """Every node of the offer carries `nvidia.com/gpu.product` (GPU Feature Discovery's label),
     so node affinity on it finds them; False where the product came from another label or none."""
+    model: str = ""
+    """The key in webhook/core/mig_reference.py of its nodes' GPU model, as the inventory knows it
+    (by product label, else GKE accelerator, else the profiles a node offers: an `NVIDIA-H200-NVL`
+    or a B300, labels the table does not list, by theirs): what right-sizing reads the model's
+    smaller profiles from; `A or B` where several models have a node's profiles (no one model's
+    smaller profiles, then), empty where the model is not known."""
 
 
 READY: Final = "ready"

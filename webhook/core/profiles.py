@@ -96,6 +96,15 @@ def model_for_product(product: str) -> ModelInfo | None:
 
 
 @lru_cache(maxsize=64)
+def model_for_key(key: str) -> ModelInfo | None:
+    """The reference model of this key (SliceOffer.model); None for any other (`A or B`, '')."""
+    for model in MODELS:
+        if model["key"] == key:
+            return _info(model)
+    return None
+
+
+@lru_cache(maxsize=64)
 def model_for_gke_accelerator(accelerator: str) -> ModelInfo | None:
     for model in MODELS:
         if accelerator in model["gke_accelerators"]:

@@ -44,8 +44,7 @@ from webhook.core.pod_resources import fills_below_limits, pod_requests
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
     GPU,
-    model_for_gke_accelerator,
-    model_for_product,
+    model_for_key,
     profile_compute_slices,
     profile_nominal_gb,
 )
@@ -424,11 +423,14 @@ def holds(offer: SliceOffer, need: Need, devices: int) -> bool:
 
 
 def _right_sized(offer: SliceOffer, need: Need, policy: Policy) -> bool:
-    """True when no profile of the offer's GPU model that fits is smaller than the offer."""
-    product = offer.products[0] if offer.products else None
-    gke_accelerator = offer.gke_accelerators[0] if offer.gke_accelerators else None
+    """True when no profile of the offer's GPU model that fits is smaller than the offer. The model
+    is the one the inventory knows its nodes by (SliceOffer.model), by the profiles they offer
+    where the table lists no label of theirs (`NVIDIA-H200-NVL`, a B300), as a slice's memory and
+    compute share are: read from the product label alone, every slice of such a node was
+    right-sized, so `whenNoSliceFits: whole` and `deny` did not apply and `whenNoneFree: wait`
+    took a larger free slice without a word."""
     gke = offer.strategy == "gke"
-    for profile, memory_mib, share in smaller_profiles(product, gke_accelerator, offer.profile, gke):
+    for profile, memory_mib, share in smaller_profiles(offer.model, offer.profile, gke):
         if policy.allowed_profiles is not None and profile not in policy.allowed_profiles:
             continue
         memory_fits = need.memory_bytes is None or memory_mib * MIB >= need.memory_bytes
@@ -439,16 +441,12 @@ def _right_sized(offer: SliceOffer, need: Need, policy: Policy) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def smaller_profiles(
-    product: str | None, gke_accelerator: str | None, profile: str, gke: bool = False
-) -> tuple[tuple[str, int, float], ...]:
+def smaller_profiles(model_key: str, profile: str, gke: bool = False) -> tuple[tuple[str, int, float], ...]:
     """(profile, memory MiB, compute share) of the plain profiles of the model smaller than `profile`;
-    none when the model is unknown. With `gke`, only the partition sizes GKE accepts for the model
-    (no 4g, no 1g.20gb on A100): a smaller profile GKE cannot make does not make an offer too big.
-    Computed once per model and profile."""
-    model = model_for_product(product) if product is not None else None
-    if model is None and gke_accelerator is not None:
-        model = model_for_gke_accelerator(gke_accelerator)
+    none when the model is unknown (`model_key`: SliceOffer.model). With `gke`, only the partition
+    sizes GKE accepts for the model (no 4g, no 1g.20gb on A100): a smaller profile GKE cannot make
+    does not make an offer too big. Computed once per model and profile."""
+    model = model_for_key(model_key)
     if model is None:
         return ()
     size = (profile_nominal_gb(profile) or 0, profile_compute_slices(profile) or 0)

@@ -476,6 +476,7 @@ def _offer_across(parts: tuple[SliceOffer, ...], nodes: tuple[GpuNode, ...]) -> 
         gke_accelerators=tuple(sorted({name for part in parts for name in part.gke_accelerators})),
         free_per_node=max(free) if free else None,
         products_labelled=all(part.products_labelled for part in parts),
+        model="",  # several models' nodes: no one model's (right-sizing reads the inventory's offers)
     )
 
 
@@ -511,6 +512,7 @@ def _offer(strategy: str, profile: str, members: list[GpuNode], usage_known: boo
         gke_accelerators=tuple(sorted({n.gke_accelerator for n in members if n.gke_accelerator})),
         free_per_node=max(n.free(slice_resource(n, profile)) for n in members) if usage_known else None,
         products_labelled=all(n.labels.get(PRODUCT_LABEL) == n.product for n in members),
+        model=model.key if model else "",
     )
 
 

@@ -345,6 +345,32 @@ def test_on_gke_a_slice_is_right_sized_among_the_partition_sizes_gke_makes(unit_
     )
 
 
+@pytest.mark.parametrize(
+    ("product", "slices", "need"),
+    [
+        ("NVIDIA-H200", {"1g.18gb": (2, None), "2g.35gb": (1, None), "3g.71gb": (1, None)}, "20Gi"),
+        ("NVIDIA-H200-NVL", {"1g.18gb": (2, None), "2g.35gb": (1, None), "3g.71gb": (1, None)}, "20Gi"),
+        ("NVIDIA-B300", {"1g.34gb": (2, None), "2g.67gb": (1, None), "3g.135gb": (1, None)}, "40Gi"),
+    ],
+)
+def test_a_node_known_by_its_profiles_is_right_sized_as_its_model(
+    unit_catalog: Catalog, product: str, slices: dict[str, tuple[int, int | None]], need: str
+) -> None:
+    """An H200 NVL (`NVIDIA-H200-NVL`, a label the reference table does not list) and a B300 (for
+    which it lists none) are known by the profiles they offer, and right-sized as that model, as
+    an H200 is by its label: on `all-balanced`, 1g.35gb would hold a 20Gi need (1g.67gb a 40Gi
+    one), so the 2g slice is not right-sized and `whenNoSliceFits: whole` keeps the whole GPU.
+    Right-sizing read the model from the product label alone, so on those nodes every slice was
+    right-sized and the 2g slice was taken."""
+    inventory = make_inventory(mixed_node("mig", product, slices), whole_node("whole", product, 8))
+    assert plan(unit_catalog, vllm(need), inventory, "whole-a") == (
+        None,
+        None,
+        False,
+        [("KeptWholeGpu", GPU_LIMIT.format("vllm"))],
+    )
+
+
 def test_a_request_the_template_fills_beside_a_limit_alone_is_what_counts(
     unit_catalog: Catalog, small_mig_nodes: Inventory
 ) -> None:

@@ -2,7 +2,8 @@
 
 Source: shared/reference/mig-profiles.yaml (each value there carries its source).
 memory_mib is the GFD `.memory` label where NVIDIA published it, else the smallest
-usable memory `nvidia-smi mig -lgip` reported, else the least such measured memory of a
+usable memory `nvidia-smi mig -lgip` reported, else the least nvidia-smi showed for it
+(`observed_usable_mib`: A100 40GB 3g.20gb), else the least such measured memory of a
 plain profile of the same model with the same GB in its name (3g.47gb and 4g.47gb use the
 same memory slices), else the nominal GB of the name in decimal units, which can be more
 than the slice has (1g.18gb on H200: 17166 MiB nominal, 16384 usable).
@@ -36,8 +37,8 @@ MODELS: Final[list[dict[str, Any]]] = [
             "1g.5gb+me": (1, 4768),
             "1g.10gb": (1, 9536),
             "2g.10gb": (2, 9536),
-            "3g.20gb": (3, 19073),
-            "4g.20gb": (4, 19073),
+            "3g.20gb": (3, 20096),
+            "4g.20gb": (4, 20096),
             "7g.40gb": (7, 38146),
         },
         "gke_partition_sizes": ["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"],

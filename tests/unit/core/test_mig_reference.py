@@ -39,3 +39,13 @@ def test_an_unmeasured_profile_takes_the_measured_memory_of_its_plain_namesake()
     assert nvl["profiles"]["4g.47gb"] == (4, nvl["profiles"]["3g.47gb"][1]) == (4, 47493)
     (rtx,) = [m for m in mig_reference.MODELS if m["key"] == "RTX-PRO-6000-Blackwell"]
     assert rtx["profiles"]["1g.24gb+me"][1] == rtx["profiles"]["1g.24gb"][1]
+
+
+def test_memory_nvidia_smi_showed_for_a_model_is_its_measured_memory() -> None:
+    """The reference gives the A100 40GB's 3g.20gb the memory the MIG User Guide's nvidia-smi
+    example shows (20224 and 20096 MiB, `observed_usable_mib`): the least of them, and 4g.20gb,
+    on the same four memory slices, takes it too. The nominal 20 GB (19073 MiB) left a 19Gi need
+    fitting neither, so a GKE A100 40GB pool of 3g.20gb partitions was passed over for 7g.40gb."""
+    (a100,) = [m for m in mig_reference.MODELS if m["key"] == "A100-40GB"]
+    assert a100["profiles"]["3g.20gb"] == (3, 20096)
+    assert a100["profiles"]["4g.20gb"] == (4, 20096)

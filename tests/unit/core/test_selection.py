@@ -430,3 +430,13 @@ def test_a_queued_pod_kept_on_mig_device_nodes_is_not_told_it_kept_a_whole_gpu(
     pod = pod.container("nb", image="jupyter/lab", gpu=1).build()
     message = _message(pod, single_beside_whole, policy_doc("open"), "QueuedPodKeptAsWritten")
     assert "kept the whole GPU" not in message and "a MIG device (1g.10gb)" in message
+
+
+def test_a_gke_a100_40gb_3g20gb_partition_holds_what_nvidia_smi_shows_it_has(unit_catalog: Catalog) -> None:
+    """GKE nodes carry no GFD `.memory` label: a partition's memory is the reference table's, for
+    the A100 40GB's 3g.20gb 20096 MiB as nvidia-smi shows it, so a 19Gi need takes it."""
+    gke = make_inventory(
+        gke_node("gke-3g", "nvidia-tesla-a100", "3g.20gb", 16),
+        gke_node("gke-7g", "nvidia-tesla-a100", "7g.40gb", 8),
+    )
+    assert plan(unit_catalog, vllm("19Gi"), gke) == ("3g.20gb", "gke", True, [])

@@ -44,6 +44,27 @@ def is_profile_syntax(profile: str) -> bool:
     return _PROFILE.match(profile) is not None
 
 
+def labelled_profile(written: str, model: ModelInfo | None) -> str:
+    """The profile a single-strategy product label's `-MIG-<profile>` names. GPU Feature Discovery
+    sanitises each part of that label, dropping what a label value cannot hold (MIG.md §2.2,
+    `[^A-Za-z0-9-_. ]`), so `1g.24gb+gfx` is written `1g.24gbgfx` and `1g.10gb+me` `1g.10gbme`:
+    the model's profile so written, else any reference model's (a model not known yet, as when
+    it is being found by this very profile); a profile as written stays as written."""
+    if is_profile_syntax(written):
+        return written
+    names = model.profiles if model is not None else ()
+    found = next((name for name in names if name.replace("+", "") == written), None)
+    return found or _unsanitised().get(written, written)
+
+
+@lru_cache(maxsize=1)
+def _unsanitised() -> dict[str, str]:
+    """Every reference profile with a `+`, by its spelling without it (`1g.24gbgfx`)."""
+    return {
+        str(name).replace("+", ""): str(name) for model in MODELS for name in model["profiles"] if "+" in name
+    }
+
+
 def plain_profile(profile: str) -> str:
     """`1g.24gb+me.all` -> `1g.24gb`, `1g.24gb-me` -> `1g.24gb`; a plain profile is itself."""
     cut = min((i for i in (profile.find("+"), profile.find("-")) if i >= 0), default=len(profile))

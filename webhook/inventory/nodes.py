@@ -25,6 +25,7 @@ from webhook.core.profiles import (
     MIG_PREFIX,
     ModelInfo,
     canonical_profile,
+    labelled_profile,
     model_for_node,
     name_only_memory_mib,
     plain_profile,
@@ -272,8 +273,8 @@ def _slices(
         return _mixed_slices(labels, allocatable, model, product)
     if is_shared(labels, product, GPU):
         return {}, {}  # time-sliced or MPS-shared slices: not isolated, so never offered
-    if strategy == "single":
-        profile = product.split("-MIG-", 1)[1] if "-MIG-" in product else ""
+    if strategy == "single":  # `-MIG-1g.24gbgfx`: GFD drops the `+` of 1g.24gb+gfx (labelled_profile)
+        profile = labelled_profile(product.split("-MIG-", 1)[1], model) if "-MIG-" in product else ""
         return _single_slice(profile, allocatable, _int_label(labels, MEMORY_LABEL), model)
     if strategy == "gke":
         return _single_slice(labels.get(GKE_PARTITION_LABEL, ""), allocatable, None, model)
@@ -336,7 +337,7 @@ def offered_spellings(
         spelled = (profile_from_resource(name) for name, count in allocatable.items() if count > 0)
         return frozenset(profile for profile in spelled if profile)
     if strategy == "single" and "-MIG-" in product:
-        profile = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX)
+        profile = labelled_profile(product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX), None)
     elif strategy == "gke":
         profile = labels.get(GKE_PARTITION_LABEL, "")
     else:

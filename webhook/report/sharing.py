@@ -15,6 +15,7 @@ from webhook.core.profiles import (
     SHARED_SUFFIX,
     canonical_profile,
     is_profile_syntax,
+    labelled_profile,
     profile_compute_slices,
     profile_from_resource,
 )
@@ -93,9 +94,7 @@ def single_profile(node: GpuNode) -> str:
     written = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX) if "-MIG-" in product else ""
     if not written or is_profile_syntax(written):
         return written
-    model = node_model(node)
-    names = model.profiles if model is not None else ()
-    return next((name for name in names if name.replace("+", "") == written), written)
+    return labelled_profile(written, node_model(node))  # as the inventory reads it
 
 
 def unrecognised_profile(node: GpuNode) -> str | None:

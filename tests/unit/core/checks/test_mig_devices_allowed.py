@@ -147,3 +147,28 @@ def test_a_notebook_pinned_to_them_is_denied_whatever_its_template_prefers(singl
     """The notebook template prefers MIG, but no allowed slice is on the nodes it is pinned to."""
     pod = pinned({PRODUCT: f"{H100}-MIG-1g.10gb"}, image="jupyter/base-notebook")
     assert found(pod, single, NOTEBOOK, ONLY_3G) == DENIED
+
+
+@pytest.mark.parametrize(
+    ("product", "written", "profile"),
+    [
+        ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "1g.24gbgfx", "1g.24gb+gfx"),
+        ("NVIDIA-RTX-PRO-6000-Blackwell-Workstation-Edition", "1g.24gbme.all", "1g.24gb+me.all"),
+        (H100, "1g.10gbme", "1g.10gb+me"),
+    ],
+)
+def test_a_variant_gfd_wrote_without_its_plus_is_that_variant(
+    product: str, written: str, profile: str
+) -> None:
+    """GFD sanitises each part of the product label, dropping what a label value cannot hold
+    (MIG.md §2.2, `[^A-Za-z0-9-_. ]`): a single-strategy 1g.24gb+gfx node is `-MIG-1g.24gbgfx`. Its
+    nvidia.com/gpu are 1g.24gb+gfx devices, which a policy allowing 1g.24gb alone leaves out; the
+    inventory read no profile there, offered no slice and let a pod pinned to it pass unchecked."""
+    inventory = make_inventory(single_node("mig", product, written, 4, 9984))
+    assert [(o.profile, o.strategy, o.products) for o in inventory.offers] == [
+        (profile, "single", (f"{product}-MIG-{written}",))
+    ]
+    pod = pinned({PRODUCT: f"{product}-MIG-{written}"})
+    plain = profile.split("+", 1)[0]
+    assert found(pod, inventory, policy_doc("plain", mig={"allowedProfiles": [plain]})) == DENIED
+    assert found(pod, inventory, policy_doc("variant", mig={"allowedProfiles": [profile]})) == []

@@ -281,8 +281,9 @@ def _shadowed(templates: list[tuple[Template, Document]], policies: list[Policy]
         message = (
             f"never chosen by this match: template {above.name} ({above.source}, priority"
             f" {above.priority}) matches every pod it could, and ranks first; give this template a"
-            f" priority above {above.priority}, narrow {above.name}'s match, or remove this match to"
-            " keep the template for its label and namespace defaults"
+            f" priority above {above.priority}, narrow {above.name}'s match, or remove this match"
+            + (" (all but its namespaces, which keep its label to them)" if template.match.namespaces else "")
+            + " to keep the template for its label and namespace defaults"
         )
         problems.append(Problem(document.source, document.line_of(["spec", "match"]), "spec.match", message))
     return problems

@@ -42,10 +42,17 @@ def shadowed_templates(
     """(template, the one above it): templates whose match never holds first, since a template
     of higher priority matches every pod in every namespace theirs could (no labels or images
     asked, namespaces covering theirs) and no policy allows one but not the other. Sound, not
-    complete: namespace patterns count as covered only when equal, `*`, or matching a name."""
+    complete: namespace patterns count as covered only when equal, `*`, or matching a name.
+
+    A match that asks nothing but namespaces is never refused: it also keeps the template's label
+    to those namespaces (TemplateNotAllowed elsewhere, webhook/core/matching.py), which no other
+    spelling does, so a team's label-only template under its group's `namespaces: [ml-*]` default
+    is a catalog that means something (refused, it could not be loaded at all)."""
     ranked = sorted((t for t in templates if not t.match.is_empty), key=lambda t: (-t.priority, t.name))
     covering = [t for t in ranked if _matches_every_pod(t.match)]
     for template in ranked:
+        if _matches_every_pod(template.match) and template.match.namespaces:
+            continue  # its label's scope
         for above in covering:
             if above.priority <= template.priority:
                 break

@@ -90,3 +90,32 @@ def test_templates_that_can_still_be_chosen_load(
         template_doc("below", match=below, priority=100),
     ]
     assert problems(*documents, *policies) == []
+
+
+def test_namespaces_alone_below_keep_its_label_to_them_and_load() -> None:
+    """A template whose match asks nothing but namespaces, below one that takes every pod there,
+    is chosen by label only, and its `match.namespaces` keeps that label to them (a label naming
+    it elsewhere is TemplateNotAllowed, webhook/core/matching.py): a match with a purpose, which
+    no other spelling keeps (removed, the label would take it to every namespace). Refused, a
+    team's label-only template under its group's default could not be loaded at all."""
+    catalog = make_catalog(
+        template_doc("ml-default", match={"namespaces": ["ml-*"]}, priority=200),
+        template_doc("vision-h100", match={"namespaces": ["ml-vision"]}, priority=100),
+    )
+    labelled = {
+        "metadata": {"name": "n", "labels": {"gpu.aethervirt.io/template": "vision-h100"}},
+        "spec": {"containers": [{"name": "c", "image": "pytorch/pytorch"}]},
+    }
+    unlabelled = {"metadata": {"name": "n"}, "spec": labelled["spec"]}
+    assert decide(labelled, context(catalog, namespace="ml-vision")).template == "vision-h100"
+    assert decide(unlabelled, context(catalog, namespace="ml-vision")).template == "ml-default"
+    elsewhere = decide(labelled, context(catalog, namespace="ml-nlp"))
+    assert [v.code for v in elsewhere.violations] == ["TemplateNotAllowed"]
+
+
+def test_the_message_says_to_keep_the_namespaces_that_scope_the_label() -> None:
+    found = problems(
+        template_doc("above", match={"namespaces": ["ml-*"]}, priority=200),
+        template_doc("below", match={**NOTEBOOKS, "namespaces": ["ml-a"]}, priority=100),
+    )
+    assert len(found) == 1 and "all but its namespaces" in found[0][2]

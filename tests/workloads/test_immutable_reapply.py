@@ -9,13 +9,16 @@ re-apply is a no-op, as it is without the webhook, instead of `spec.template: fi
 from __future__ import annotations
 
 import copy
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jsonpatch
 import pytest
 
-from tests.conftest import INVENTORIES
+from tests.conftest import INVENTORIES, ROOT
+from webhook.catalog import load_catalog
 from webhook.core.model import Catalog, Context, Inventory
 from webhook.core.workloads import decide_object, pod_sites
 from webhook.inventory.files import iter_nodes
@@ -148,3 +151,42 @@ def test_a_reapplied_manifest_keeps_its_live_template_once_the_cluster_is_busy(
     assert _templates(_updated(merged, live, catalog, busy)) == _templates(live)
     replaced = _manifest(api_version, kind, spec)  # kubectl replace, server-side apply: as written
     assert _templates(_updated(replaced, live, catalog, busy)) == _templates(live)
+
+
+NO_3G_40GB = "whenNoSliceFits: larger\n    allowedProfiles: [1g.10gb, 2g.20gb, 7g.80gb]"
+CHANGES = {
+    "template forbids MIG": ("templates/fine-tuning.yaml", "mig: preferred", "mig: forbidden"),
+    "policy leaves the slice out": ("policies/default.yaml", "whenNoSliceFits: larger", NO_3G_40GB),
+}
+
+
+def _changed_catalog(tmp_path: Path, change: str) -> Catalog:
+    """The shipped catalog with one file's text changed (CHANGES)."""
+    for folder in ("templates", "policies"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    name, old, new = CHANGES[change]
+    path = tmp_path / name
+    path.write_text(path.read_text().replace(old, new))
+    return load_catalog([tmp_path / "templates", tmp_path / "policies"])
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_reapplied_deployment_does_not_keep_a_slice_the_catalog_no_longer_gives(
+    catalog: Catalog, inventories: dict[str, Inventory], tmp_path: Path, change: str
+) -> None:
+    """The live template is given back only for a slice the catalog would still give: once the
+    template needs whole GPUs, or the policy no longer allows the slice, a re-apply (a label
+    changed) is decided afresh, as without the live template; given back, the Deployment kept a
+    3g.40gb its template forbids or its policy does not allow, and no finding said so."""
+    inventory = inventories["mixed-cluster"]
+    manifest = _manifest("apps/v1", "Deployment", lambda t: {"template": t})
+    live = _created(manifest, catalog, inventory)
+    changed = _changed_catalog(tmp_path, change)
+
+    merged = copy.deepcopy(live)  # kubectl apply: a label, and the request merged back beside the slice
+    merged["metadata"]["labels"] = {"team": "a"}
+    _containers(merged)[0]["resources"]["limits"]["nvidia.com/gpu"] = 1
+    for sent in (merged, copy.deepcopy(manifest)):
+        (site,) = pod_sites(_updated(sent, live, changed, inventory))
+        limits = site.pod["spec"]["containers"][0]["resources"]["limits"]
+        assert "nvidia.com/mig-3g.40gb" not in limits

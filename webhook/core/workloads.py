@@ -30,6 +30,7 @@ from webhook.core.decide import decide, denies, finish, governing, patch_for, un
 from webhook.core.evaluate import copy_object, evaluate, mutated_copy
 from webhook.core.model import PROFILE_ANNOTATION, Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL
+from webhook.core.reasons import REASONS
 from webhook.core.rewritten import as_first_asked, redecided, without_rewrite_record
 
 Step = str | int
@@ -227,7 +228,8 @@ def _live_if_asked_again(
     manifest's). Decided again, the request could get another slice than the live one, since the
     slices free now are not those free then (the workload's own pods hold them): a re-apply that
     changes nothing would roll out every replica onto other GPUs, or be refused as immutable.
-    None when the template asks for something else, or the old one carries no rewrite."""
+    None when the template asks for something else, the old one carries no rewrite, or the
+    catalog would no longer give its slice (`_still_given`)."""
     old = context.old_object
     before = _get(old, site.pointer) if isinstance(old, dict) else None
     if not isinstance(before, dict) or not isinstance(before.get("spec"), dict):
@@ -236,12 +238,31 @@ def _live_if_asked_again(
     if PROFILE_ANNOTATION not in _mapping(metadata.get("annotations")):
         return None
     live: Pod = {"metadata": metadata, "spec": before["spec"]}
+    if not _still_given(site, live, context, namespace, policy, queued, result):
+        return None
     if as_first_asked(site.pod) == as_first_asked(live):
         return live
-    if result.mutated is None:
-        return None
     again = _evaluate_site(replace(site, pod=live), context, namespace, policy, True, queued)
     return live if again.mutated == result.mutated else None
+
+
+def _still_given(
+    site: Site, live: Pod, context: Context, namespace: str, policy: Policy, queued: bool, result: SiteResult
+) -> bool:
+    """Whether the live template's slice is one the catalog would still give this request: the
+    request is rewritten to a slice again (whichever is free now), and the live template, judged
+    as it stands, has no deny-class problem the request as sent has not. Read as first asked for,
+    the two were the same whatever the catalog says now: a template changed to `mig: forbidden`,
+    or a policy whose `allowedProfiles` no longer lists the live slice, had every re-apply keep
+    it (the Deployment's template holding a slice its template forbids, without a word)."""
+    again = result.mutated
+    annotations = _mapping(_mapping(again.get("metadata")).get("annotations")) if again is not None else {}
+    if PROFILE_ANNOTATION not in annotations:
+        return False
+    base, meta = f"{site.path}.spec", f"{site.path}.metadata"
+    stands = evaluate(without_rewrite_record(live), context, namespace, policy, base, meta, queued)
+    asked = {f.code for f in result.findings}
+    return not any(REASONS[f.code].cls == "deny" and f.code not in asked for f in stands.findings)
 
 
 def _unchanged_by_update(obj: Pod, site: Site, context: Context) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, Final, NamedTuple
 
 from jsonschema import Draft202012Validator
 
-from webhook.yamlio import excerpt
+from webhook.yamlio import EXCERPT, excerpt
 
 SCHEMAS = {"WorkloadTemplate": "template.v1.json", "GpuPolicy": "policy.v1.json"}
 
@@ -122,15 +122,20 @@ def readable(error: Any) -> str:
     'string'`, `None is not one of ['a', 'b']`) written as YAML does, and a long value (it can be
     a whole document, which would go to every line of output) cut to an excerpt."""
     message = str(error.message)
-    quoted = [error.instance]
+    # The author's value is cut to an excerpt; the allowed values are the schema's own, short
+    # and all needed to say what to write, so they are shown whole.
+    quoted = [(error.instance, EXCERPT)]
     if error.validator in ("enum", "const"):
-        quoted.append(error.validator_value)
-    for value in quoted:
-        python, shown = repr(value), excerpt(value)
+        quoted.append((error.validator_value, _ALLOWED_SHOWN))
+    for value, limit in quoted:
+        python, shown = repr(value), excerpt(value, limit)
         if python != shown:
             message = message.replace(python, shown, 1)
     return message + _quote_hint(error)
 
+
+_ALLOWED_SHOWN: Final = 1000
+"""Characters of a schema's allowed values (an enum) shown in a message: all of them."""
 
 _READ_AS: Final = ((bool, "a boolean"), (int, "a number"), (float, "a number"))
 

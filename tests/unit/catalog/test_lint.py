@@ -364,6 +364,16 @@ def test_an_enum_message_shows_yaml_values_not_python_ones(tmp_path: Path) -> No
     )
 
 
+def test_an_enum_message_lists_every_allowed_value_uncut(tmp_path: Path) -> None:
+    """The allowed values are the schema's, not the author's: cut like a quoted value, a
+    misspelt `kind` was told neither `notebook` nor the kinds after it."""
+    write(tmp_path, {"t.yaml": template("t", VALID.replace("kind: batch", "kind: servng"))})
+    (problem,) = lint_paths([tmp_path])
+    assert problem.path == "spec.kind"
+    assert "(cut)" not in problem.message
+    assert problem.message.endswith('"notebook", "batch", "cpu-only"]')
+
+
 @pytest.mark.parametrize("price", ['"2.5"', '"1e3"'])
 def test_a_quoted_price_says_to_write_it_without_quotes(tmp_path: Path, price: str) -> None:
     body = f'  namespaces: ["x"]\n  prices:\n    NVIDIA-H100-80GB-HBM3: {price}\n'

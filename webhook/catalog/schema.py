@@ -45,7 +45,7 @@ def schema_errors(kind: str, data: Any) -> list[SchemaError]:
         path = list(error.absolute_path)
         if error.validator == "additionalProperties":
             found.extend(
-                SchemaError([*path, key], f"unknown field {key!r}", [*path, key])
+                SchemaError([*path, key], f"unknown field {key!r}{_known_fields(error)}", [*path, key])
                 for key in _unknown_keys(error)
             )
         elif error.validator == "required":
@@ -101,6 +101,13 @@ def _unknown_keys(error: Any) -> list[str]:
     known = set(error.schema.get("properties") or ()) if isinstance(error.schema, dict) else set()
     instance = error.instance if isinstance(error.instance, dict) else {}
     return [str(key) for key in instance if key not in known] or ["?"]
+
+
+def _known_fields(error: Any) -> str:
+    """The fields the schema names where an unknown one was written, so that a misspelt or
+    misremembered field (`podOverrides.gpuCompute`) says what to write instead."""
+    known = sorted(error.schema.get("properties") or ()) if isinstance(error.schema, dict) else []
+    return f"; known here: {', '.join(known)}" if known else ""
 
 
 def _missing_keys(error: Any) -> list[str]:

@@ -374,6 +374,31 @@ def test_an_enum_message_lists_every_allowed_value_uncut(tmp_path: Path) -> None
     assert problem.message.endswith('"notebook", "batch", "cpu-only"]')
 
 
+@pytest.mark.parametrize(
+    ("body", "path", "known"),
+    [
+        (
+            "    podOverrides:\n      gpuCompute: {min: 0.1, max: 1}\n",
+            "spec.accelerator.podOverrides.gpuCompute",
+            "computeShare, gpuMemory",
+        ),
+        (
+            "    gpuMemroy: 9Gi\n",
+            "spec.accelerator.gpuMemroy",
+            "computeShare, devices, gpu, gpuMemory, mig, podOverrides",
+        ),
+    ],
+)
+def test_an_unknown_field_names_the_fields_known_there(
+    tmp_path: Path, body: str, path: str, known: str
+) -> None:
+    """`unknown field 'gpuCompute'` alone left the author to find `computeShare` in the reference."""
+    write(tmp_path, {"t.yaml": template("t", VALID + body)})
+    (problem,) = lint_paths([tmp_path])
+    assert problem.path == path
+    assert problem.message == f"unknown field {path.rsplit('.', 1)[1]!r}; known here: {known}"
+
+
 @pytest.mark.parametrize("price", ['"2.5"', '"1e3"'])
 def test_a_quoted_price_says_to_write_it_without_quotes(tmp_path: Path, price: str) -> None:
     body = f'  namespaces: ["x"]\n  prices:\n    NVIDIA-H100-80GB-HBM3: {price}\n'

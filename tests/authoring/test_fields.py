@@ -51,6 +51,26 @@ def test_unreadable_paths_raise(path: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "path",
+    [
+        "metadata.annotations.gpu.aethervirt.io/mig-profile",
+        "spec.containers[name=vllm].resources.limits.nvidia.com/mig-3g.40gb",
+        "metadata.labels.team/tier",
+    ],
+)
+def test_an_unquoted_key_holding_a_slash_is_refused_not_split_at_its_dots(path: str) -> None:
+    """A label, annotation or resource name written bare was split at its dots into keys no
+    object has, so `...mig-profile: null` passed on a pod that had the annotation."""
+    with pytest.raises(FieldPathError, match=r'whole name in quotes, as violations print it: annotations\["'):
+        parse_path(path)
+
+
+def test_an_unquoted_key_in_brackets_says_to_quote_it() -> None:
+    with pytest.raises(FieldPathError, match=r'at character 36: .*in quotes: \["nvidia.com/gpu"\]'):
+        parse_path("spec.containers[0].resources.limits[nvidia.com/gpu]")
+
+
+@pytest.mark.parametrize(
     ("expected", "actual", "same"),
     [
         (1, "1", True),

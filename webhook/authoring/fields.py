@@ -36,12 +36,35 @@ def parse_path(path: str) -> list[Step]:
     while position < len(path):
         match = _TOKEN.match(path, position)
         if match is None:
-            raise FieldPathError(f"cannot read {path!r} at character {position + 1}")
+            raise FieldPathError(
+                f"cannot read {path!r} at character {position + 1}{_bracket_hint(path, position)}"
+            )
+        name = match.group("name")
+        if name is not None and "/" in name:
+            # Only label, annotation and resource names hold '/', and their dots would split them
+            # into keys no object has: a `null` expected there passed on a pod that had the name.
+            raise FieldPathError(
+                f"cannot read {path!r}: {name!r} holds a '/', so it ends a label, annotation or resource"
+                f" name that the dots before it split into keys; {_QUOTE}"
+            )
         position = match.end()
         steps.extend(_step(match))
     if not steps:
         raise FieldPathError("empty field path")
     return steps
+
+
+_QUOTE = (
+    'write the whole name in quotes, as violations print it: annotations["gpu.aethervirt.io/mig-profile"]'
+)
+
+
+def _bracket_hint(path: str, position: int) -> str:
+    """What to write for a name in brackets without quotes (`limits[nvidia.com/gpu]`)."""
+    inside = path[position + 1 :].split("]", 1)[0]
+    if path[position] != "[" or not inside or '"' in inside or "=" in inside:
+        return ""
+    return f': a name in brackets is a list index unless it is quoted; write it in quotes: ["{inside}"]'
 
 
 def lookup(obj: Any, path: str) -> tuple[bool, Any]:

@@ -134,8 +134,14 @@ def test_several_resources_need_one_expectation_each(tmp_path: Path) -> None:
     ("cases", "path", "words"),
     [
         (case("allowed: true\ncodez: [X]\n"), "spec.cases[0].expect", "unknown field"),
+        (case("allowed: true\ncodez: [X]\n"), "spec.cases[0].expect", "known here: allowed, codes,"),
         (case("allowed: yes-please\n"), "spec.cases[0].expect.allowed", "boolean"),
         (case("allowed: true\ncodes: [RewritenToMig]\n"), "spec.cases[0].expect.codes[0]", "unknown reason"),
+        (
+            case("allowed: true\ncodes: [RewritenToMig]\n"),
+            "spec.cases[0].expect.codes[0]",
+            "README's Reason codes",
+        ),
         (case("allowed: true\n", "inputFile: nowhere.yaml\n"), "spec.cases[0].inputFile", "no such file"),
         (
             case("allowed: true\n", textwrap.dedent(VLLM) + "inputFile: x.yaml\n"),

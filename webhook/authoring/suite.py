@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 
 from webhook.authoring.fields import FieldPathError, parse_path
 from webhook.catalog import CatalogError, Problem, load_catalog
-from webhook.catalog.schema import readable
+from webhook.catalog.schema import known_fields, readable
 from webhook.core.model import UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.core.reasons import REASONS
 from webhook.core.workloads import is_supported_object
@@ -379,7 +379,7 @@ class _SuiteReader:
 
     def _known_code(self, code: str, at: JsonPath) -> None:
         if code not in REASONS:
-            self.problem(at, f"unknown reason code {code!r} (see webhook/core/reasons.py)")
+            self.problem(at, f"unknown reason code {code!r} (see the README's Reason codes)")
 
 
 def is_checkable(manifest: Manifest) -> bool:
@@ -392,7 +392,8 @@ def resource_key(manifest: Manifest) -> str:
 
 def _schema_message(error: Any) -> str:
     if error.validator == "additionalProperties":
-        return str(error.message).replace("Additional properties are not allowed", "unknown field")
+        unknown = str(error.message).replace("Additional properties are not allowed", "unknown field")
+        return unknown + known_fields(error)
     return readable(error)
 
 

@@ -45,7 +45,7 @@ def schema_errors(kind: str, data: Any) -> list[SchemaError]:
         path = list(error.absolute_path)
         if error.validator == "additionalProperties":
             found.extend(
-                SchemaError([*path, key], f"unknown field {key!r}{_known_fields(error)}", [*path, key])
+                SchemaError([*path, key], f"unknown field {key!r}{known_fields(error)}", [*path, key])
                 for key in _unknown_keys(error)
             )
         elif error.validator == "required":
@@ -103,7 +103,7 @@ def _unknown_keys(error: Any) -> list[str]:
     return [str(key) for key in instance if key not in known] or ["?"]
 
 
-def _known_fields(error: Any) -> str:
+def known_fields(error: Any) -> str:
     """The fields the schema names where an unknown one was written, so that a misspelt or
     misremembered field (`podOverrides.gpuCompute`) says what to write instead."""
     known = sorted(error.schema.get("properties") or ()) if isinstance(error.schema, dict) else []

@@ -255,15 +255,15 @@ BAD_PODS = {
     "containers a string": (POD + '  containers: "oops"\n', "spec.containers"),
     "a limit that is no quantity": (
         POD + "  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: x}}\n",
-        "spec.containers[name=c].resources.limits['nvidia.com/gpu']",
+        'spec.containers[name=c].resources.limits["nvidia.com/gpu"]',
     ),
     "a negative limit": (
         POD + '  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: "-3"}}\n',
-        "spec.containers[name=c].resources.limits['nvidia.com/gpu']",
+        'spec.containers[name=c].resources.limits["nvidia.com/gpu"]',
     ),
     "a fraction of a device": (
         POD + '  containers:\n  - name: c\n    resources: {limits: {nvidia.com/mig-1g.10gb: "1.5"}}\n',
-        "spec.containers[name=c].resources.limits['nvidia.com/mig-1g.10gb']",
+        'spec.containers[name=c].resources.limits["nvidia.com/mig-1g.10gb"]',
     ),
 }
 

@@ -254,7 +254,7 @@ BAD_PODS = {
         + POD.replace("\n", "\n  ").rstrip()
         + "\n    initContainers:\n    - name: c\n      resources: {requests: {nvidia.com/gpu: lots}}\n"
         + "    containers: []\n",
-        "spec.initContainers[name=c].resources.requests['nvidia.com/gpu']",
+        'spec.initContainers[name=c].resources.requests["nvidia.com/gpu"]',
     ),
 }
 

@@ -11,6 +11,7 @@ pods, it showed every device free; `kind: List` with `items: []` says there are 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -167,7 +168,7 @@ def _quantity_problems(path: str, quantities: Mapping[str, Any]) -> Iterator[str
     """Quantities the API server refuses: not a quantity, negative, or a fraction of an extended
     resource (a name with a domain, `nvidia.com/gpu`), which are counted in whole units."""
     for resource, value in quantities.items():
-        where = f"{path}[{str(resource)!r}]"
+        where = f"{path}[{json.dumps(str(resource))}]"  # as every other field path writes a name
         try:
             quantity = parse_quantity(value)
         except ValueError:

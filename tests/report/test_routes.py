@@ -74,12 +74,15 @@ def test_report_csv_and_bad_format() -> None:
     assert list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))[0]["section"] == "device"
     bad = client.get("/report?format=xml")
     assert bad.status_code == 400
-    assert "format" in bad.get_json()["error"]
+    error = bad.get_json()["error"]  # shaped as every endpoint's error is (found by QA)
+    assert (error["code"], error["field"]) == ("BadFormat", "format") and "xml" in error["message"]
+    assert client.get("/report?format=TEXT").content_type.startswith("text/plain")
 
 
 def test_not_ready_answers_503() -> None:
     client = app_for(*sources(start=False)).test_client()
-    assert client.get("/report").status_code == 503
+    not_ready = client.get("/report")
+    assert not_ready.status_code == 503 and not_ready.get_json()["error"]["code"] == "NotReady"
     page = client.get("/dashboard")
     assert page.status_code == 503
     assert page.content_type.startswith("text/html")

@@ -33,11 +33,12 @@ def report_blueprint(
 
     @blueprint.get("/report")
     def report() -> Response:
-        output = request.args.get("format", "json")
+        output = request.args.get("format", "json").lower()
         if output not in _TYPES:
-            return _error(400, f"format must be one of {', '.join(_TYPES)}, not {output!r}")
+            message = f"format must be one of {', '.join(_TYPES)}, not {output!r}"
+            return _error(400, "BadFormat", "format", message)
         if not service.ready():
-            return _error(503, "the inventory or catalog has not loaded yet; see /readyz")
+            return _error(503, "NotReady", "", "the inventory or catalog has not loaded yet; see /readyz")
         return Response(render(service.current(), output), 200, content_type=_TYPES[output])
 
     @blueprint.get("/dashboard")
@@ -86,5 +87,7 @@ def _pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 1)
 
 
-def _error(status: int, message: str) -> Response:
-    return Response(json.dumps({"error": message}), status, content_type="application/json")
+def _error(status: int, code: str, field: str, message: str) -> Response:
+    """The error body every endpoint answers with (webhook/admission.py ReviewError.body)."""
+    body = {"error": {"code": code, "field": field, "message": message}}
+    return Response(json.dumps(body), status, content_type="application/json")

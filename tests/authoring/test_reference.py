@@ -38,3 +38,12 @@ def test_examples_in_the_schemas_are_valid_documents() -> None:
     for schema in load_schemas():
         for example in schema.get("examples", []):
             assert list(Draft202012Validator(schema).iter_errors(example)) == []
+
+
+def test_an_expectation_or_a_list_of_them_is_typed_so_once() -> None:
+    """The expectation's own if/then/else (`sent: false` needs no `allowed`) was read as a second
+    'or a list of them' (found by QA)."""
+    row = next(
+        line for line in render_reference().splitlines() if line.startswith("| `spec.cases[].expect` |")
+    )
+    assert row.split(" | ")[1] == "object, or a list of them", row

@@ -145,7 +145,7 @@ def type_text(root: Schema, node: Schema) -> str:
         return f"`{_flow(node['const'])}`"
     if "enum" in node:
         return "one of " + ", ".join(f"`{_flow(v)}`" for v in node["enum"])
-    if "if" in node and "then" in node and "else" in node:
+    if node.get("if") == {"type": "array"} and "else" in node:  # one of a thing, or a list of them
         return f"{type_text(root, _resolve(root, node['else']))}, or a list of them"
     kinds = node.get("type", "any")
     kinds = kinds if isinstance(kinds, list) else [kinds]

@@ -82,6 +82,28 @@ def check_policy(data: Mapping[str, Any], checks: Checks) -> None:
     _check_profiles(
         _object(spec.get("mig")).get("allowedProfiles"), ["spec", "mig", "allowedProfiles"], checks
     )
+    _check_prices(spec.get("prices"), ["spec", "prices"], checks)
+
+
+def _check_prices(prices: object, path: list[str | int], checks: Checks) -> None:
+    """A price is found by a node's product label (webhook/report/prices.py): a key no label value
+    can be prices no GPU, and the report lists its product as unpriced without a word of why."""
+    for key in _object(prices):
+        problem = _product_key(key) if isinstance(key, str) else None
+        if problem is not None and checks.clean([*path, key]):
+            checks.add([*path, key], f"{problem}, so this price applies to no GPU")
+
+
+def _product_key(key: str) -> str | None:
+    if not key:
+        return "a GPU product label is never empty"
+    problem = apirules.label_value(key)
+    if problem is None:
+        return None
+    dashed = "-".join(key.split())
+    if dashed != key and apirules.label_value(dashed) is None:
+        return f"{problem} (GPU feature discovery writes the GPU's name with '-' for spaces: {dashed})"
+    return problem
 
 
 def _check_profiles(profiles: object, path: list[str | int], checks: Checks) -> None:

@@ -447,6 +447,29 @@ def test_the_highest_price_loads(tmp_path: Path) -> None:
     assert lint_paths([tmp_path]) == []
 
 
+@pytest.mark.parametrize(
+    ("key", "path", "hint"),
+    [
+        ('"NVIDIA H100 80GB HBM3"', 'spec.prices["NVIDIA H100 80GB HBM3"]', "NVIDIA-H100-80GB-HBM3"),
+        ('""', 'spec.prices[""]', "never empty"),
+        ("a" * 64, "spec.prices." + "a" * 64, "not a label value"),
+    ],
+)
+def test_a_price_for_a_name_no_product_label_can_hold_is_refused(
+    tmp_path: Path, key: str, path: str, hint: str
+) -> None:
+    """Prices are looked up by the nodes' product labels, which are label values: a key no label
+    value can be (nvidia-smi's name, with spaces, as GFD never writes it) prices nothing, and the
+    report listed that GPU as unpriced while lint said ok."""
+    body = f'  namespaces: ["x"]\n  prices:\n    {key}: 4.9\n'
+    write(tmp_path, {"policies/p.yaml": policy("p", body)})
+    problems = lint_paths([tmp_path])
+    assert located(tmp_path, problems) == {("policies/p.yaml", 8, path)}
+    assert hint in problems[0].message
+    with pytest.raises(CatalogError):
+        load_catalog([tmp_path])
+
+
 def test_a_template_defined_twice_is_one_problem_not_also_a_tie(tmp_path: Path) -> None:
     """Its second definition is reported as such; a tie with its first would say it again."""
     write(

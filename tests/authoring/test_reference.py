@@ -47,3 +47,17 @@ def test_an_expectation_or_a_list_of_them_is_typed_so_once() -> None:
         line for line in render_reference().splitlines() if line.startswith("| `spec.cases[].expect` |")
     )
     assert row.split(" | ")[1] == "object, or a list of them", row
+
+
+def test_the_policy_namespace_fields_say_which_policy_governs_as_the_webhook_decides() -> None:
+    """The reference said a longer pattern beats a shorter one, but patterns rank by their literal
+    characters (`team-pay*`, nine characters, beats `team-[a-z]*`, eleven: a class is one
+    character of a name; tests/unit/core/test_matching.py), and that excludedNamespaces are left
+    alone entirely, but an exclusion reaches only the namespaces its policy names (`scratch`
+    excluded by a `pay-*` policy is still governed by the `*` one)."""
+    (policy,) = [s for s in load_schemas() if str(s["$id"]).endswith("/policy.v1.json")]
+    described = {field.path: field.description for field in fields(policy)}
+    namespaces, excluded = described["spec.namespaces"], described["spec.excludedNamespaces"]
+    assert "longer pattern" not in namespaces
+    assert "literal characters" in namespaces and "single-character wildcards" in namespaces
+    assert "it names" in excluded and "names them exactly" in excluded

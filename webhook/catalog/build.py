@@ -198,7 +198,7 @@ def read_policy(data: Mapping[str, Any], source: str) -> Policy:
         allowed_templates=frozenset(_items(allowed)) if allowed is not None else None,
         default_template=templates.get("default"),
         require_template=bool(templates.get("required", False)),
-        max_gpus_per_pod=spec.get("maxGpusPerPod"),
+        max_gpus_per_pod=_whole(spec.get("maxGpusPerPod")),
         allowed_profiles=frozenset(_items(profiles)) if profiles is not None else None,
         when_no_slice_fits=mig.get("whenNoSliceFits", "larger"),
         when_none_free=mig.get("whenNoneFree", "wait"),
@@ -265,7 +265,7 @@ def _accelerator(spec: Mapping[str, Any], checks: Checks) -> Accelerator:
         gpu_memory_bytes=_bytes(memory, [*ACCELERATOR, "gpuMemory"], checks) if memory is not None else None,
         compute_share=spec.get("computeShare"),
         min_devices=int(devices.get("min", 0)),
-        max_devices=devices.get("max"),
+        max_devices=_whole(devices.get("max")),
         mig=spec.get("mig", "allowed"),
         memory_bounds=_bounds(overrides, "gpuMemory", _bytes, checks),
         compute_bounds=_bounds(overrides, "computeShare", _share, checks),
@@ -473,3 +473,9 @@ def _check_self_reads(inject: Injection, checks: Checks) -> None:
 
 def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _whole(value: Any) -> Any:
+    """An integer the schema admits written as `2.0` or `1e1` (JSON Schema counts those integers)
+    as the int it is, so that messages say `at most 2`, not `2.0`; anything else as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value

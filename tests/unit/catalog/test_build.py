@@ -276,3 +276,15 @@ def test_an_image_pattern_under_another_docker_hub_name_is_refused(pattern: str)
         make_catalog(template)
     assert [p.path for p in caught.value.problems] == ["spec.match.images[1]"]
     assert caught.value.problems[0].message.endswith("write nvidia/cuda*")
+
+
+def test_counts_written_as_whole_floats_are_read_as_integers() -> None:
+    """JSON Schema counts 2.0 and 1e1 integers; kept as floats, messages said 'at most 2.0 per
+    pod' (found by QA)."""
+    template = template_doc("t", {"gpu": "required", "devices": {"max": 4.0}}, match={"images": ["x/*"]})
+    catalog = make_catalog(policy_doc("p", maxGpusPerPod=2.0), template)
+    policy = next(p for p in catalog.policies if p.name == "p")
+    assert (policy.max_gpus_per_pod, catalog.templates["t"].accelerator.max_devices) == (2, 4)
+    assert (
+        type(policy.max_gpus_per_pod) is int and type(catalog.templates["t"].accelerator.max_devices) is int
+    )

@@ -44,7 +44,8 @@ def governing(obj: Pod, context: Context, operations: tuple[str, ...]) -> tuple[
             "metadata.namespace",
             f"namespace {namespace} is excluded by policy {excluding.name}",
         )
-        return namespace, policy, finish(policy, None, [note], None, [])
+        # the policy whose exclusion decided it is the one named (not a governing one in warn mode)
+        return namespace, policy, finish(excluding, None, [note], None, [])
     if context.operation not in operations:
         return namespace, policy, finish(policy, None, [], None, [])
     return namespace, policy, None

@@ -161,6 +161,7 @@ def test_a_namespace_one_policy_excludes_stays_excluded_when_another_governs_it(
     decision = decide(pod, context(catalog, namespace="gpu-operator"))
     assert (decision.allowed, decision.codes) == (True, ("NamespaceExcluded",))
     assert "policy default" in decision.violations[0].message
+    assert decision.policy == "default"  # the excluding policy, not the governing one (found by QA)
     assert decide(pod, context(catalog, namespace="gpu-team-a")).codes == ("NoMatchingTemplate",)
     named = make_catalog(
         policy_doc("default", ["*"], excludedNamespaces=["gpu-operator"]),

@@ -67,3 +67,35 @@ def test_the_exposition_names_every_metric(served: Served) -> None:
     text = scrape_when(served.client, lambda text: all(f"\n{name}{{" in text for name in names))
     for name in names:
         assert f"\n{name}{{" in text
+
+
+def test_every_review_metric_says_whether_the_review_was_a_dry_run(served: Served) -> None:
+    """Each review counted per (endpoint, dry run) in gpu_webhook_reviews_total is counted once in
+    the latency histogram and once in gpu_webhook_decision_cache_total under the same labels: a
+    dry run (`kubectl apply --dry-run=server`) is never counted as real, in the cache's counter
+    neither (it was counted there as a real review's bypass)."""
+    names = (
+        "gpu_webhook_reviews_total",
+        "gpu_webhook_review_duration_seconds_count",
+        "gpu_webhook_decision_cache_total",
+    )
+
+    def counts(text: str) -> dict[tuple[str, str, str], float]:
+        return {
+            (name, endpoint, dry): metric_value(text, name, endpoint=endpoint, dry_run=dry)
+            for name in names
+            for endpoint in ("mutate", "validate")
+            for dry in ("true", "false")
+        }
+
+    before = counts(scrape_settled(served.client))
+    sent = {("mutate", "true"): 3, ("validate", "true"): 2, ("mutate", "false"): 1}
+    for (endpoint, dry), count in sent.items():
+        for n in range(count):
+            document = vector("create-pod-gpu.json")
+            document["request"].update(uid=f"dry-run-{endpoint}-{dry}-{n}", dryRun=dry == "true")
+            assert served.client.post(f"/{endpoint}", document).status == 200
+    after = counts(scrape_settled(served.client))
+    for name in names:
+        moved = {(e, d): after[name, e, d] - before[name, e, d] for e, d in sent}
+        assert moved == {key: float(count) for key, count in sent.items()}, name

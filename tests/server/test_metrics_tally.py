@@ -53,7 +53,7 @@ def count_at_once(
 ) -> None:
     """Each metric's own call for one review: what the tally stands in for."""
     dry = "true" if dry_run else "false"
-    metrics.decision_cache.labels(endpoint, cache).inc()
+    metrics.decision_cache.labels(endpoint, cache, dry).inc()
     metrics.reviews.labels(endpoint, kind, "true" if made.allowed else "false", dry).inc()
     metrics.latency.labels(endpoint, dry).observe(seconds)
     for violation in made.violations:

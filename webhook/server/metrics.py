@@ -101,7 +101,7 @@ class Metrics:
         counts, seconds = self.tally.take()
         for (endpoint, kind, allowed, dry_run, bucket, patched, violations, cache), count in counts.items():
             dry = _flag(dry_run)
-            self._child(self.decision_cache, endpoint, cache).inc(count)
+            self._child(self.decision_cache, endpoint, cache, dry).inc(count)
             self._child(self.reviews, endpoint, kind, _flag(allowed), dry).inc(count)
             _observe_in_bucket(self._child(self.latency, endpoint, dry), bucket, count)
             for code, outcome in violations:
@@ -183,7 +183,7 @@ def create_metrics() -> Metrics:
             "gpu_webhook_decision_cache_total",
             "Reviews by where their decision came from: hit (the decision cache), miss (decided and"
             " kept), bypass (decided, not cacheable: dry run, not a CREATE, too large, cache off).",
-            ["endpoint", "result"],
+            ["endpoint", "result", "dry_run"],
             registry=registry,
         ),
     )

@@ -4,6 +4,7 @@ violations there are and of which codes (QA: 10,000 misspelt resources, a 3.4 MB
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 from tests.server.test_decision_cache import app_with_cache, post, review_lines
 from webhook.admission import API_VERSION, DENIAL_BUDGET
-from webhook.server.app import MAX_LOGGED_CODES, stop_sources
+from webhook.server.app import MAX_LOGGED_CODES, MAX_LOGGED_TEXT, stop_sources
 
 NAMES = 1000
 
@@ -67,3 +68,22 @@ def test_a_few_violations_are_all_in_the_log_line(caplog: pytest.LogCaptureFixtu
         stop_sources(app)
     (line,) = review_lines(caplog)
     assert line["codes"].count("UnknownAcceleratorResource") == 2 and "codesNotListed" not in line
+
+
+def test_a_name_of_any_length_makes_a_bounded_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    """A generateName the API server would refuse reaches /mutate at any length: 40,000 characters
+    made a 40 KB line, which container runtimes split (over 16 KiB) into pieces that are no JSON
+    (found by QA). The name is cut, saying how much was left out."""
+    review = _review({"nvidia.com/gpu": 1})
+    review["request"]["object"]["metadata"] = {"generateName": "x" * 40_000 + "-", "namespace": "default"}
+    app = app_with_cache(0)
+    try:
+        with caplog.at_level(logging.INFO, logger="gpu_webhook"):
+            post(app, review, "mutate")
+    finally:
+        stop_sources(app)
+    (line,) = review_lines(caplog)
+    assert line["name"].startswith("x" * MAX_LOGGED_TEXT) and line["name"].endswith(
+        f"({40_001 - MAX_LOGGED_TEXT} more characters)"
+    )
+    assert len(json.dumps(line)) < 2048

@@ -47,6 +47,12 @@ MAX_LOGGED_CODES = 100
 """A review's log line lists at most this many violations' codes, one each; `codesNotListed`
 counts the others by code. A pod of 10,000 misspelt resources had a 290 KB line (container
 runtimes split lines over 16 KiB)."""
+MAX_LOGGED_TEXT = 253
+"""Characters of a request's own text (name, namespace, uid, kind) a log line holds: a Kubernetes
+name's limit. A name the API server would refuse reaches /mutate at any length, and a line over
+16 KiB is split by container runtimes into pieces that are no JSON (a 40,000-character
+generateName made a 40 KB line)."""
+MAX_LOGGED_MESSAGE = 1000
 
 Respond = Callable[[Review, Decision], dict[str, Any]]
 Reported = Callable[[Decision], tuple[Violation, ...]]
@@ -182,7 +188,9 @@ class Routes:
 
     def _refuse(self, endpoint: str, error: ReviewError) -> Response:
         self._metrics.bad_request(endpoint, error)
-        fields = {"endpoint": endpoint, "status": error.status, "uid": error.uid, **error.body()["error"]}
+        said = error.body()["error"]
+        fields = {"endpoint": endpoint, "status": error.status, "uid": _bounded(error.uid)}
+        fields.update({key: _bounded(value, MAX_LOGGED_MESSAGE) for key, value in said.items()})
         self._log.warning("bad request", extra={"fields": fields})
         return _json(error.body(), error.status)
 
@@ -297,14 +305,21 @@ def _http_error(error: HTTPException) -> Response:
 
 def _identity(endpoint: str, review: Review) -> dict[str, Any]:
     return {
-        "uid": review.uid,
+        "uid": _bounded(review.uid),
         "endpoint": endpoint,
-        "kind": review.kind,
-        "namespace": review.namespace,
-        "name": review.name,
-        "operation": review.operation,
+        "kind": _bounded(review.kind),
+        "namespace": _bounded(review.namespace),
+        "name": _bounded(review.name),
+        "operation": _bounded(review.operation),
         "dryRun": review.dry_run,
     }
+
+
+def _bounded(value: Any, limit: int = MAX_LOGGED_TEXT) -> Any:
+    """`value`, a text cut to `limit` characters saying how many more there were."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}... ({len(value) - limit} more characters)"
+    return value
 
 
 def _review_fields(

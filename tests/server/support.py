@@ -13,7 +13,8 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -205,6 +206,22 @@ class WebhookProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@contextmanager
+def served(
+    workdir: Path, args: Sequence[str] = (), timeout: float = 20, open_files: int | None = None
+) -> Iterator[tuple[WebhookProcess, Client]]:
+    """`serve` with a serving set written to `workdir/certs`, ready; stopped on leaving."""
+    cert_dir = workdir / "certs"
+    write_serving_set(cert_dir)
+    process = WebhookProcess(workdir, ["--cert-dir", str(cert_dir), *args], open_files=open_files)
+    try:
+        client = Client(process.port, cert_dir / "ca.crt", timeout=timeout)
+        process.wait_ready(client)
+        yield process, client
+    finally:
+        process.stop()
 
 
 def scrape_when(client: Client, settled: Callable[[str], bool]) -> str:

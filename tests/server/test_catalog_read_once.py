@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import INVENTORIES, ROOT
-from tests.server.support import Client, WebhookProcess, write_serving_set
+from tests.server.support import Client, WebhookProcess, served
 
 REVIEW = json.loads((ROOT / "examples" / "admission" / "pod-review.json").read_text(encoding="utf-8"))
 
@@ -77,17 +77,13 @@ def wait_for_new_workers(process: WebhookProcess, old: set[int]) -> None:
 def server(tmp_path: Path) -> Iterator[tuple[WebhookProcess, Client, Path]]:
     shutil.copytree(ROOT / "templates", tmp_path / "templates", ignore=shutil.ignore_patterns("tests"))
     shutil.copytree(ROOT / "policies", tmp_path / "policies")
-    write_serving_set(tmp_path / "certs")
-    args = ["--cert-dir", str(tmp_path / "certs"), "--workers", "2", "--threads", "1"]
-    args += ["--reload-seconds", "0", "--templates", str(tmp_path / "templates")]
-    args += ["--policies", str(tmp_path / "policies"), "--inventory", str(INVENTORIES / "mixed-cluster.yaml")]
-    process = WebhookProcess(tmp_path, args)
-    client = Client(process.port, tmp_path / "certs" / "ca.crt")
-    try:
-        process.wait_ready(client)
+    args = ["--workers", "2", "--threads", "1", "--reload-seconds", "0"]
+    args += ["--templates", str(tmp_path / "templates"), "--policies", str(tmp_path / "policies")]
+    with served(tmp_path, [*args, "--inventory", str(INVENTORIES / "mixed-cluster.yaml")]) as (
+        process,
+        client,
+    ):
         yield process, client, tmp_path
-    finally:
-        process.stop()
 
 
 def test_a_worker_started_again_after_a_crash_serves_the_catalog_the_master_read(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.support import Client, WebhookProcess, vector, vector_bytes, write_serving_set
+from tests.server.support import Client, WebhookProcess, served, vector, vector_bytes
 from webhook.server.slow_clients import bounded_io
 
 IO_TIMEOUT = 1.0
@@ -25,17 +25,9 @@ STALLED = 6  # more than the 4 threads
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebhookProcess, Client]]:
-    workdir = tmp_path_factory.mktemp("slow")
-    cert_dir = workdir / "certs"
-    write_serving_set(cert_dir)
-    args = ["--cert-dir", str(cert_dir), "--workers", "2", "--threads", "2", "--io-timeout", str(IO_TIMEOUT)]
-    process = WebhookProcess(workdir, args)
-    try:
-        client = Client(process.port, cert_dir / "ca.crt", timeout=20)
-        process.wait_ready(client)
-        yield process, client
-    finally:
-        process.stop()
+    args = ["--workers", "2", "--threads", "2", "--io-timeout", str(IO_TIMEOUT)]
+    with served(tmp_path_factory.mktemp("slow"), args) as running:
+        yield running
 
 
 def half_hello(port: int) -> socket.socket:
@@ -118,17 +110,9 @@ def test_a_read_never_waits_longer_than_its_caller_set() -> None:
 @pytest.fixture(scope="module")
 def two_threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebhookProcess, Client]]:
     """One worker of two threads: every connection reaches the same worker's pool."""
-    workdir = tmp_path_factory.mktemp("silent")
-    cert_dir = workdir / "certs"
-    write_serving_set(cert_dir)
-    args = ["--cert-dir", str(cert_dir), "--workers", "1", "--threads", "2", "--io-timeout", str(IO_TIMEOUT)]
-    process = WebhookProcess(workdir, args)
-    try:
-        client = Client(process.port, cert_dir / "ca.crt", timeout=30)
-        process.wait_ready(client)
-        yield process, client
-    finally:
-        process.stop()
+    args = ["--workers", "1", "--threads", "2", "--io-timeout", str(IO_TIMEOUT)]
+    with served(tmp_path_factory.mktemp("silent"), args, timeout=30) as running:
+        yield running
 
 
 def seconds_until_closed(connections: list[socket.socket], opened: float, limit: float) -> list[float]:
@@ -294,12 +278,8 @@ def test_a_body_that_stalls_past_the_io_timeout_is_unreadable_and_the_connection
 def test_a_worker_out_of_file_descriptors_pauses_accepting_and_lives(tmp_path: Path) -> None:
     """accept(2)'s EMFILE went through gunicorn's loop and killed the worker, dropping every
     connection it held; it now stops accepting for a moment and serves what it has."""
-    write_serving_set(tmp_path / "certs")
-    args = ["--cert-dir", str(tmp_path / "certs"), "--workers", "1", "--threads", "2", "--io-timeout", "2"]
-    process = WebhookProcess(tmp_path, args, open_files=64)
-    try:
-        client = Client(process.port, tmp_path / "certs" / "ca.crt", timeout=20)
-        process.wait_ready(client)
+    args = ["--workers", "1", "--threads", "2", "--io-timeout", "2"]
+    with served(tmp_path, args, open_files=64) as (process, client):
         flood = [socket.create_connection(("127.0.0.1", process.port)) for _ in range(80)]
         time.sleep(1)  # the worker meets EMFILE
         for connection in flood:
@@ -308,5 +288,3 @@ def test_a_worker_out_of_file_descriptors_pauses_accepting_and_lives(tmp_path: P
         log = process.stderr.read_text(errors="replace")
         assert "Exception in worker process" not in log and "exited with code" not in log
         assert "pausing accepts" in log  # it did run out
-    finally:
-        process.stop()

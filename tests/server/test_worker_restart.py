@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import INVENTORIES, ROOT
-from tests.server.support import Client, WebhookProcess, write_serving_set
+from tests.server.support import Client, WebhookProcess, served
 
 REVIEW = json.loads((ROOT / "examples" / "admission" / "pod-review.json").read_text(encoding="utf-8"))
 
@@ -40,17 +40,10 @@ def server(tmp_path: Path) -> Iterator[tuple[WebhookProcess, Client, Path]]:
     shutil.copytree(ROOT / "templates", tmp_path / "templates")
     shutil.copytree(ROOT / "policies", tmp_path / "policies")
     shutil.copy(INVENTORIES / "mixed-cluster.yaml", tmp_path / "nodes.yaml")
-    write_serving_set(tmp_path / "certs")
-    args = ["--cert-dir", str(tmp_path / "certs"), "--workers", "2", "--threads", "1"]
-    args += ["--reload-seconds", "1", "--templates", str(tmp_path / "templates")]
-    args += ["--policies", str(tmp_path / "policies")]
-    process = WebhookProcess(tmp_path, [*args, "--inventory", str(tmp_path / "nodes.yaml")])
-    client = Client(process.port, tmp_path / "certs" / "ca.crt")
-    try:
-        process.wait_ready(client)
+    args = ["--workers", "2", "--threads", "1", "--reload-seconds", "1"]
+    args += ["--templates", str(tmp_path / "templates"), "--policies", str(tmp_path / "policies")]
+    with served(tmp_path, [*args, "--inventory", str(tmp_path / "nodes.yaml")]) as (process, client):
         yield process, client, tmp_path
-    finally:
-        process.stop()
 
 
 def test_workers_started_while_the_files_are_broken_serve_what_the_others_served(

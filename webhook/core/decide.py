@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from webhook.core.evaluate import evaluate, mutated_copy
+from webhook.core.evaluate import evaluate_first_asked, mutated_copy
 from webhook.core.matching import excluded_by, policy_for
 from webhook.core.model import (
     MIRROR_ANNOTATION,
@@ -20,7 +20,7 @@ from webhook.core.model import (
 )
 from webhook.core.patches import PatchDoesNotApply, make_patch
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
-from webhook.core.rewritten import as_first_asked, redecided, without_rewrite_record
+from webhook.core.rewritten import redecided
 
 MAX_WARNING: Final = 120
 _MIRROR_POD: Final = Finding(
@@ -57,14 +57,7 @@ def decide(pod: Pod, context: Context) -> Decision:
         return untouched
     if MIRROR_ANNOTATION in _mapping(_mapping(pod.get("metadata")).get("annotations")):
         return finish(policy, None, [_MIRROR_POD], None, [])
-    read = as_first_asked(pod)
-    evaluation = evaluate(read, context, namespace, policy, "spec", "metadata")
-    if evaluation.env is None and read is not pod:
-        # Never mutated (DRA claims), the pod is stored as it stands, so it is judged so: read as
-        # first asked for, a rewrite record its author wrote renamed a slice the template forbids
-        # or the policy does not allow back to nvidia.com/gpu, with no patch for /validate to see.
-        read = without_rewrite_record(pod)
-        evaluation = evaluate(read, context, namespace, policy, "spec", "metadata")
+    read, evaluation = evaluate_first_asked(pod, context, namespace, policy, "spec", "metadata")
     template, findings, env = evaluation.template, list(evaluation.findings), evaluation.env
     name = template.name if template else None
     if env is None or denies(findings, policy.mode):

@@ -20,6 +20,7 @@ from webhook.core.need import resolve_need
 from webhook.core.placement import Placement, placement_of
 from webhook.core.podview import build_view
 from webhook.core.quota_scope import quota_for
+from webhook.core.rewritten import as_first_asked, without_rewrite_record
 from webhook.core.selection import NO_PLAN, plan_slice
 from webhook.core.writable import writable_copy
 
@@ -66,6 +67,21 @@ def evaluate(
     plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec)
     env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
+
+
+def evaluate_first_asked(
+    pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str, queued: bool = False
+) -> tuple[Pod, Evaluation]:
+    """The pod read as first asked for (webhook/core/rewritten.py), and its evaluation. A pod that
+    is never mutated (DRA claims) is stored as it stands, so it is judged as it stands: read as
+    first asked for, a rewrite record its author wrote renamed a slice its template forbids or its
+    policy does not allow back to nvidia.com/gpu, with no patch for /validate to see."""
+    read = as_first_asked(pod)
+    evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
+    if evaluation.env is None and read is not pod:
+        read = without_rewrite_record(pod)
+        evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
+    return read, evaluation
 
 
 def _placement(spec: dict[str, Any], template: Template | None, context: Context) -> Placement | None:

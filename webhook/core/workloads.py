@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from webhook.core.decide import decide, denies, finish, governing, patch_for, unmade
-from webhook.core.evaluate import copy_object, evaluate, mutated_copy
+from webhook.core.evaluate import copy_object, evaluate, evaluate_first_asked, mutated_copy
 from webhook.core.model import PROFILE_ANNOTATION, Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL
 from webhook.core.reasons import REASONS
@@ -324,13 +324,10 @@ def _evaluate_site(
     applied-template annotation removed), else every pod made from it would be changed again."""
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
-    read = as_first_asked(site.pod) if site.writable else site.pod
-    evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
-    if evaluation.env is None and read is not site.pod:
-        # DRA claims: its pods are judged as they stand (decide), so is the template; read as
-        # first asked for, a forged rewrite record let a forbidden slice through.
-        read = without_rewrite_record(site.pod)
-        evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
+    if site.writable:  # decided as its pods will be
+        read, evaluation = evaluate_first_asked(site.pod, context, namespace, policy, base, meta, queued)
+    else:
+        read, evaluation = site.pod, evaluate(site.pod, context, namespace, policy, base, meta, queued)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
     if site.gpu_optional:
         findings = [f for f in findings if f.code != "NoGpuOnGpuTemplate"]
@@ -376,9 +373,11 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
         found: list[tuple[tuple[Step, ...], str]] = [
             (("spec", key, r, "template"), f"spec.{key}.{r}.template") for r in roles
         ]
-        return [_launcher(site) for site in _template_sites(obj, found)]
+        return [_gpu_optional(site) for site in _template_sites(obj, found)]
     if kind in _RAY_CLUSTER_AT:
-        return [_ray_head(s) for s in _template_sites(obj, list(_ray_templates(spec, _RAY_CLUSTER_AT[kind])))]
+        return [
+            _gpu_optional(s) for s in _template_sites(obj, list(_ray_templates(spec, _RAY_CLUSTER_AT[kind])))
+        ]
     if kind == "JobSet":
         return _template_sites(obj, list(_jobset_templates(spec)))
     if kind == "LeaderWorkerSet":
@@ -402,19 +401,14 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
     return sites
 
 
-def _launcher(site: Site) -> Site:
-    """MPI launchers run mpirun, not CUDA: a GPU template does not make them need a GPU."""
-    if site.path.endswith(".Launcher.template"):
-        return Site(site.pointer, site.path, site.pod, site.renames, gpu_optional=True)
-    return site
+_GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
 
 
-def _ray_head(site: Site) -> Site:
-    """A Ray head runs the cluster's GCS and dashboard, not CUDA: a GPU template shared with its
-    workers does not make it need a GPU (KubeRay gives it none unless it asks for one)."""
-    if site.path.endswith(".headGroupSpec.template"):
-        return Site(site.pointer, site.path, site.pod, site.renames, gpu_optional=True)
-    return site
+def _gpu_optional(site: Site) -> Site:
+    """An MPIJob's launcher runs mpirun, a Ray head the cluster's GCS and dashboard, not CUDA: a
+    GPU template shared with the workers does not make them need a GPU (KubeRay gives a head
+    none unless it asks for one)."""
+    return replace(site, gpu_optional=True) if site.path.endswith(_GPU_OPTIONAL_ROLES) else site
 
 
 def _ray_templates(

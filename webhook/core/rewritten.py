@@ -74,12 +74,13 @@ def as_first_asked(pod: Pod) -> Pod:
     recorded = _recorded(annotations.get(ORIGINAL_REQUEST_ANNOTATION))
     spec = pod.get("spec")
     if isinstance(profile, str) and isinstance(spec, dict):
+        slice_resource = resource_for_profile(profile)
+        renamed = _asks_for(spec, slice_resource)  # the pod as it stands: a mixed-strategy rename
         if recorded:
-            spec = _renamed_back(spec, resource_for_profile(profile), recorded)
+            spec = _renamed_back(spec, slice_resource, recorded)
         spec = _unsteered(spec, _steering_record(annotations.get(STEERED_ANNOTATION)))
         spec = _unpreferred(spec, _pair(_json(annotations.get(PACKING_ANNOTATION))))
-        renamed = _asks_for(pod.get("spec"), resource_for_profile(profile))
-        read["spec"] = _untolerated(spec, resource_for_profile(profile)) if renamed else spec
+        read["spec"] = _untolerated(spec, slice_resource) if renamed else spec
     return read
 
 

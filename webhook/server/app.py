@@ -53,6 +53,7 @@ name's limit. A name the API server would refuse reaches /mutate at any length, 
 16 KiB is split by container runtimes into pieces that are no JSON (a 40,000-character
 generateName made a 40 KB line)."""
 MAX_LOGGED_MESSAGE = 1000
+"""Characters of a bad request's message a log line holds (a message may quote what was sent)."""
 
 Respond = Callable[[Review, Decision], dict[str, Any]]
 Reported = Callable[[Decision], tuple[Violation, ...]]
@@ -188,11 +189,11 @@ class Routes:
 
     def _refuse(self, endpoint: str, error: ReviewError) -> Response:
         self._metrics.bad_request(endpoint, error)
-        said = error.body()["error"]
+        body = error.body()
         fields = {"endpoint": endpoint, "status": error.status, "uid": _bounded(error.uid)}
-        fields.update({key: _bounded(value, MAX_LOGGED_MESSAGE) for key, value in said.items()})
+        fields.update({key: _bounded(value, MAX_LOGGED_MESSAGE) for key, value in body["error"].items()})
         self._log.warning("bad request", extra={"fields": fields})
-        return _json(error.body(), error.status)
+        return _json(body, error.status)
 
     def _internal_error(self, endpoint: str, review: Review, exc: Exception) -> Response:
         self._metrics.internal_error(endpoint, review.dry_run)

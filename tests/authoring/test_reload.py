@@ -423,3 +423,27 @@ def test_a_shared_folder_that_cannot_be_written_leaves_the_catalog_served(
 ) -> None:
     running = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=tmp_path / "gone")
     assert running.check_now() is True and version(running.current()) == "v1"
+
+
+def test_a_file_name_that_is_not_utf8_loads_and_is_kept_as_the_last_good(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
+) -> None:
+    """A name of Latin-1 bytes (a folder synced from an old repository) is read as the loader and
+    lint read it: the digest of the files raised UnicodeEncodeError on it, so the worker's first
+    load failed for good (never ready, every review refused) and later polls logged tracebacks."""
+    latin1 = os.fsdecode(b"caf\xe9.yaml")
+    mounts[0].publish({**templates("v1"), latin1: TEMPLATE.format(name="c", version="v1")})
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    running = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=shared)
+    assert running.check_now() is True
+    assert set(running.current().templates) == {"a", "b", "c"}
+
+    mounts[0].publish({**templates("v2"), latin1: BROKEN})
+    assert running.check_now() is False and version(running.current()) == "v1"
+    problems = running.status()["lastError"]["problems"]
+    assert any(p["source"].endswith(latin1) and p["path"] == "spec" for p in problems)
+
+    started = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=shared)
+    assert started.check_now() is False
+    assert set(started.current().templates) == {"a", "b", "c"}

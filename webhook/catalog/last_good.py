@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -13,10 +14,11 @@ from webhook.shared_copy import SharedCopy
 
 
 def digest_of(contents: Iterable[tuple[str, bytes]]) -> str:
-    """sha256 over file names and contents, as the reloading source compares them."""
+    """sha256 over file names and contents, as the reloading source compares them. A name is
+    hashed as the bytes it has on disk (`os.fsencode`): one that is not UTF-8 is valid there."""
     digest = hashlib.sha256()
     for name, content in contents:
-        digest.update(name.encode() + b"\0" + content + b"\0")
+        digest.update(os.fsencode(name) + b"\0" + content + b"\0")
     return digest.hexdigest()
 
 

@@ -135,8 +135,10 @@ def _sources(
 def _folder_files(folder: Path, recursive: bool, errors: list[str]) -> list[Path]:
     """The manifest files of a folder (`.yaml`, `.yml`, `.json`, in any case), sorted; with
     `recursive`, of its subfolders too, symlinked ones included, each real folder once (a link
-    back up is no loop). A dangling symlink named as a manifest, or a folder that cannot be
-    listed, is an error: skipping it silently would pass a CI run that checked nothing of it."""
+    back up is no loop), hidden ones left out as the catalog leaves them out (a mounted
+    ConfigMap's `..<timestamp>` copy of every file, behind `..data`). A dangling symlink named as
+    a manifest, or a folder that cannot be listed, is an error: skipping it silently would pass a
+    CI run that checked nothing of it."""
     found: list[Path] = []
     seen: set[Path] = set()
 
@@ -152,7 +154,7 @@ def _folder_files(folder: Path, recursive: bool, errors: list[str]) -> list[Path
             return
         for entry in entries:
             if entry.is_dir():
-                if recursive:
+                if recursive and not entry.name.startswith("."):
                     walk(entry)
             elif entry.suffix.lower() in MANIFEST_SUFFIXES:
                 if entry.is_file():

@@ -136,3 +136,15 @@ def test_recursion_follows_symlinked_folders_and_reads_each_real_folder_once(tmp
     assert sorted(m.name for m in manifests) == ["p", "q"] and errors == []
     flat, _ = read_manifests([str(top)])
     assert [m.name for m in flat] == ["q"], "without -R, subfolders are not read"
+
+
+def test_recursion_reads_a_mounted_configmap_once_under_its_own_names(tmp_path: Path) -> None:
+    """The kubelet keeps a ConfigMap's files in `..<timestamp>/`, behind `..data`, and each key is
+    a symlink through `..data`: -R read every manifest twice, once by its hidden copy's path."""
+    mount = tmp_path / "manifests"
+    (mount / "..2026_12_07_17_00_00.123456789").mkdir(parents=True)
+    (mount / "..2026_12_07_17_00_00.123456789" / "a.yaml").write_text(POD_YAML.format("a"))
+    (mount / "..data").symlink_to("..2026_12_07_17_00_00.123456789")
+    (mount / "a.yaml").symlink_to("..data/a.yaml")
+    manifests, errors = read_manifests([str(tmp_path)], recursive=True)
+    assert [(m.name, m.source) for m in manifests] == [("a", f"{mount / 'a.yaml'}#1")] and errors == []

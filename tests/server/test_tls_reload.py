@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import logging
 import os
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -165,6 +167,32 @@ def test_unusable_files_are_named(tmp_path: Path, broken: str) -> None:
     (tmp_path / broken).write_text("not PEM")
     with pytest.raises(TLSFilesError, match=broken):
         server_context(TLSFiles.in_directory(tmp_path))
+
+
+def _double_encoded(path: Path) -> None:
+    """The PEM as a Secret's `data` holds it: base64, as when a manifest base64-encodes it again."""
+    path.write_bytes(base64.b64encode(path.read_bytes()))
+
+
+def _a_folder(path: Path) -> None:
+    """A folder in its place, as a volume mounted at the file's path makes one."""
+    path.unlink()
+    path.mkdir()
+
+
+@pytest.mark.parametrize("spoil", [_double_encoded, _a_folder])
+@pytest.mark.parametrize(("broken", "intact"), [("tls.key", "tls.crt"), ("tls.crt", "tls.key")])
+def test_the_file_that_cannot_be_used_is_the_one_named(
+    tmp_path: Path, broken: str, intact: str, spoil: Any
+) -> None:
+    """Both were named, with OpenSSL's reason alone (`[SSL] PEM lib`, `Is a directory`): the user
+    could not tell which of the Secret's two keys to fix."""
+    write_serving_set(tmp_path)
+    spoil(tmp_path / broken)
+    with pytest.raises(TLSFilesError) as caught:
+        server_context(TLSFiles.in_directory(tmp_path))
+    assert str(tmp_path / broken) in str(caught.value)
+    assert str(tmp_path / intact) not in str(caught.value)
 
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:

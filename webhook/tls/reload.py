@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from webhook.shared_copy import SharedCopy
 from webhook.tls.certgen import CERT_FILE, KEY_FILE
@@ -80,7 +81,8 @@ def server_context(files: TLSFiles, now: dt.datetime | None = None) -> ssl.SSLCo
             certfile=str(files.certificate), keyfile=str(files.key), password=_no_passphrase(files.key)
         )
     except (OSError, ssl.SSLError) as exc:
-        raise TLSFilesError(f"cannot load {files.certificate} with {files.key}: {_reason(exc)}") from exc
+        why = _unusable(files) or f"cannot load {files.certificate} with {files.key}: {_reason(exc)}"
+        raise TLSFilesError(why) from exc
     check_validity(files.certificate, now or dt.datetime.now(dt.UTC))
     if files.client_ca is not None:
         try:
@@ -89,6 +91,30 @@ def server_context(files: TLSFiles, now: dt.datetime | None = None) -> ssl.SSLCo
             raise TLSFilesError(f"cannot load client CA {files.client_ca}: {_reason(exc)}") from exc
         context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+def _unusable(files: TLSFiles) -> str:
+    """Which of the pair OpenSSL refused, and why; "" when each file is fine alone (a key that does
+    not match the certificate). OpenSSL's reason (`[SSL] PEM lib`, `Is a directory`) names neither,
+    and a Secret mounted wrong, or with a value base64-encoded twice, breaks just one of them."""
+    for path, load in ((files.certificate, x509.load_pem_x509_certificates), (files.key, _private_key)):
+        try:
+            load(path.read_bytes())
+        except OSError as exc:
+            return f"cannot read {path}: {exc.strerror or exc}"
+        except ValueError:
+            what = "certificate" if path == files.certificate else "private key"
+            return f"{path}: holds no usable PEM {what}"
+    return ""
+
+
+def _private_key(data: bytes) -> object:
+    """The key in `data`; ValueError when there is none. An encrypted one counts as one here
+    (its TypeError is not a ValueError): load_cert_chain says it is encrypted."""
+    try:
+        return serialization.load_pem_private_key(data, password=None)
+    except TypeError:
+        return None
 
 
 def _no_passphrase(key: Path) -> Callable[[], str]:

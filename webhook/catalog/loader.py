@@ -143,9 +143,9 @@ def _no_files(folder: Path | None) -> Problem:
         shown,
         None,
         "",
-        f"no template or policy files ({suffixes}) in this folder (tests/ and hidden folders are not"
-        " read); give only folders that hold some (templates and policies may share one), or a"
-        " policy with namespaces: ['*'] for the built-in default's",
+        f"no template or policy files ({suffixes}) in this folder (tests/, hidden folders and hidden"
+        " files such as .team.yaml are not read); give only folders that hold some (templates and"
+        " policies may share one), or a policy with namespaces: ['*'] for the built-in default's",
     )
 
 

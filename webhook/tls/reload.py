@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
 from webhook.shared_copy import SharedCopy
@@ -109,11 +110,11 @@ def _unusable(files: TLSFiles) -> str:
 
 
 def _private_key(data: bytes) -> object:
-    """The key in `data`; ValueError when there is none. An encrypted one counts as one here
-    (its TypeError is not a ValueError): load_cert_chain says it is encrypted."""
+    """The key in `data`; ValueError when there is none. An encrypted one, or one of a type this
+    `cryptography` does not read, counts as one here: load_cert_chain's own reason says more."""
     try:
         return serialization.load_pem_private_key(data, password=None)
-    except TypeError:
+    except (TypeError, UnsupportedAlgorithm):
         return None
 
 

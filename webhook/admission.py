@@ -351,6 +351,18 @@ def envelope(response: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": REVIEW_KIND, "response": response}
 
 
+def as_status(body: dict[str, Any], status: int) -> dict[str, Any]:
+    """A non-200 answer's body (`error`, `uid`) as a metav1.Status too. The API server's client
+    reads a failed call's body only as a Status, and puts its message in the error the user sees
+    (`failed calling webhook "validate.gpu.aethervirt.io": failed to call webhook: <message>`);
+    of any other body it shows a generic text, such as `an error on the server ("unknown")`."""
+    error = body["error"]
+    where = f"{error['field']}: " if error.get("field") else ""
+    message = f"{error['code']}: {where}{error['message']}"  # the API server names the webhook
+    status_fields = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status}
+    return {**status_fields, "message": message, **body}
+
+
 def _response(
     review: Review,
     decision: Decision,

@@ -121,3 +121,38 @@ def test_extra_registries_are_served_on_metrics() -> None:
     text = app.test_client().get("/metrics").get_data(as_text=True)
     assert metric_value(text, "gpu_webhook_test_extra") == 7
     assert "gpu_webhook_reviews_total" in text
+
+
+def _shown_to_the_user(status: int, body: dict[str, Any]) -> str:
+    """What the API server puts in the error the user sees of a failed call: the body's message
+    when it decodes as a metav1.Status that failed (client-go `Result.Error`), else a generic text."""
+    assert body["kind"] == "Status" and body["apiVersion"] == "v1"
+    assert body["status"] == "Failure" and body["code"] == status
+    message: str = body["message"]
+    return message
+
+
+@pytest.mark.usefixtures("broken_decide")
+def test_a_failed_validation_tells_the_user_the_uid_to_look_up() -> None:
+    """The API server shows a non-200 answer's message only from a Status body: ours had it said
+    `an error on the server ("unknown") has prevented the request from succeeding` (found by QA)."""
+    app = make_app(INVENTORIES / "mixed-cluster.yaml")
+    start_sources(app)
+    try:
+        status, body = post(app, "validate", vector("create-pod-gpu.json"))
+    finally:
+        stop_sources(app)
+    assert UID in _shown_to_the_user(status, body) and "InternalError" in body["message"]
+    assert (body["error"]["code"], body["uid"]) == ("InternalError", UID)
+
+
+def test_not_ready_and_a_refused_review_are_statuses_the_user_is_shown() -> None:
+    app = make_app(INVENTORIES / "mixed-cluster.yaml")
+    status, body = post(app, "validate", vector("create-pod-gpu.json"))
+    assert status == 503 and UID in _shown_to_the_user(status, body)
+    document = vector("create-pod-gpu.json")
+    document["request"]["kind"] = {"group": "", "version": "v1", "kind": "ConfigMap"}
+    status, body = post(app, "validate", document)
+    assert status == 422 and "request.kind.kind" in _shown_to_the_user(status, body)
+    reply = app.test_client().get("/mutate")
+    assert reply.status_code == 405 and _shown_to_the_user(405, reply.get_json())

@@ -193,7 +193,7 @@ class Routes:
         fields = {"endpoint": endpoint, "status": error.status, "uid": _bounded(error.uid)}
         fields.update({key: _bounded(value, MAX_LOGGED_MESSAGE) for key, value in body["error"].items()})
         self._log.warning("bad request", extra={"fields": fields})
-        return _json(body, error.status)
+        return _json(admission.as_status(body, error.status), error.status)
 
     def _internal_error(self, endpoint: str, review: Review, exc: Exception) -> Response:
         self._metrics.internal_error(endpoint, review.dry_run)
@@ -209,7 +209,8 @@ class Routes:
         code = "NotReady" if not_ready else "InternalError"
         message = f"gpu-webhook {what}; see its log for uid {review.uid}"
         body = {"error": {"code": code, "message": message}, "uid": review.uid}
-        return _json(body, 503 if not_ready else 500)
+        status = 503 if not_ready else 500
+        return _json(admission.as_status(body, status), status)
 
 
 def _read_body() -> bytes:
@@ -301,7 +302,8 @@ def _as_review_error(error: HTTPException) -> ReviewError:
 def _http_error(error: HTTPException) -> Response:
     """Routing errors (404, 405...) as JSON, like every other answer."""
     body = {"error": {"code": error.name.replace(" ", ""), "message": error.description or error.name}}
-    return _json(body, error.code or 500)
+    status = error.code or 500
+    return _json(admission.as_status(body, status), status)
 
 
 def _identity(endpoint: str, review: Review) -> dict[str, Any]:

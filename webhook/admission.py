@@ -435,21 +435,28 @@ def _not_listed(left_out: Sequence[Violation]) -> str:
 
 
 def bounded_warnings(warnings: Sequence[str]) -> list[str]:
-    """Each warning at most 120 runes, all together under the API server's 4096-rune budget."""
+    """Each warning at most 120 runes, all together under the API server's 4096-rune budget;
+    past it, a last warning says how many more there are and their codes."""
     unique = _unique([_clip(w, MAX_WARNING) for w in warnings])
     if sum(map(len, unique)) <= WARNINGS_BUDGET:  # the usual case: a few short warnings, all kept
         return unique
     kept: list[str] = []
     total = 0
     for index, warning in enumerate(unique):
-        if total + len(warning) > WARNINGS_BUDGET:
-            kept.append(
-                f"{len(unique) - index} more warnings not shown; the codes are in the audit annotations"
-            )
+        if total + len(warning) > WARNINGS_BUDGET - MAX_WARNING:  # room for the last one, up to 120
+            kept.append(_not_shown(unique[index:]))
             break
         kept.append(warning)
         total += len(warning)
     return kept
+
+
+def _not_shown(left_out: Sequence[str]) -> str:
+    """The warning that ends a list cut short: how many it leaves out, and their codes (each
+    warning starts with its code), as a denial's last line does. Not "the codes are in the audit
+    annotations": those are in the API server's audit log, which the user who was warned cannot read."""
+    codes = ", ".join(_unique([w.partition(":")[0] for w in left_out]))
+    return _clip(f"{len(left_out)} more warnings not shown: {codes}", MAX_WARNING)
 
 
 def audit_annotations(decision: Decision, violations: Iterable[Violation]) -> dict[str, str]:

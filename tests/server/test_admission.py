@@ -223,6 +223,12 @@ def test_warnings_stay_within_the_api_servers_budget() -> None:
     assert kept[-1].startswith(f"{len(many) - len(kept) + 1} more")
 
 
+def test_the_last_warning_naming_the_codes_left_out_stays_within_the_budget() -> None:
+    many = [f"Code{i:03}WithALongName: " + "x" * 200 for i in range(300)]
+    kept = admission.bounded_warnings(many)
+    assert sum(len(w) for w in kept) <= admission.WARNINGS_BUDGET and len(kept[-1]) == 120
+
+
 def test_an_unchanged_answer_allows_without_patch() -> None:
     response = admission.unchanged_response(REVIEW, "gpu-webhook hit an internal error")["response"]
     assert response == {"uid": UID, "allowed": True, "warnings": ["gpu-webhook hit an internal error"]}

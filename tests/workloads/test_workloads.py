@@ -222,6 +222,28 @@ def test_templates_are_mutated_only_when_the_policy_says_so(
     assert again.patch == ()
 
 
+def test_a_denied_workload_is_not_said_to_have_templates_mutated(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """A PyTorchJob whose Worker template is denied: its Master template's rewrite was reported
+    (warnings, denial lines, audit codes) though no patch goes with a denial (found by QA)."""
+    worker = copy.deepcopy(_vllm_template())
+    worker["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpus": 1}
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "j", "namespace": "ml"},
+        "spec": {
+            "pytorchReplicaSpecs": {"Master": {"template": _vllm_template()}, "Worker": {"template": worker}}
+        },
+    }
+    decision = decide_object(job, _context(catalog, inventories["mixed-cluster"], mutate_templates=True))
+    assert not decision.allowed and decision.patch == ()
+    assert "UnknownAcceleratorResource" in {v.code for v in decision.denials}
+    assert {v.outcome for v in decision.violations} == {"deny"} and decision.warnings == ()
+    assert not any(".Master." in v.path for v in decision.violations)
+
+
 def test_context_can_force_template_mutation(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
     job = _review_object("create-job-finetune.json")
     decision = decide_object(job, _context(catalog, inventories["mixed-cluster"], mutate_templates=True))

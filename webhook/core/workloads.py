@@ -199,8 +199,10 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     grandfathered = _inherited(context, namespace, policy, kind)
     name = ", ".join(templates) or None
     unpatched = finish(policy, name, findings, None, [], grandfathered)
-    if mutated is None or not unpatched.allowed:
+    if mutated is None:
         return unpatched
+    if not unpatched.allowed:  # no patch: the other templates' mutations are not made, nor said to be
+        return finish(policy, name, unmade(findings), None, [], grandfathered)
     patch, problems = patch_for(obj, mutated, "spec")
     findings = findings if patch else unmade(findings)
     return finish(policy, name, [*findings, *problems], mutated if patch else None, patch, grandfathered)

@@ -353,7 +353,16 @@ def _steering_from(expressions: list[Any], start: int, count: int) -> int | None
 def _steering_at(expressions: list[Any], start: int, count: int) -> bool:
     """Whether the `count` requirements from `start` are ones a rewrite writes (by their keys)."""
     block = expressions[start : start + count]
-    return len(block) == count and all(isinstance(e, dict) and e.get("key") in STEERING_KEYS for e in block)
+    return len(block) == count and all(_is_steering(e) for e in block)
+
+
+def _is_steering(expression: object) -> bool:
+    """A requirement on a key the rewrite writes; a key that is no string (an object, which no
+    API server sends, and which cannot be looked up in a set) is not one."""
+    if not isinstance(expression, dict):
+        return False
+    key = expression.get("key")
+    return isinstance(key, str) and key in STEERING_KEYS
 
 
 def _with_terms(
@@ -402,7 +411,10 @@ def _renamed_back(spec: dict[str, Any], slice_resource: str, recorded: dict[str,
 
 
 def _container_back(container: object, slice_resource: str, recorded: dict[str, Any]) -> object:
-    if not isinstance(container, dict) or container.get("name") not in recorded:
+    if not isinstance(container, dict):
+        return container
+    name = container.get("name")
+    if not isinstance(name, str) or name not in recorded:  # an object as a name cannot be looked up
         return container
     resources = container.get("resources")
     if not isinstance(resources, dict):

@@ -16,6 +16,7 @@ from webhook.catalog import load_catalog
 from webhook.core.decide import decide
 from webhook.core.model import PROFILE_ANNOTATION, Context, Decision
 from webhook.core.mutators.packing_affinity import PACKING_ANNOTATION
+from webhook.core.placement import REQUIRED
 from webhook.inventory.files import iter_nodes
 from webhook.inventory.nodes import build_inventory
 from webhook.report.files import load_pods
@@ -161,3 +162,26 @@ def test_a_rewritten_pod_the_mutators_cannot_read_is_left_as_it_stands_not_as_fi
     decision = decide(pod, _context())
     assert decision.patch == () and decision.mutated is None
     assert "MutationSkipped" in decision.codes
+
+
+UNHASHABLE = {
+    "requirement key": lambda pod: pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0][
+        "matchExpressions"
+    ][-1].__setitem__("key", {"a": "b"}),
+    "container name": lambda pod: pod["spec"]["containers"][0].__setitem__("name", ["main"]),
+}
+
+
+@pytest.mark.parametrize("member", UNHASHABLE)
+def test_a_rewritten_pod_with_an_object_for_a_key_or_name_is_decided_not_an_internal_error(
+    member: str,
+) -> None:
+    """Where the rewrite record points at a requirement's key or a container's name, an object or
+    an array (no API server sends one, a hand-made review can) was looked up in a set: a
+    TypeError, which /validate answered with a 500. It is not the rewrite's own, so the pod is
+    decided as it stands, its record removed."""
+    pod = copy.deepcopy(rewritten())
+    UNHASHABLE[member](pod)
+    decision = decide(pod, _context())
+    assert (decision.allowed, decision.template) == (True, "cuda-smoke-test")
+    assert "RemovedEarlierRewrite" in decision.codes

@@ -137,7 +137,13 @@ def _characters(annotations: dict[str, Any]) -> int:
 
 
 def _bytes(annotations: dict[str, Any]) -> int:
-    return sum(len(str(key).encode()) + len(str(value).encode()) for key, value in annotations.items())
+    return sum(_utf8_size(str(key)) + _utf8_size(str(value)) for key, value in annotations.items())
+
+
+def _utf8_size(text: str) -> int:
+    """Bytes in UTF-8; a lone surrogate (a JSON `\\ud800` escape) counts the 3 bytes of the U+FFFD
+    the API server reads it as, where encoding it strictly raised UnicodeEncodeError."""
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def copy_object(pod: Pod) -> Pod:

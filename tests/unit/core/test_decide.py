@@ -190,6 +190,21 @@ def test_annotations_the_mutation_would_take_past_the_api_servers_limit_leave_th
     assert decide(roomy.build(), context(unit_catalog)).patch != ()
 
 
+def test_annotations_with_a_lone_surrogate_are_counted_in_bytes_not_a_crash(unit_catalog: Catalog) -> None:
+    """A JSON `\\ud800` escape reads as a lone surrogate, which UTF-8 cannot encode: counting the
+    bytes of large annotations raised UnicodeEncodeError (a traceback from `check` of a JSON
+    manifest, an internal error in the webhook). It counts as the 3 bytes of the U+FFFD the API
+    server reads it as."""
+    filler = "\ud800" * ((256 * 1024 - 40) // 3)  # three bytes each: just under the limit in bytes
+    pod = (
+        make_pod().annotation("example.com/notes", filler).container("vllm", image="vllm/vllm-openai", gpu=1)
+    )
+    decision = decide(pod.build(), context(unit_catalog))
+    assert [(v.code, v.path, v.outcome) for v in decision.violations] == [
+        ("AnnotationsLeaveNoRoom", "metadata.annotations", "deny")
+    ]
+
+
 @pytest.mark.parametrize("count", ["9223372036854775808", "1e19", "100000000000000000000", "1e999999"])
 def test_a_gpu_count_too_large_to_count_is_too_many_gpus_not_malformed(
     unit_catalog: Catalog, count: str

@@ -63,6 +63,15 @@ def test_a_bad_bind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--bind" in serve(capsys, "--bind", "localhost")
 
 
+@pytest.mark.parametrize("host", ["192.0.2.1", "999.1.1.1"])
+@pytest.mark.parametrize("port", ["0", "8443"])
+def test_an_address_this_host_cannot_listen_on_is_refused(
+    capsys: pytest.CaptureFixture[str], host: str, port: str
+) -> None:
+    """Not this host's address (TEST-NET-1), or no address at all: port 0, a free port, too."""
+    assert f"--bind {host}:{port}: cannot listen there" in serve(capsys, "--bind", f"{host}:{port}")
+
+
 @pytest.mark.parametrize("option", ["--templates", "--policies", "--inventory"])
 def test_a_missing_path_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str) -> None:
     assert f"{option}: no such file or directory: {tmp_path / 'nowhere'}" in serve(

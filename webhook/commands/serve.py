@@ -284,9 +284,9 @@ def parse_bind(bind: str) -> tuple[str, int]:
 def check_bind(host: str, port: int) -> None:
     """Bind the address once, as each gunicorn worker will (reuse_port), but without SO_REUSEPORT:
     a port already in use, even by another gpu-webhook, or an address this host does not have is
-    refused here instead of being retried by every worker."""
-    if port == 0:
-        return
+    refused here instead of being retried by every worker. Port 0 is bound too: an address this
+    host does not have, or a name that does not resolve, fails the same with any port (it was a
+    traceback where serve picks the free port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:

@@ -18,6 +18,7 @@ from tests.conftest import ROOT
 from webhook.catalog import lint_paths, load_catalog
 from webhook.catalog.reload import ReloadingCatalogSource
 from webhook.core.model import Catalog
+from webhook.server.logs import JsonLineFormatter
 
 TEMPLATE = """\
 apiVersion: gpu.aethervirt.io/v1
@@ -169,6 +170,37 @@ def test_a_broken_reload_keeps_the_last_good_catalog_and_says_so(
     assert source.status()["lastError"] is None
     assert sample(registry, "gpu_webhook_catalog_last_reload_success") == 1
     assert sample(registry, "gpu_webhook_catalog_reloads_total", result="success") == 2
+
+
+def test_a_reload_failing_in_every_template_logs_one_line_a_runtime_keeps_whole(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], caplog: pytest.LogCaptureFixture
+) -> None:
+    """200 templates each refused (a renamed field, a misspelt kind) made a 40 KB line, which
+    container runtimes split at 16 KiB into pieces that are no JSON; /readyz keeps every problem."""
+    source = source_for(mounts, CollectorRegistry())
+    source.check_now()
+    long_key = "x" * 1000  # as long as a YAML key may be without "? "
+    broken = {
+        f"t{n:03d}.yaml": TEMPLATE.format(name=f"t{n:03d}", version="v2").replace("inference", "servng")
+        for n in range(200)
+    }
+    broken["a-long-key.yaml"] = BROKEN.replace("{colour: red}", f"\n  {long_key}: red")
+    mounts[0].publish(broken)
+    with caplog.at_level(logging.ERROR, logger="webhook.catalog.reload"):
+        assert source.check_now() is False
+    (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    line = JsonLineFormatter().format(record)
+    assert len(line.encode()) < 16 * 1024
+    logged = json.loads(line)
+    problems = source.status()["lastError"]["problems"]
+    assert len(problems) > 200
+    assert len(logged["problems"]) + logged["problemsNotListed"] == len(problems)
+    assert [p["source"] for p in logged["problems"]] == [
+        p["source"] for p in problems[: len(logged["problems"])]
+    ]
+    assert any(long_key in p["path"] for p in problems)
+    assert logged["problems"][0]["source"].endswith("a-long-key.yaml")
+    assert max(len(text) for p in logged["problems"] for text in (p["path"], p["message"])) < 400
 
 
 def test_a_broken_first_load_is_not_ready_until_fixed(tmp_path: Path) -> None:

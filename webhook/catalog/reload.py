@@ -31,6 +31,12 @@ from webhook.yamlio import iter_yaml_files
 
 LOG = logging.getLogger("webhook.catalog.reload")
 DEFAULT_INTERVAL = 10.0
+MAX_LOGGED_PROBLEMS = 10
+"""Problems a `catalog_reload_failed` line lists; `problemsNotListed` counts the others (status()'s
+lastError, /readyz, has them all). 200 templates failing one check made a 40 KB line, and
+container runtimes split lines over 16 KiB into pieces that are no JSON."""
+MAX_LOGGED_TEXT = 300
+"""Characters of a logged problem's source, path and message (a path may hold a key of any length)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,23 @@ class LoadFailure:
                 for p in self.problems
             ],
         }
+
+    def as_log_fields(self) -> dict[str, Any]:
+        """`as_dict` bounded for one log line: the first MAX_LOGGED_PROBLEMS problems, each text
+        cut at MAX_LOGGED_TEXT characters."""
+        fields = self.as_dict()
+        problems: list[dict[str, Any]] = fields["problems"]
+        fields["problems"] = [{k: _cut(v) for k, v in p.items()} for p in problems[:MAX_LOGGED_PROBLEMS]]
+        if len(problems) > MAX_LOGGED_PROBLEMS:
+            fields["problemsNotListed"] = len(problems) - MAX_LOGGED_PROBLEMS
+        return fields
+
+
+def _cut(value: Any) -> Any:
+    """`value`, a text cut to MAX_LOGGED_TEXT characters saying how many more there were."""
+    if isinstance(value, str) and len(value) > MAX_LOGGED_TEXT:
+        return f"{value[:MAX_LOGGED_TEXT]}... ({len(value) - MAX_LOGGED_TEXT} more characters)"
+    return value
 
 
 @dataclass(frozen=True)
@@ -206,7 +229,7 @@ class ReloadingCatalogSource:
         self._metrics.reloads.labels(result="failure").inc()
         self._metrics.last_success.set(0)
         kept = "keeping the last good catalog" if self._state.catalog else "no catalog to serve yet"
-        LOG.error("catalog_reload_failed", extra={"fields": {"action": kept, **failure.as_dict()}})
+        LOG.error("catalog_reload_failed", extra={"fields": {"action": kept, **failure.as_log_fields()}})
         return False
 
     def _poll(self) -> None:

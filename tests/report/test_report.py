@@ -204,6 +204,25 @@ def test_cli_missing_kubeconfig_is_named_as_serve_names_it(
     assert capsys.readouterr().err == f"gpu-webhook: --kubeconfig: no such file: {missing}\n"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "current-context: c\ncontexts: [{name: c, context: prod}]\n",  # a name where a mapping belongs
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",  # the CA, given by mistake
+    ],
+    ids=["context-not-a-map", "not-a-map"],
+)
+def test_cli_a_kubeconfig_of_the_wrong_shape_is_one_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """As certs says it: the client's AttributeError was a traceback, its TypeError said only
+    "'str' object does not support item assignment"."""
+    (tmp_path / "config").write_text(text)
+    assert main(["report", "--kubeconfig", str(tmp_path / "config")]) == 2
+    err = capsys.readouterr().err
+    assert "not a valid kubeconfig" in err and "Traceback" not in err
+
+
 def test_cli_unreachable_prometheus_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["report", "--inventory", str(EXAMPLE_NODES), "--prometheus", "http://127.0.0.1:9"]
     assert main(argv) == 2

@@ -96,6 +96,24 @@ def test_an_unusable_kubeconfig_is_refused(
     assert "--kubeconfig" in serve(capsys, "--kubeconfig", str(tmp_path / "config"))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "current-context: c\ncontexts: [{name: c, context: prod}]\n",  # a name where a mapping belongs
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",  # the CA, given by mistake
+    ],
+    ids=["context-not-a-map", "not-a-map"],
+)
+def test_a_kubeconfig_of_the_wrong_shape_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
+) -> None:
+    """The client's AttributeError was a traceback (exit 1), its TypeError said only "'str'
+    object does not support item assignment"."""
+    (tmp_path / "config").write_text(text)
+    assert "--kubeconfig" in (err := serve(capsys, "--kubeconfig", str(tmp_path / "config")))
+    assert "not a valid kubeconfig" in err
+
+
 def test_in_cluster_outside_a_cluster_is_refused(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -322,8 +322,9 @@ def _cluster_source(kubeconfig: str | None) -> Any:
 
 
 def _check_cluster_config(kubeconfig: str | None) -> None:
-    import yaml
     from kubernetes import client, config
+
+    from webhook.kubeconfig import CONFIG_ERRORS, config_problem
 
     target = client.Configuration()
     try:
@@ -331,10 +332,9 @@ def _check_cluster_config(kubeconfig: str | None) -> None:
             config.load_kube_config(config_file=kubeconfig, client_configuration=target)  # type: ignore[no-untyped-call]
         else:
             config.load_incluster_config(client_configuration=target)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+    except CONFIG_ERRORS as exc:
         where = f"--kubeconfig {kubeconfig}" if kubeconfig else "--in-cluster"
-        why = " ".join(str(exc).split())  # a YAML error's position is on lines of its own
-        raise UsageError(f"{where}: cannot configure the cluster client: {why}") from exc
+        raise UsageError(f"{where}: cannot configure the cluster client: {config_problem(exc)}") from exc
 
 
 def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TLSFiles, Path | None]:

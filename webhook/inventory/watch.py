@@ -49,7 +49,6 @@ from functools import partial
 from typing import Any, TypeVar
 
 import urllib3
-import yaml
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -64,6 +63,7 @@ from webhook.inventory.nodes import (
 )
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.usage import PodUsage, pod_usage
+from webhook.kubeconfig import CONFIG_ERRORS, config_problem
 
 log = logging.getLogger(__name__)
 
@@ -461,10 +461,9 @@ class ClusterInventorySource:
             configuration = client.Configuration()
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             return client.ApiClient(configuration)
-        except (config.ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+        except CONFIG_ERRORS as exc:
             where = f"kubeconfig {self._kubeconfig}" if self._kubeconfig else "in-cluster service account"
-            why = " ".join(str(exc).split())  # a YAML error's position is on lines of its own
-            raise WatchConfigError(f"cannot reach the cluster: {where}: {why}") from exc
+            raise WatchConfigError(f"cannot reach the cluster: {where}: {config_problem(exc)}") from exc
 
     def _all_streams(self, api_client: client.ApiClient) -> list[_Stream]:
         core = client.CoreV1Api(api_client)

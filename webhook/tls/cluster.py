@@ -16,10 +16,10 @@ from types import MappingProxyType
 from typing import Any
 
 import urllib3
-import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
+
+from webhook.kubeconfig import CONFIG_ERRORS, config_problem
 
 REQUEST_TIMEOUT = (5, 30)
 KINDS = {
@@ -43,21 +43,9 @@ def connect(kubeconfig: str | None) -> client.ApiClient:
             config_file=kubeconfig, persist_config=False
         )
         return loaded
-    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as exc:
+    except CONFIG_ERRORS as exc:
         source = kubeconfig or "the in-cluster or default kubeconfig"
-        raise ClusterError(f"cannot load {source}: {_config_problem(exc)}") from exc
-
-
-def _config_problem(exc: Exception) -> str:
-    """One line saying why a kubeconfig is unusable (the client's own errors assume valid YAML)."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        return f"not valid YAML: {exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    if isinstance(exc, yaml.YAMLError):
-        return f"not valid YAML: {exc}".replace("\n", " ")
-    if isinstance(exc, (AttributeError, TypeError, KeyError)):
-        return f"not a valid kubeconfig: a field has the wrong type or is missing ({exc})"
-    return str(exc)
+        raise ClusterError(f"cannot load {source}: {config_problem(exc)}") from exc
 
 
 def read_secret(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:

@@ -144,6 +144,19 @@ def test_a_missing_client_ca_is_named(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "clients.crt" in err
 
 
+@pytest.mark.parametrize("option", ["--client-ca", "--pods", "--kubeconfig"])
+def test_a_folder_given_for_a_file_is_named_as_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str
+) -> None:
+    """A mounted Secret's folder given for the file in it was told "no such file", sending the
+    user to look for a mount that was there."""
+    write_serving_set(tmp_path / "certs")
+    mounted = tmp_path / "client-ca"
+    mounted.mkdir()
+    err = serve(capsys, "--cert-dir", str(tmp_path / "certs"), option, str(mounted))
+    assert f"{option}: {mounted} is a folder, not a file" in err
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -52,8 +52,17 @@ def templates_from(path: str | None) -> tuple[GpuNode, ...]:
 
 def check_kubeconfig(path: str | None) -> None:
     """A --kubeconfig that names no file: the same one line from every command that takes one."""
-    if path is not None and not Path(path).is_file():
-        raise UsageError(f"--kubeconfig: no such file: {path}")
+    if path is not None:
+        check_file("--kubeconfig", path)
+
+
+def check_file(option: str, path: str) -> None:
+    """The file `option` names exists; a folder is named as one (a mounted Secret's or
+    ConfigMap's, given for the file in it), not as a missing file."""
+    if Path(path).is_dir():
+        raise UsageError(f"{option}: {path} is a folder, not a file")
+    if not Path(path).is_file():
+        raise UsageError(f"{option}: no such file: {path}")
 
 
 def error(message: str) -> None:

@@ -31,6 +31,7 @@ from webhook.commands.common import (
     EXIT_BAD_INPUT,
     UsageError,
     catalog_from,
+    check_file,
     check_kubeconfig,
     error,
     inventory_from,
@@ -228,8 +229,7 @@ def _file_inventory(args: argparse.Namespace) -> Any:
         pods = str(_here_or_in_checkout(DEFAULT_PODS))
     if pods is None:
         return _read_once(FileInventorySource(path))
-    if not Path(pods).is_file():
-        raise UsageError(f"--pods: no such file: {pods}")
+    check_file("--pods", pods)
     try:
         check_pod_list(Path(pods))
     except PodListError as exc:
@@ -344,8 +344,8 @@ def _certificates(directory: Path, host: str, client_ca: str | None) -> tuple[TL
     if certificate.exists() != key.exists():
         present, missing = (certificate, key) if certificate.exists() else (key, certificate)
         raise UsageError(f"{present} exists but {missing} does not; provide both or neither")
-    if client_ca is not None and not Path(client_ca).is_file():
-        raise UsageError(f"--client-ca: no such file: {client_ca}")
+    if client_ca is not None:
+        check_file("--client-ca", client_ca)
     named = socket.gethostname() if host in WILDCARDS else host
     hosts = list(dict.fromkeys([named, "localhost", "127.0.0.1"]))
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, NoReturn
 
 import msgspec
@@ -38,6 +39,12 @@ def _finite(text: str) -> float:
 _STD_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 _STD_ENCODER = json.JSONEncoder(separators=(",", ":"))
 _STD_LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+_HIDDEN_IN_LINE = re.compile("[\u0080-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""What a log line writes as `\\u` escapes though JSON lets it stand: C1 controls (NEL, U+0085)
+and the line and paragraph separators end a line for Python's `splitlines` and some readers, and
+bidirectional controls (RTL override, U+202E) have a log viewer show the rest of the line
+reordered as the name's author chose. A request's names reach the log before the API server
+validates them."""
 
 
 def decode(raw: bytes) -> object:
@@ -61,8 +68,15 @@ def encode(value: Any) -> bytes:
 
 def encode_line(value: Any) -> str:
     """Compact JSON text for a log line; a value of a type JSON lacks is written as msgspec writes
-    it (datetimes in RFC 3339, for one), else as its str()."""
+    it (datetimes in RFC 3339, for one), else as its str(). Characters that end or reorder a line
+    as shown (`_HIDDEN_IN_LINE`) are escaped."""
     try:
-        return _LINE_ENCODER.encode(value).decode()
+        text = _LINE_ENCODER.encode(value).decode()
     except (TypeError, UnicodeEncodeError):
-        return _STD_LINE_ENCODER.encode(value)
+        text = _STD_LINE_ENCODER.encode(value)
+    return text if text.isascii() else _HIDDEN_IN_LINE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    """The `\\u` escape of one character; JSON's structure is ASCII, so it stands in a string."""
+    return f"\\u{ord(match.group()):04x}"

@@ -104,3 +104,10 @@ def test_log_lines_write_other_types_as_text() -> None:
     line = jsoncodec.encode_line({"value": Opaque(), "surrogate": "\udc80"})
     assert isinstance(line, str)
     assert json.loads(line) == {"value": "opaque é", "surrogate": "\udc80"}
+
+
+@given(st.text())
+def test_a_log_line_reads_back_as_written_with_what_hides_a_line_escaped(text: str) -> None:
+    line = jsoncodec.encode_line({"name": text})
+    assert json.loads(line) == {"name": text}
+    assert len(line.splitlines()) == 1

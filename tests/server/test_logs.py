@@ -85,6 +85,19 @@ def test_the_review_line_is_the_line_a_record_makes(logger: tuple[logging.Logger
     assert without_time(written) == expected
 
 
+def test_a_name_can_neither_end_nor_reorder_its_line(logger: tuple[logging.Logger, io.StringIO]) -> None:
+    """NEL, the line separator and bidirectional controls were written as they came: a reader
+    that splits at them (Python's splitlines) got pieces that are no JSON, and a viewer showed
+    the rest of the line reordered (RTL override)."""
+    log, stream = logger
+    name = "gpu\u2028pod\x85x\u202e}eurt:dewolla{\u2066é"
+    write_line(log, "review", {**FIELDS, "name": name})
+    log.info("review", extra={"fields": {**FIELDS, "name": name}})
+    assert stream.getvalue().isascii() is False  # é stands as it is
+    assert not any(c in stream.getvalue() for c in "\u2028\x85\u202e\u2066")
+    assert [line["name"] for line in lines(stream)] == [name, name]
+
+
 def test_another_handler_still_gets_the_record(logger: tuple[logging.Logger, io.StringIO]) -> None:
     log, stream = logger
     records: list[logging.LogRecord] = []

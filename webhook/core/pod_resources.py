@@ -157,6 +157,30 @@ def fills_below_limits(
     return fills
 
 
+def template_fills(spec: Mapping[str, Any], inject: Injection, dra_gpus: frozenset[str]) -> dict[int, Fill]:
+    """Every request and limit the template would fill (by container index), as the resources
+    mutator fills them where they fit the nodes of the pod's slice: a second pass counts the pod
+    with them, and widens its slice to no GPU model without room for them."""
+    fills: dict[int, Fill] = {}
+    if not (inject.requests or inject.per_gpu_requests or inject.limits or inject.per_gpu_limits):
+        return fills
+    pod_level = lenient_object(spec.get("resources"))
+    levels = frozenset((*lenient_object(pod_level.get("requests")), *lenient_object(pod_level.get("limits"))))
+    for index, container in enumerate(_list(spec.get("containers"))):
+        if not isinstance(container, dict):
+            continue
+        resources = lenient_object(container.get("resources"))
+        have_requests = lenient_object(resources.get("requests"))
+        have_limits = lenient_object(resources.get("limits"))
+        devices = container_devices(have_limits, dra_gpus)
+        wanted_requests = wanted_fills(inject.requests, inject.per_gpu_requests, devices, levels)
+        wanted_limits = wanted_fills(inject.limits, inject.per_gpu_limits, devices, levels)
+        new_requests, new_limits = missing_fills(have_requests, have_limits, wanted_requests, wanted_limits)
+        if new_requests or new_limits:
+            fills[index] = (new_requests, new_limits)
+    return fills
+
+
 def wanted_fills(
     fixed: Mapping[str, str], per_gpu: Mapping[str, str], devices: int, pod_level: frozenset[str]
 ) -> Mapping[str, str]:

@@ -40,7 +40,7 @@ from webhook.core.placement import (
     remember,
     slice_rooms,
 )
-from webhook.core.pod_resources import fills_below_limits, pod_requests
+from webhook.core.pod_resources import fills_below_limits, pod_requests, template_fills
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
     GPU,
@@ -127,8 +127,35 @@ def plan_slice(
             plan = Plan(findings=(_no_room(view, need, crowded, own, sizing, policy),))
     if plan.offer is None:
         return plan
-    named = _named_offer(inventory, plan.offer, roomy, original, Fit(need, devices, policy))
+    pool = _with_room_for_fills(inventory, placement, devices, roomy, plan.offer, spec, template)
+    named = _named_offer(inventory, plan.offer, pool, original, Fit(need, devices, policy))
     return Plan(named, plan.rewrite, plan.findings)
+
+
+def _served_by_several(chosen: SliceOffer, pool: tuple[SliceOffer, ...]) -> bool:
+    """Whether another offer of the pool serves the chosen profile (another GPU model's, which
+    `_across_models` may widen the slice to)."""
+    return any(o is not chosen and o.profile == chosen.profile for o in pool)
+
+
+def _with_room_for_fills(
+    inventory: Inventory,
+    placement: Placement | None,
+    devices: int,
+    pool: tuple[SliceOffer, ...],
+    chosen: SliceOffer,
+    spec: Mapping[str, Any] | None,
+    template: Template,
+) -> tuple[SliceOffer, ...]:
+    """The offers of `pool` whose nodes hold the pod with every CPU and memory the template fills
+    in, where the chosen one's do (else the chosen one alone: the resources mutator fills only
+    what its nodes hold). A second pass counts those fills as the pod's own: a GPU model without
+    room for them, required on the first, was dropped on the second, another patch."""
+    if spec is None or not _served_by_several(chosen, pool):
+        return pool
+    filled = pod_requests(spec, template_fills(spec, template.inject, inventory.dra_gpu_resources))
+    holding = _with_room(inventory, placement, devices, pool, filled)
+    return holding if chosen in holding else (chosen,)
 
 
 @dataclass(frozen=True, slots=True)

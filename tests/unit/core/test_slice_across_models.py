@@ -165,6 +165,22 @@ def test_a_model_without_room_for_the_pod_is_left_out(unit_catalog: Catalog) -> 
     assert steered(unit_catalog, embeddings(cpu="16"), inventory)[1] == {"nvidia.com/gpu.product": [H100]}
 
 
+def test_a_model_without_room_for_what_the_template_fills_in_is_left_out(unit_catalog: Catalog) -> None:
+    """The serving template fills 4 CPUs and 32Gi per GPU into a pod that asks for none; the H100
+    node has 16Gi. Both models were required, and a second pass, which counts the filled 32Gi as
+    the pod's own, dropped the H100: the webhook's own output got another patch."""
+    small = mixed_node("h100-mig", H100, {"3g.40gb": (2, None)})
+    small["status"]["allocatable"]["memory"] = "16Gi"
+    inventory = make_inventory(mixed_node("a100-mig", A100, {"3g.40gb": (2, None)}), small)
+    pod = make_pod().container("vllm", image="vllm/vllm", gpu=1).build()
+    first = decide(pod, context(unit_catalog, inventory))
+    assert "InjectedResources" in first.codes
+    assert required(first) == {"nvidia.com/gpu.product": [A100]}
+    assert first.mutated is not None
+    again = decide(first.mutated, context(unit_catalog, inventory))
+    assert again.patch == () and again.mutated is None
+
+
 def test_unlabelled_nodes_do_not_lift_the_steering_of_labelled_ones(unit_catalog: Catalog) -> None:
     """Without GFD's product label on the second model's nodes, a requirement naming both would
     match only the A100s, and one naming neither would let the pod go to any node serving

@@ -81,8 +81,7 @@ def _no_template(
     view: PodView, namespace: str, catalog: Catalog, policy: Policy, images: list[str]
 ) -> Finding:
     """NoMatchingTemplate, naming the templates the pod matches that the policy does not allow."""
-    allowing = catalog.templates if policy.allowed_templates is None else policy.allowed_templates
-    allowed = ", ".join(sorted(allowing)) or "none"
+    allowed = _labels_taken(catalog, policy, namespace)
     candidates = catalog.index.candidates(images, namespace)
     barred = ", ".join(t.name for t in candidates if matches(t.match, view, namespace))
     matched = (
@@ -109,17 +108,38 @@ def _explicit(
         known = ", ".join(sorted(catalog.templates)) or "none"
         return None, [Finding("UnknownTemplate", label_path, f"no template {name!r}; known: {known}")]
     if not template_allowed(policy, name):
-        allowed = ", ".join(sorted(policy.allowed_templates or ())) or "none"
+        allowed = _labels_taken(catalog, policy, namespace)
         message = f"template {name!r} is not allowed by policy {policy.name}; allowed: {allowed}"
         return None, [Finding("TemplateNotAllowed", label_path, message)]
-    scope = template.match.namespaces
-    if name == policy.default_template:
-        return template, []  # what the namespace's policy gives its unlabelled pods: its admin's choice
-    if scope and not any(fnmatchcase(namespace, pattern) for pattern in scope):
-        limited = ", ".join(scope)
+    if not _in_scope(template, policy, namespace):
+        limited = ", ".join(template.match.namespaces)
         message = f"template {name!r} is for namespaces {limited} (its match.namespaces), not {namespace}"
         return None, [Finding("TemplateNotAllowed", label_path, message)]
     return template, []
+
+
+def _in_scope(template: Template, policy: Policy, namespace: str) -> bool:
+    """Whether the template's own `match.namespaces` admits the namespace; the policy's default
+    always is: what the namespace's policy gives its unlabelled pods is its admin's choice."""
+    scope = template.match.namespaces
+    return (
+        template.name == policy.default_template
+        or not scope
+        or any(fnmatchcase(namespace, pattern) for pattern in scope)
+    )
+
+
+def _labels_taken(catalog: Catalog, policy: Policy, namespace: str) -> str:
+    """The templates a pod of the namespace may name by label, as `_explicit` judges the label: a
+    large catalog keeps most teams' templates to their own namespaces, and naming every template
+    the policy allows sent users to labels that were refused."""
+    allowing = catalog.templates if policy.allowed_templates is None else policy.allowed_templates
+    taken = [
+        name
+        for name in sorted(allowing)
+        if name in catalog.templates and _in_scope(catalog.templates[name], policy, namespace)
+    ]
+    return ", ".join(taken) or "none"
 
 
 def matches(match: TemplateMatch, view: PodView, namespace: str) -> bool:

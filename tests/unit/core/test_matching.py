@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tests.builders import context, make_catalog, make_pod, pairs, policy_doc, template_doc
+from tests.conftest import ROOT
 from webhook.core.decide import decide
 from webhook.core.matching import is_excluded, policy_for
 from webhook.core.model import TEMPLATE_LABEL, Catalog
@@ -305,3 +310,30 @@ def test_the_templates_a_denial_says_to_label_with_are_those_a_label_gets() -> N
     for name in named:
         labelled = make_pod().template(name).container("c", image="example.com/unknown", gpu=1).build()
         assert "TemplateNotAllowed" not in decide(labelled, context(catalog, namespace="team-b-x")).codes
+
+
+TEMPLATE_SCOPE_DENIAL = """
+from tests.builders import context, make_catalog, make_pod, policy_doc, template_doc
+from webhook.core.decide import decide
+catalog = make_catalog(
+    template_doc("team", match={"namespaces": ["team-a-*", "ml-team-a", "team-a", "[a-c]-team-a"]}),
+    policy_doc("all", ["*"]),
+)
+pod = make_pod().template("team").container("c", image="example.com/app", gpu=1).build()
+print(decide(pod, context(catalog, namespace="other")).violations[0].message)
+"""
+
+
+def test_a_label_refused_by_the_templates_namespaces_is_said_alike_in_every_process() -> None:
+    """The namespaces were listed in the order of a frozenset, which moves with the process's
+    string hashing: `check` and `krm` wrote another message on each run, and each API server
+    replica of the webhook its own."""
+    said = set()
+    for seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+        run = subprocess.run(
+            [sys.executable, "-c", TEMPLATE_SCOPE_DENIAL], env=env, cwd=ROOT, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        said.add(run.stdout)
+    assert len(said) == 1

@@ -21,6 +21,7 @@ from webhook.core.model import UNKNOWN_INVENTORY, Inventory, ScopedQuota
 from webhook.inventory.watch import POD_FIELD_SELECTOR, ClusterInventorySource, ClusterState, WatchConfigError
 
 MIG_1G = "nvidia.com/mig-1g.10gb"
+CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 
 def bound_pod(name: str, node: str, resource: str = MIG_1G, count: int = 1, phase: str = "Running") -> Any:
@@ -279,6 +280,40 @@ def test_bursts_of_events_are_batched_into_few_rebuilds(server: FakeApiServer) -
             server.put("pods", bound_pod(f"burst-{index}", "whole-0", resource="nvidia.com/gpu"))
         wait_for(lambda: used(source.current(), "whole-0", "nvidia.com/gpu") == 100, what="the burst")
         assert source.status()["rebuilds"] - before < 20
+    finally:
+        source.stop()
+
+
+def test_the_first_snapshot_never_replaces_a_newer_one(
+    server: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first snapshot is published by the stream whose list completes the sync, while the
+    streams already watching may have asked for a rebuild: a node cordoned meanwhile, published
+    by the rebuild, must not be undone by the first snapshot taken before it."""
+    server.kinds["deviceclasses"].gate.clear()
+    source = source_for(server)
+    snapshot = source._state.snapshot
+    cordoned = mig_node()
+    cordoned["spec"]["taints"].append(CORDON)
+    calls = []
+
+    def first_taken_before_the_cordon() -> Inventory:
+        calls.append(1)
+        taken = snapshot()
+        if len(calls) == 1:
+            server.put("nodes", cordoned)
+            deadline = time.monotonic() + 1.0  # until the rebuild published (or waits for this one)
+            while source.status()["rebuilds"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return taken
+
+    monkeypatch.setattr(source._state, "snapshot", first_taken_before_the_cordon)
+    source.start()
+    try:
+        wait_for(lambda: bool(server.requests("nodes", watch=True)), what="the node watch")
+        server.kinds["deviceclasses"].gate.set()
+        wait_for(source.ready, what="first sync")
+        wait_for(lambda: _node(source.current(), "mig-0").state == "cordoned", timeout=5, what="the cordon")
     finally:
         source.stop()
 

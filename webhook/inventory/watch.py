@@ -382,6 +382,7 @@ class ClusterInventorySource:
         self._rebuilds = 0
         self._unchanged_rebuilds = 0
         self._dirty = threading.Event()
+        self._publishing = threading.Lock()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._streams: list[_Stream] = []
@@ -676,14 +677,18 @@ class ClusterInventorySource:
                 self._publish()
 
     def _publish(self) -> None:
-        """Swap in a new snapshot, unless it equals the published one: then that object stays."""
-        fresh = self._state.snapshot()
-        if fresh != self._inventory:
-            self._inventory = fresh
-        else:
-            self._unchanged_rebuilds += 1
-        self._published_at = time.monotonic()
-        self._rebuilds += 1
+        """Swap in a new snapshot, unless it equals the published one: then that object stays.
+        One at a time: the first is published by the stream whose list completes the sync, maybe
+        while the rebuild thread publishes an event of a stream already watching, and a snapshot
+        taken before that event, swapped in after, would undo it until the next change."""
+        with self._publishing:
+            fresh = self._state.snapshot()
+            if fresh != self._inventory:
+                self._inventory = fresh
+            else:
+                self._unchanged_rebuilds += 1
+            self._published_at = time.monotonic()
+            self._rebuilds += 1
 
 
 def _list_answer(body: bytes, status: int) -> dict[str, Any]:

@@ -183,6 +183,21 @@ def test_an_interval_out_of_bounds_is_refused(
     assert args[0] in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("option", ["--workers", "--threads", "--decision-cache"])
+@pytest.mark.parametrize("value", ["many", "1.5", ""])
+def test_a_count_that_is_no_whole_number_is_refused_as_such(
+    capsys: pytest.CaptureFixture[str], taken_port: int, option: str, value: str
+) -> None:
+    """The error names the option and the value, not the parser's own function (argparse named
+    its `_not_negative`, `_positive`)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--bind", f"127.0.0.1:{taken_port}", option, value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and repr(value) in err
+    assert "_positive" not in err and "_not_negative" not in err
+
+
 def test_inventory_and_kubeconfig_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["serve", "--inventory", "a.yaml", "--kubeconfig", "b"])

@@ -61,3 +61,17 @@ def test_the_policy_namespace_fields_say_which_policy_governs_as_the_webhook_dec
     assert "longer pattern" not in namespaces
     assert "literal characters" in namespaces and "single-character wildcards" in namespaces
     assert "it names" in excluded and "names them exactly" in excluded
+
+
+def _described(kind: str) -> dict[str, str]:
+    (schema,) = [s for s in load_schemas() if str(s["$id"]).endswith(f"/{kind}.v1.json")]
+    return {field.path: field.description for field in fields(schema)}
+
+
+def test_the_template_tolerations_are_said_to_reach_pods_without_a_gpu_too() -> None:
+    """The reference said `inject.tolerations` are added to GPU pods, but every pod the template
+    applies to gets them (test_pods_without_gpus_get_only_the_template_tolerations): a CPU pod of
+    a `gpu: optional` template given `nvidia.com/gpu` tolerations may land on the GPU nodes."""
+    described = _described("template")["spec.inject.tolerations"]
+    assert "GPU pods (" not in described
+    assert "without a GPU" in described

@@ -75,3 +75,13 @@ def test_the_template_tolerations_are_said_to_reach_pods_without_a_gpu_too() -> 
     described = _described("template")["spec.inject.tolerations"]
     assert "GPU pods (" not in described
     assert "without a GPU" in described
+
+
+def test_devices_min_leaves_a_pod_without_a_gpu_to_the_gpu_field() -> None:
+    """The reference said `devices.min: 0` is what lets pods without a GPU in, but `devices.min`
+    counts only a pod that holds some (test_no_gpu_at_all_is_not_below_the_minimum): `gpu:
+    optional` with `devices.min: 2` admits a pod without a GPU, and `gpu: required` denies one
+    (NoGpuOnGpuTemplate) at the default 0."""
+    described = _described("template")["spec.accelerator.devices.min"]
+    assert "0: pods without a GPU are fine" not in described
+    assert "gpu: required" in described and "gpu: optional" in described

@@ -85,3 +85,15 @@ def test_devices_min_leaves_a_pod_without_a_gpu_to_the_gpu_field() -> None:
     described = _described("template")["spec.accelerator.devices.min"]
     assert "0: pods without a GPU are fine" not in described
     assert "gpu: required" in described and "gpu: optional" in described
+
+
+def test_the_template_namespaces_are_said_to_keep_its_label_to_them() -> None:
+    """`match.namespaces` keeps a pod's explicit template label to those namespaces too
+    (TemplateNotAllowed elsewhere, but for the policy's default: README "How a pod finds its
+    template"), where the reference called `match` a way to match "without an explicit label"
+    and authoring.md named only `templates.allowed` as what refuses a label."""
+    described = _described("template")
+    assert "TemplateNotAllowed" in described["spec.match.namespaces"]
+    assert "templates.default" in described["spec.match.namespaces"]
+    step = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8").split("2. **The namespace")[0]
+    assert "match.namespaces" in step

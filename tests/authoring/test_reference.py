@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from jsonschema import Draft202012Validator
 
 from tests.conftest import ROOT
 from webhook.authoring.reference import MISSING_EXAMPLE, fields, load_schemas, render_reference
+from webhook.catalog import lint_paths
 
 
 def test_checked_in_reference_matches_the_schemas() -> None:
@@ -97,3 +100,25 @@ def test_the_template_namespaces_are_said_to_keep_its_label_to_them() -> None:
     assert "templates.default" in described["spec.match.namespaces"]
     step = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8").split("2. **The namespace")[0]
     assert "match.namespaces" in step
+
+
+def test_the_compute_share_bounds_are_typed_as_the_load_reads_them(tmp_path: Path) -> None:
+    """The reference typed `podOverrides.computeShare.min`/`max` "string or number" (one bounds
+    type for memory and compute), but the load refuses a string there, `"0.1"` or `"50%"`
+    alike: a number is what the template author must write."""
+    lines = render_reference().splitlines()
+    rows = {line.split(" | ")[0]: line.split(" | ")[1] for line in lines if line.startswith("| `")}
+    for end in ("min", "max"):
+        assert rows[f"| `spec.accelerator.podOverrides.computeShare.{end}`"] == "number (> 0, ≤ 1)"
+    assert rows["| `spec.accelerator.podOverrides.gpuMemory.min`"] == "string or number"
+    body = (
+        "apiVersion: gpu.aethervirt.io/v1\nkind: WorkloadTemplate\nmetadata: {name: t}\nspec:\n"
+        "  kind: serving\n  accelerator:\n    gpu: required\n    computeShare: 0.5\n"
+        '    podOverrides: {computeShare: {min: "0.1", max: 2}}\n'
+    )
+    (tmp_path / "t.yaml").write_text(body, encoding="utf-8")
+    paths = {problem.path for problem in lint_paths([tmp_path])}
+    assert paths == {
+        "spec.accelerator.podOverrides.computeShare.min",
+        "spec.accelerator.podOverrides.computeShare.max",
+    }

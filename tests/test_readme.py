@@ -48,3 +48,24 @@ def test_every_review_metric_is_in_the_readme_with_each_of_its_labels() -> None:
         assert documented, f"{name} is not in the README with its labels"
         for label in collector._labelnames:
             assert f"`{label}`" in documented[1], f"{name}: label {label} is not in the README"
+
+
+def test_complete_yaml_examples_in_the_docs_are_valid_documents() -> None:
+    """Every policy, template and suite a reader may copy whole from README.md or docs/ (a block
+    with no `...` placeholder) is valid against its schema, as docs/reference.md's own are."""
+    import yaml
+    from jsonschema import Draft202012Validator
+
+    from webhook.authoring.reference import load_schemas
+
+    schemas = {s["properties"]["kind"]["const"]: s for s in load_schemas()}
+    checked = 0
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in re.findall(r"```yaml\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):
+            data = yaml.safe_load(block)
+            if "..." in block or data.get("kind") not in schemas:
+                continue
+            errors = [e.message for e in Draft202012Validator(schemas[data["kind"]]).iter_errors(data)]
+            assert errors == [], f"{doc.name}: {data['kind']} {data['metadata']['name']}: {errors}"
+            checked += 1
+    assert checked >= 4

@@ -88,6 +88,25 @@ def test_not_ready_answers_503() -> None:
     assert page.content_type.startswith("text/html")
 
 
+def test_pages_run_no_script_and_no_answer_is_sniffed() -> None:
+    """Node, label and pod names are the cluster's text: the pages allow inline styles and nothing
+    else (no script), and no answer is read as another type (found by QA)."""
+    ready, not_ready = (app_for(*sources(start=start)).test_client() for start in (True, False))
+    for page in (ready.get("/dashboard"), not_ready.get("/dashboard")):
+        policy = dict(
+            part.strip().split(" ", 1) for part in page.headers["Content-Security-Policy"].split(";")
+        )
+        assert policy == {
+            "default-src": "'none'",
+            "style-src": "'unsafe-inline'",
+            "base-uri": "'none'",
+            "form-action": "'none'",
+        }
+    answers = [ready.get(f"/report?format={output}") for output in ("json", "text", "csv", "xml")]
+    answers += [ready.get("/dashboard"), not_ready.get("/report"), not_ready.get("/dashboard")]
+    assert [answer.headers.get("X-Content-Type-Options") for answer in answers] == ["nosniff"] * 7
+
+
 def test_dashboard_has_a_row_per_node_a_bar_per_device_and_the_waste_list() -> None:
     inventory, catalog = sources()
     client = app_for(inventory, catalog).test_client()

@@ -23,6 +23,17 @@ from webhook.sources import CatalogSource, InventorySource
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "report" / "templates"
 _TYPES = {"json": "application/json", "text": "text/plain; charset=utf-8", "csv": "text/csv; charset=utf-8"}
+PAGE_POLICY = "; ".join(
+    (
+        "default-src 'none'",
+        "style-src 'unsafe-inline'",
+        "base-uri 'none'",
+        "form-action 'none'",
+    )
+)
+"""The pages' Content-Security-Policy: they are styled inline and load nothing else, and show text
+anyone who can create a pod or label a node controls, so no script runs even if some escaped
+the template's escaping. They may be framed (a portal's): they have nothing to click."""
 
 
 def report_blueprint(
@@ -44,10 +55,14 @@ def report_blueprint(
     @blueprint.get("/dashboard")
     def dashboard() -> Response:
         if not service.ready():
-            page = render_template("report/not_ready.html", status=inventory_source.status())
-            return Response(page, 503, content_type="text/html; charset=utf-8")
-        page = render_template("report/dashboard.html", **_page(service))
-        return Response(page, 200, content_type="text/html; charset=utf-8")
+            return _html(render_template("report/not_ready.html", status=inventory_source.status()), 503)
+        return _html(render_template("report/dashboard.html", **_page(service)), 200)
+
+    @blueprint.after_request
+    def no_sniffing(response: Response) -> Response:
+        """Browsers take the report's text and CSV for what they say they are, never for HTML."""
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
 
     return blueprint
 
@@ -85,6 +100,12 @@ def _pct(part: float, whole: float) -> float:
     if whole <= 0:
         return 100.0 if part > 0 else 0.0
     return round(100.0 * part / whole, 1)
+
+
+def _html(page: str, status: int) -> Response:
+    response = Response(page, status, content_type="text/html; charset=utf-8")
+    response.headers["Content-Security-Policy"] = PAGE_POLICY
+    return response
 
 
 def _error(status: int, code: str, field: str, message: str) -> Response:

@@ -11,6 +11,7 @@ from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
 from webhook.report.model import Report
+from webhook.report.render import render_text
 from webhook.report.utilisation import GPU_UTIL, GpuUtilisation, reading_from_series
 
 PRICE = 4.0
@@ -64,3 +65,16 @@ def test_exported_labels_name_the_workload() -> None:
     reading = _reading("w0", "0", 2.0, **EXPORTER, exported_namespace="ml", exported_pod="trainer")
     report = _report([reading])
     assert [(i.namespace, i.pod) for i in report.idle or ()] == [("ml", "trainer")]
+
+
+def test_the_text_shows_the_control_characters_of_an_exporters_labels_escaped() -> None:
+    """A node's dcgm-exporter labels its series as it likes: in the text, an ESC would clear or
+    recolour the reader's terminal, a newline forge a line of the report (found by QA)."""
+    forged = "1g.10gb\n  ml/other on w1: 1 GPU -> 1g.10gb (t), frees 1.00 GPU, $9.99/h"
+    reading = _reading("w0", "0\x1b[2J\x1b[31m", 1.0, namespace="ml", pod="trainer", GPU_I_PROFILE=forged)
+    report = _report([reading])
+    text = render_text(report)
+    idle = text.split("ALLOCATED BUT IDLE")[1].splitlines()[1:]
+    assert len(idle) == 1 and idle[0].startswith("  w0 gpu 0\\x1b[2J\\x1b[31m 1g.10gb\\n  ml/other")
+    assert "\x1b" not in text
+    assert report.idle is not None and report.idle[0].gpu == "0\x1b[2J\x1b[31m"  # JSON escapes it itself

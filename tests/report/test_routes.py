@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from html.parser import HTMLParser
 from typing import Any
 
@@ -125,6 +126,21 @@ def test_dashboard_without_pods_warns_that_usage_is_unknown() -> None:
     page = app_for(*sources(pods=False)).test_client().get("/dashboard")
     assert page.status_code == 200
     assert 'class="note warn"' in page.get_data(as_text=True)
+
+
+def _card(page: str, card: str) -> str:
+    """The text of the summary card with id `card`, tags and spacing dropped."""
+    start = page.index(f'id="{card}"')
+    html = page[start : page.index('<div class="card', start)]
+    return " ".join(re.sub(r"<[^>]*>", " ", html.split(">", 1)[1]).split())
+
+
+def test_the_waste_card_without_pods_says_unknown_not_no_pod() -> None:
+    """As the waste list below it does; "0 pods" said that no pod holds whole GPUs (found by QA)."""
+    unknown = app_for(*sources(pods=False)).test_client().get("/dashboard").get_data(as_text=True)
+    known = app_for(*sources()).test_client().get("/dashboard").get_data(as_text=True)
+    assert "0 pods" not in _card(unknown, "card-wasteful") and 'id="wasteful-unknown"' in unknown
+    assert "5 pods" in _card(known, "card-wasteful") and 'id="wasteful-unknown"' not in known
 
 
 def test_gauges_by_node_model_and_profile() -> None:

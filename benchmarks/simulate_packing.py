@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from webhook.catalog import load_catalog  # noqa: E402
 from webhook.core.decide import decide  # noqa: E402
 from webhook.core.model import PROFILE_ANNOTATION, Context, Inventory  # noqa: E402
-from webhook.core.podview import build_view  # noqa: E402
+from webhook.core.podview import LWS_SIZE_ANNOTATION, build_view  # noqa: E402
 from webhook.core.profiles import GPU, profile_compute_slices, profile_from_resource  # noqa: E402
 from webhook.core.workloads import pod_sites  # noqa: E402
 from webhook.inventory.files import load_inventory  # noqa: E402
@@ -165,6 +165,12 @@ def pods(manifests: list[Manifest]) -> Iterator[tuple[str, dict[str, Any], int]]
         for site in pod_sites(obj):
             pod = {"metadata": dict(site.pod.get("metadata") or {}), "spec": site.pod["spec"]}
             pod["metadata"].setdefault("namespace", (obj.get("metadata") or {}).get("namespace"))
+            if manifest.kind == "LeaderWorkerSet":  # its controller writes the group size on each pod
+                size = str((obj["spec"].get("leaderWorkerTemplate") or {}).get("size", 1))
+                pod["metadata"]["annotations"] = {
+                    **(pod["metadata"].get("annotations") or {}),
+                    LWS_SIZE_ANNOTATION: size,
+                }
             yield f"{manifest.source} {site.path}", pod, replicas(obj, site.pointer)
 
 

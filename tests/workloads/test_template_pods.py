@@ -27,6 +27,7 @@ from webhook.core.model import (
     Decision,
     Inventory,
 )
+from webhook.core.podview import LWS_SIZE_ANNOTATION
 from webhook.core.workloads import decide_object, held_by_queue, is_supported_object, pod_sites
 from webhook.sent import not_sent
 from webhook.yamlio import YamlError, load_documents
@@ -53,17 +54,17 @@ def _namespace(obj: dict[str, Any]) -> str:
 
 
 def _pods_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod each pod template makes (its metadata and spec), in the order of the templates."""
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": copy.deepcopy(site.pod["metadata"]),
-            "spec": site.pod["spec"],
-        }
-        for site in pod_sites(obj)
-        if site.writable
-    ]
+    """The pod each pod template makes (its metadata and spec), in the order of the templates,
+    with the group size annotation the LeaderWorkerSet controller writes on its pods."""
+    pods = []
+    for site in pod_sites(obj):
+        if site.writable:
+            metadata = copy.deepcopy(site.pod["metadata"])
+            if obj.get("kind") == "LeaderWorkerSet":
+                size = str(obj["spec"]["leaderWorkerTemplate"].get("size", 1))
+                metadata.setdefault("annotations", {})[LWS_SIZE_ANNOTATION] = size
+            pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": site.pod["spec"]})
+    return pods
 
 
 def _check_pods_come_back_unchanged(obj: dict[str, Any], catalog: Catalog, inventory: Inventory) -> int:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import shared_path
-from webhook.core.model import Catalog, Context, Inventory, Policy
+from webhook.core.model import Catalog, Context, Decision, Inventory, Policy
 from webhook.core.workloads import (
     SUPPORTED_KINDS,
     UnsupportedKind,
@@ -225,23 +225,27 @@ def test_templates_are_mutated_only_when_the_policy_says_so(
 def test_a_denied_workload_is_not_said_to_have_templates_mutated(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:
-    """A PyTorchJob whose Worker template is denied: its Master template's rewrite was reported
-    (warnings, denial lines, audit codes) though no patch goes with a denial (found by QA)."""
+    """A JobSet whose `bad` template is denied: its `good` template's rewrite was reported
+    (warnings, denial lines, audit codes) though no patch goes with a denial (found by QA). (A
+    PyTorchJob's Master and Worker are ranks of one job, which keep whole GPUs.)"""
     worker = copy.deepcopy(_vllm_template())
     worker["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpus": 1}
     job = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
         "metadata": {"name": "j", "namespace": "ml"},
         "spec": {
-            "pytorchReplicaSpecs": {"Master": {"template": _vllm_template()}, "Worker": {"template": worker}}
+            "replicatedJobs": [
+                {"name": name, "template": {"spec": {"template": template}}}
+                for name, template in (("good", _vllm_template()), ("bad", worker))
+            ]
         },
     }
     decision = decide_object(job, _context(catalog, inventories["mixed-cluster"], mutate_templates=True))
     assert not decision.allowed and decision.patch == ()
     assert "UnknownAcceleratorResource" in {v.code for v in decision.denials}
     assert {v.outcome for v in decision.violations} == {"deny"} and decision.warnings == ()
-    assert not any(".Master." in v.path for v in decision.violations)
+    assert not any("[name=good]" in v.path for v in decision.violations)
 
 
 def test_context_can_force_template_mutation(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
@@ -446,3 +450,47 @@ def test_a_workload_its_controller_owns_is_left_alone(
         )
     else:
         assert not decision.allowed and ("OwnedByController", "metadata.ownerReferences") not in codes
+
+
+def _codes_at(decision: Decision, code: str) -> list[str]:
+    return [v.path for v in decision.violations if v.code == code]
+
+
+@pytest.mark.parametrize(("size", "rewritten"), [(2, False), ("2", False), (1, True), (None, True)])
+def test_a_leaderworkerset_group_of_more_than_one_pod_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], size: object, rewritten: bool
+) -> None:
+    """Its pods are ranks of one model served across them (tensor parallelism over NCCL); a group
+    of one (the default size) is a lone replica and gets its slice."""
+    lws = copy.deepcopy(_first("lws__sglang-lws.yaml", "LeaderWorkerSet"))
+    lws["spec"]["leaderWorkerTemplate"].pop("size")
+    if size is not None:
+        lws["spec"]["leaderWorkerTemplate"]["size"] = size
+    decision = decide_object(lws, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "llm-serving"
+    roles = ("leaderTemplate", "workerTemplate")
+    gpus = [
+        f'spec.leaderWorkerTemplate.{role}.spec.containers[name=sglang-{role[:6]}].resources.limits["nvidia.com/gpu"]'
+        for role in roles
+    ]
+    assert _codes_at(decision, "RewrittenToMig") == (gpus if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)
+
+
+@pytest.mark.parametrize(("workers", "rewritten"), [(2, False), (0, True)])
+def test_a_kubeflow_job_of_more_than_one_replica_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], workers: int, rewritten: bool
+) -> None:
+    """Its replicas are ranks of one data-parallel job that all-reduce over NCCL, even where the
+    image is a single-GPU fine-tuning one; a job of one Master is a lone pod and gets its slice."""
+    job = copy.deepcopy(_first("nvidia-kai-scheduler__pytorch-job.yaml", "PyTorchJob"))
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    for role in specs.values():
+        role["template"]["spec"]["containers"][0]["image"] = "winglian/axolotl:main-latest"
+    specs["Worker"]["replicas"] = workers
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "spec.pytorchReplicaSpecs.Master.template.spec.containers[name=pytorch]"
+    master = f'{container}.resources.limits["nvidia.com/gpu"]'
+    assert (master in _codes_at(decision, "RewrittenToMig")) is rewritten
+    assert (master in _codes_at(decision, "KeptWholeGpu")) is not rewritten

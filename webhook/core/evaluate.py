@@ -42,10 +42,18 @@ class Evaluation:
 
 
 def evaluate(
-    pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str, queued: bool = False
+    pod: Pod,
+    context: Context,
+    namespace: str,
+    policy: Policy,
+    base: str,
+    meta: str,
+    queued: bool = False,
+    grouped: bool = False,
 ) -> Evaluation:
     """Checks only: what template applies and every problem found, with paths under `base`.
     `queued`: a workload's pod template whose workload a queue manager holds (podview.build_view).
+    `grouped`: a workload's pod template whose pods are ranks of a multi-pod group (PodView.grouped).
 
     A spec with DRA resourceClaims is checked on what its containers ask for through extended
     resources (names, quantities, counts against the template, the policy and the nodes), so a
@@ -54,7 +62,7 @@ def evaluate(
     that would need the pod's every device (NoGpuOnGpuTemplate, BelowTemplateMinGpus) say nothing."""
     inventory = context.inventory
     spec, metadata = _mapping(pod.get("spec")), _mapping(pod.get("metadata"))
-    view = build_view(spec, metadata, inventory.advertised, inventory.known, base, meta, queued)
+    view = build_view(spec, metadata, inventory.advertised, inventory.known, base, meta, queued, grouped)
     template, findings = resolve_template(view, namespace, context.catalog, policy)
     need, need_findings = resolve_need(template, view)
     if view.has_resource_claims:
@@ -70,17 +78,24 @@ def evaluate(
 
 
 def evaluate_first_asked(
-    pod: Pod, context: Context, namespace: str, policy: Policy, base: str, meta: str, queued: bool = False
+    pod: Pod,
+    context: Context,
+    namespace: str,
+    policy: Policy,
+    base: str,
+    meta: str,
+    queued: bool = False,
+    grouped: bool = False,
 ) -> tuple[Pod, Evaluation]:
     """The pod read as first asked for (webhook/core/rewritten.py), and its evaluation. A pod that
     is never mutated (DRA claims) is stored as it stands, so it is judged as it stands: read as
     first asked for, a rewrite record its author wrote renamed a slice its template forbids or its
     policy does not allow back to nvidia.com/gpu, with no patch for /validate to see."""
     read = as_first_asked(pod)
-    evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
+    evaluation = evaluate(read, context, namespace, policy, base, meta, queued, grouped)
     if evaluation.env is None and read is not pod:
         read = without_rewrite_record(pod)
-        evaluation = evaluate(read, context, namespace, policy, base, meta, queued)
+        evaluation = evaluate(read, context, namespace, policy, base, meta, queued, grouped)
     return read, evaluation
 
 

@@ -96,6 +96,10 @@ class PodView:
     queued: bool = False
     """Held for a queue manager: scheduling gates (Kueue's `kueue.x-k8s.io/admission`), or Kueue's
     queue label, which its webhook turns into a gate whatever order the webhooks run in."""
+    grouped: bool = False
+    """One rank of a multi-pod distributed group (a LeaderWorkerSet group, a torch.distributed
+    world of more than one pod): its model or batch was split over several GPUs because one could
+    not hold it, and its ranks talk over NCCL, so it keeps whole GPUs as a multi-GPU container does."""
 
     def __init__(
         self,
@@ -106,6 +110,7 @@ class PodView:
         annotations: dict[str, str],
         has_resource_claims: bool,
         queued: bool = False,
+        grouped: bool = False,
     ) -> None:
         object.__setattr__(self, "base", base)
         object.__setattr__(self, "meta", meta)
@@ -114,6 +119,7 @@ class PodView:
         object.__setattr__(self, "annotations", annotations)
         object.__setattr__(self, "has_resource_claims", has_resource_claims)
         object.__setattr__(self, "queued", queued)
+        object.__setattr__(self, "grouped", grouped)
 
     def effective(self, resource: str) -> int:
         """The pod's request of one resource the way the scheduler counts it."""
@@ -143,9 +149,12 @@ def build_view(
     base: str = "spec",
     meta: str = "metadata",
     queued: bool = False,
+    grouped: bool = False,
 ) -> PodView:
     """`queued`: the workload the pod spec belongs to is held for a queue manager (Kueue's label
-    on the Job, not on its pod template); a pod's own gates and label are read here."""
+    on the Job, not on its pod template); a pod's own gates and label are read here. `grouped`:
+    the workload runs the pod spec as one rank of a multi-pod group (`PodView.grouped`); a pod's
+    own marks of one are read here (`_in_group`)."""
     containers = []
     pod_spec, pod_meta = lenient_object(spec), lenient_object(metadata)
     for group in CONTAINER_GROUPS:
@@ -156,18 +165,56 @@ def build_view(
             if isinstance(item, MAPPINGS):
                 containers.append(_container(base, group, index, item, advertised, inventory_known))
     labels = _str_map(pod_meta.get("labels"))
+    annotations = _str_map(pod_meta.get("annotations"))
     return PodView(
         base=base,
         meta=meta,
         containers=tuple(containers),
         labels=labels,
-        annotations=_str_map(pod_meta.get("annotations")),
+        annotations=annotations,
         has_resource_claims=bool(pod_spec.get("resourceClaims")),
         queued=queued or bool(pod_spec.get("schedulingGates")) or KUEUE_QUEUE_LABEL in labels,
+        grouped=grouped or _in_group(annotations, pod_spec),
     )
 
 
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+LWS_SIZE_ANNOTATION: Final = "leaderworkerset.sigs.k8s.io/size"
+"""The LeaderWorkerSet controller writes its group's size (`leaderWorkerTemplate.size`) on every pod."""
+
+
+GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES"})
+"""torch.distributed's world size, which the Kubeflow training operator sets on every PyTorchJob
+pod; torchrun's node count, which Kubeflow Trainer sets on every TrainJob pod."""
+
+
+def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
+    """A pod created as one rank of a group of more than one: a LeaderWorkerSet's (its size
+    annotation), or a torch.distributed world's (a container's `GROUP_SIZE_VARS`)."""
+    if group_size(annotations.get(LWS_SIZE_ANNOTATION)) > 1:
+        return True
+    for group in CONTAINER_GROUPS:
+        items = spec.get(group)
+        for item in items if isinstance(items, list) else ():
+            env = item.get("env") if isinstance(item, MAPPINGS) else None
+            for var in env if isinstance(env, list) else ():
+                if (
+                    isinstance(var, MAPPINGS)
+                    and var.get("name") in GROUP_SIZE_VARS
+                    and group_size(var.get("value")) > 1
+                ):
+                    return True
+    return False
+
+
+def group_size(value: object) -> int:
+    """A group size written as an integer or its decimal text; 0 for anything else (a variable
+    such as `$(LWS_GROUP_SIZE)`, a placeholder)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = value.strip() if isinstance(value, str) else ""
+    # int() of thousands of digits raises; no group has a billion pods
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else 0
 
 
 def _container(

@@ -79,6 +79,7 @@ _QUEUED: Final = (
     "request as written and may then pin its nodes"
 )
 _KEPT_WHOLE: Final = "kept the whole GPU"
+_GROUPED: Final = "a rank of a multi-pod group (LeaderWorkerSet, torch.distributed) needs a whole GPU"
 
 
 def plan_slice(
@@ -99,9 +100,8 @@ def plan_slice(
     devices = _rewritable_devices(view)
     if devices == 0 or not need.known:
         return NO_PLAN
-    if view.queued:
-        message = f"{_QUEUED}; {_kept(inventory, placement)}"
-        return Plan(findings=(Finding("QueuedPodKeptAsWritten", _gpu_path(view), message),))
+    if view.queued or view.grouped:
+        return _kept_as_written(view, inventory, placement)
     if placement is None:
         offers, original = inventory.offers, None
     else:
@@ -327,6 +327,12 @@ def _over_quota(need: Need, beyond: list[SliceOffer], quota: Mapping[str, int]) 
         f"the MIG slices that fit {describe_need(need)} ({profiles}) are not within the namespace's "
         f"ResourceQuota, which limits {limited}"
     )
+
+
+def _kept_as_written(view: PodView, inventory: Inventory, placement: Placement | None) -> Plan:
+    """No slice for a pod held for a queue manager or one rank of a multi-pod group, and why."""
+    code, why = ("QueuedPodKeptAsWritten", _QUEUED) if view.queued else ("KeptWholeGpu", _GROUPED)
+    return Plan(findings=(Finding(code, _gpu_path(view), f"{why}; {_kept(inventory, placement)}"),))
 
 
 def _kept(inventory: Inventory, placement: Placement | None) -> str:

@@ -29,7 +29,7 @@ from typing import Any, Final
 from webhook.core.decide import decide, denies, finish, governing, patch_for, unmade
 from webhook.core.evaluate import copy_object, evaluate, evaluate_first_asked, mutated_copy
 from webhook.core.model import PROFILE_ANNOTATION, Context, Decision, Finding, Pod, Policy
-from webhook.core.podview import KUEUE_QUEUE_LABEL
+from webhook.core.podview import KUEUE_QUEUE_LABEL, group_size
 from webhook.core.reasons import REASONS
 from webhook.core.rewritten import as_first_asked, redecided, without_rewrite_record
 
@@ -149,6 +149,9 @@ class Site:
     """Path prefixes of a synthetic pod rewritten to where the fields really are."""
     gpu_optional: bool = False
     """A role that runs no GPU by design (an MPI launcher, a Ray head) even under a GPU template."""
+    grouped: bool = False
+    """Its pods are ranks of a multi-pod group (PodView.grouped): a LeaderWorkerSet group of more
+    than one pod, a PyTorchJob of more than one replica."""
 
     @property
     def writable(self) -> bool:
@@ -327,7 +330,9 @@ def _evaluate_site(
     base = f"{site.path}.spec" if site.writable else site.path
     meta = f"{site.path}.metadata" if site.writable else "metadata"
     if site.writable:  # decided as its pods will be
-        read, evaluation = evaluate_first_asked(site.pod, context, namespace, policy, base, meta, queued)
+        read, evaluation = evaluate_first_asked(
+            site.pod, context, namespace, policy, base, meta, queued, site.grouped
+        )
     else:
         read, evaluation = site.pod, evaluate(site.pod, context, namespace, policy, base, meta, queued)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
@@ -375,7 +380,9 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
         found: list[tuple[tuple[Step, ...], str]] = [
             (("spec", key, r, "template"), f"spec.{key}.{r}.template") for r in roles
         ]
-        return [_gpu_optional(site) for site in _template_sites(obj, found)]
+        # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's (podview)
+        grouped = kind == "PyTorchJob" and _replicas(_mapping(spec.get(key))) > 1
+        return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]
     if kind in _RAY_CLUSTER_AT:
         return [
             _gpu_optional(s) for s in _template_sites(obj, list(_ray_templates(spec, _RAY_CLUSTER_AT[kind])))
@@ -385,7 +392,9 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
     if kind == "LeaderWorkerSet":
         base = ("spec", "leaderWorkerTemplate")
         parts = ("leaderTemplate", "workerTemplate")
-        return _template_sites(obj, [((*base, p), f"spec.leaderWorkerTemplate.{p}") for p in parts])
+        grouped = group_size(_mapping(spec.get("leaderWorkerTemplate")).get("size")) > 1
+        sites = _template_sites(obj, [((*base, p), f"spec.leaderWorkerTemplate.{p}") for p in parts])
+        return [replace(site, grouped=grouped) for site in sites]
     if kind == "InferenceService":
         return list(_kserve_sites(spec, metadata))
     if kind == "TrainJob":
@@ -404,6 +413,16 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
 
 
 _GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
+
+
+def _replicas(replica_specs: Mapping[str, Any]) -> int:
+    """The pods a Kubeflow job runs over its roles (a role's `replicas` defaults to 1; one that is
+    not a number, `__NUM_NODES__`, counts none)."""
+    total = 0
+    for role in replica_specs.values():
+        replicas = _mapping(role).get("replicas", 1)
+        total += group_size(replicas) if replicas is not None else 1
+    return total
 
 
 def _gpu_optional(site: Site) -> Site:

@@ -18,7 +18,7 @@ from typing import Any
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
 from webhook.core.model import ANNOTATION_PREFIX, ANNOTATIONS_MAX_BYTES, MIRROR_ANNOTATION, lenient_object
 from webhook.core.placement import REQUIRED
-from webhook.core.podview import build_view
+from webhook.core.podview import GROUP_SIZE_VARS, LWS_SIZE_ANNOTATION, build_view
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
 
@@ -36,9 +36,9 @@ _KEPT_SPEC_FIELDS = (
     "overhead",
 )
 _POD_AFFINITIES = ("podAffinity", "podAntiAffinity")
-_READ_ANNOTATIONS = frozenset({MIRROR_ANNOTATION, *ANNOTATION_REQUESTS})
-"""Besides this webhook's own: a static pod's mirror (left alone) and the KAI scheduler's GPU
-requests (template_fit)."""
+_READ_ANNOTATIONS = frozenset({MIRROR_ANNOTATION, LWS_SIZE_ANNOTATION, *ANNOTATION_REQUESTS})
+"""Besides this webhook's own: a static pod's mirror (left alone), a LeaderWorkerSet's group size
+(a rank keeps whole GPUs) and the KAI scheduler's GPU requests (template_fit)."""
 _ALL_ANNOTATIONS_FROM = ANNOTATIONS_MAX_BYTES // 8
 """Characters of annotations beyond which all are kept: at up to 4 bytes each they could take
 half of what the API server allows, and what a rewrite adds could take them past it."""
@@ -105,7 +105,8 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     tolerations; not the nodeName the scheduler gave it, which `decide` would keep to), what
     ResourceQuota scopes select it by, DRA claims, scheduling gates, pod-level resources and
     overhead, containers. What only shapes the patch (volumes, preferred node affinity,
-    runtimeClassName, managedFields) goes, with everything else (env, probes, status)."""
+    runtimeClassName, managedFields) goes, with everything else (env but a group size, probes,
+    status)."""
     metadata = lenient_object(pod.get("metadata"))
     spec = lenient_object(pod.get("spec"))
     kept_meta: dict[str, Any] = {k: metadata[k] for k in ("name", "namespace", "labels") if k in metadata}
@@ -147,4 +148,10 @@ def _affinity(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: container[k] for k in _KEPT_CONTAINER_FIELDS if k in container}
+    kept = {k: container[k] for k in _KEPT_CONTAINER_FIELDS if k in container}
+    env = container.get("env")
+    if isinstance(env, list):  # a torch.distributed rank keeps whole GPUs (PodView.grouped)
+        sizes = [v for v in env if isinstance(v, Mapping) and v.get("name") in GROUP_SIZE_VARS]
+        if sizes:
+            kept["env"] = sizes
+    return kept

@@ -330,3 +330,10 @@ def test_its_own_selectors_label_injected_changes_no_next_decision(
             assert second.patch == (), (namespace, second.patch)
             assert judged(second) == judged(first), namespace
     assert injected == {"default", "research-a", "notebooks"}
+
+
+def test_the_leaderworkerset_size_annotation_is_refused() -> None:
+    """Injected, it would make the next decision read every pod of the template as a rank of a
+    group, and give back the whole GPU the first decision rewrote to a slice."""
+    found = refused(injecting("annotations", "leaderworkerset.sigs.k8s.io/size", "2"))
+    assert found == {("<memory>", 'spec.inject.annotations["leaderworkerset.sigs.k8s.io/size"]')}

@@ -96,3 +96,30 @@ def test_resource_claims_are_noticed() -> None:
         .build()
     )
     assert view(pod).has_resource_claims
+
+
+@pytest.mark.parametrize(
+    ("annotations", "env", "grouped"),
+    [
+        ({"leaderworkerset.sigs.k8s.io/size": "2"}, None, True),
+        ({"leaderworkerset.sigs.k8s.io/size": "1"}, None, False),  # a lone leader: a replica of its own
+        (None, [{"name": "WORLD_SIZE", "value": "4"}], True),
+        (None, [{"name": "WORLD_SIZE", "value": "1"}], False),
+        (None, [{"name": "PET_NNODES", "value": "2"}], True),  # a TrainJob of 2 nodes (Kubeflow Trainer)
+        (None, [{"name": "PET_NNODES", "value": "1"}], False),
+        (None, [{"name": "WORLD_SIZE", "value": "$(LWS_GROUP_SIZE)"}], False),  # not read: a variable
+        (None, [{"name": "WORLD_SIZE", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}], False),
+        ({"leaderworkerset.sigs.k8s.io/size": "9" * 5000}, None, False),  # int() of it raises
+        ({"leaderworkerset.sigs.k8s.io/size": "٢"}, None, False),  # an Arabic-Indic 2 is no size
+        (None, None, False),
+    ],
+)
+def test_a_rank_of_a_multi_pod_group_is_told_by_what_its_controller_writes(
+    annotations: dict[str, str] | None, env: list[dict[str, Any]] | None, grouped: bool
+) -> None:
+    pod = make_pod().container("a", gpu=1).build()
+    if annotations is not None:
+        pod["metadata"]["annotations"] = annotations
+    if env is not None:
+        pod["spec"]["containers"][0]["env"] = env
+    assert view(pod).grouped is grouped

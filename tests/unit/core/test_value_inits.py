@@ -69,7 +69,7 @@ def example_values() -> dict[str, dict[str, Any]]:
         },
         "PodView": {
             "base": "spec", "meta": "metadata", "containers": (), "labels": {"a": "1"},
-            "annotations": {"b": "2"}, "has_resource_claims": True, "queued": True,
+            "annotations": {"b": "2"}, "has_resource_claims": True, "queued": True, "grouped": False,
         },
         "Plan": {"offer": offer, "rewrite": True, "findings": (finding,)},
         "Evaluation": {"template": template, "findings": (finding,), "env": env},

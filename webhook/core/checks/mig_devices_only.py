@@ -2,7 +2,9 @@
 devices (single-strategy or GKE partition nodes) gets a MIG device, not a GPU. That is how one
 asks for a MIG device there, so it is fine, unless the webhook knows no such device will do: its
 template forbids MIG, or it states a need that no device of those nodes holds (KeptWholeGpu
-only says, for a template that prefers MIG, that it keeps such a device). A warning, not a
+only says, for a template that prefers MIG, that it keeps such a device), or a container asks
+for several: a CUDA process sees only one MIG device, so a tensor-parallel server or a
+multi-GPU trainer gets devices it cannot use together. A warning, not a
 denial: the pod does run, on a device its owner may not expect, and workloads admitted before
 this check must go on scaling. Where a DRA DeviceClass serves `nvidia.com/gpu`, whole GPUs exist,
 for a pod whose node choice may reach a node DRA serves on. A device of a profile the policy
@@ -37,8 +39,23 @@ def check(env: Env) -> list[Finding]:
     elif env.need.known and not any(holds(o, env.need, 1) for o in offers):
         message = f"{served}, none of which holds {describe_need(env.need)}"
     else:
-        return []
+        return _several_in_a_container(env, served)
     return [Finding("OnlyMigDevices", request_path(env, GPU), message)]
+
+
+def _several_in_a_container(env: Env, served: str) -> list[Finding]:
+    """OnlyMigDevices at the container that asks for the most nvidia.com/gpu, where that is more
+    than one: its CUDA processes see one MIG device each."""
+    most, path = 1, ""
+    for container in env.view.containers:
+        for accel in container.gpu_requests:
+            if accel.resource == GPU and accel.count is not None and accel.count > most:
+                section = "limits" if accel.limit is not None else "requests"
+                most, path = accel.count, container.resource_path(section, GPU)
+    if not path:
+        return []
+    message = f"{served}; a CUDA process sees only one MIG device, and a container asks for {most}"
+    return [Finding("OnlyMigDevices", path, message)]
 
 
 def _gets_whole_gpus(env: Env) -> bool:

@@ -494,3 +494,43 @@ def test_a_kubeflow_job_of_more_than_one_replica_keeps_whole_gpus(
     master = f'{container}.resources.limits["nvidia.com/gpu"]'
     assert (master in _codes_at(decision, "RewrittenToMig")) is rewritten
     assert (master in _codes_at(decision, "KeptWholeGpu")) is not rewritten
+
+
+@pytest.mark.parametrize(("plugins", "rewritten"), [({"pytorch": ["--master=master"]}, False), ({}, True)])
+def test_a_volcano_job_under_its_pytorch_plugin_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], plugins: dict[str, Any], rewritten: bool
+) -> None:
+    """The plugin sets WORLD_SIZE on every pod of the Job, which its pods are then read by (ranks
+    of one torch.distributed world keep whole GPUs): the template is kept whole as its pods will
+    be. Without the plugin its tasks are pods of their own and get slices."""
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "trainer",
+                    "image": "winglian/axolotl:main-latest",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        }
+    }
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "ft", "namespace": "ml"},
+        "spec": {
+            "plugins": plugins,
+            "tasks": [
+                {"name": "master", "replicas": 1, "template": template},
+                {"name": "worker", "replicas": 1, "template": copy.deepcopy(template)},
+            ],
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    gpus = [
+        f'spec.tasks[name={task}].template.spec.containers[name=trainer].resources.limits["nvidia.com/gpu"]'
+        for task in ("master", "worker")
+    ]
+    assert _codes_at(decision, "RewrittenToMig") == (gpus if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)

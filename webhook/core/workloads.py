@@ -22,7 +22,7 @@ removed), so that its pods come back from the webhook unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -151,7 +151,8 @@ class Site:
     """A role that runs no GPU by design (an MPI launcher, a Ray head) even under a GPU template."""
     grouped: bool = False
     """Its pods are ranks of a multi-pod group (PodView.grouped): a LeaderWorkerSet group of more
-    than one pod, a PyTorchJob of more than one replica."""
+    than one pod, a PyTorchJob of more than one replica, a Volcano Job of more than one pod under
+    its pytorch plugin."""
 
     @property
     def writable(self) -> bool:
@@ -369,7 +370,9 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
     spec = _mapping(obj.get("spec"))
     metadata = _mapping(obj.get("metadata"))
     if (group, kind) == VOLCANO_JOB:
-        return _template_sites(obj, list(_volcano_templates(spec)))
+        # its pods say so too: Volcano's pytorch plugin sets WORLD_SIZE on them (podview)
+        grouped = "pytorch" in _mapping(spec.get("plugins")) and _replicas(_list(spec.get("tasks"))) > 1
+        return [replace(s, grouped=grouped) for s in _template_sites(obj, list(_volcano_templates(spec)))]
     if _GROUP_OF.get(kind) != group:
         return []
     if kind in _TEMPLATE_AT:
@@ -381,7 +384,7 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
             (("spec", key, r, "template"), f"spec.{key}.{r}.template") for r in roles
         ]
         # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's (podview)
-        grouped = kind == "PyTorchJob" and _replicas(_mapping(spec.get(key))) > 1
+        grouped = kind == "PyTorchJob" and _replicas(_mapping(spec.get(key)).values()) > 1
         return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]
     if kind in _RAY_CLUSTER_AT:
         return [
@@ -415,11 +418,11 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
 _GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
 
 
-def _replicas(replica_specs: Mapping[str, Any]) -> int:
-    """The pods a Kubeflow job runs over its roles (a role's `replicas` defaults to 1; one that is
-    not a number, `__NUM_NODES__`, counts none)."""
+def _replicas(roles: Iterable[Any]) -> int:
+    """The pods a job runs over its roles (a Kubeflow job's replica specs, a Volcano Job's tasks;
+    a role's `replicas` defaults to 1; one that is not a number, `__NUM_NODES__`, counts none)."""
     total = 0
-    for role in replica_specs.values():
+    for role in roles:
         replicas = _mapping(role).get("replicas", 1)
         total += group_size(replicas) if replicas is not None else 1
     return total

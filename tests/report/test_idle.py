@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import H100, make_catalog, make_pod, policy_doc, template_doc, whole_node
+from tests.builders import H100, make_catalog, make_node, make_pod, policy_doc, template_doc, whole_node
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.usage import pod_usage
 from webhook.report.build import build_report
@@ -95,3 +95,25 @@ def test_the_csv_shows_an_exporters_formula_as_text() -> None:
         ("'" + model, "'@SUM(1)", "w0")
     ]
     assert all(cell[:1] not in "=+-@" for row in rows for cell in row.values() if cell)
+
+
+def test_a_time_sliced_gpu_read_under_each_of_its_holders_is_costed_once() -> None:
+    node = make_node(
+        "ts0",
+        {
+            "nvidia.com/gpu.product": H100,
+            "nvidia.com/gpu.replicas": "4",
+            "nvidia.com/gpu.sharing-strategy": "time-slicing",
+        },
+        {"nvidia.com/gpu": 4},
+    )
+    pods = [_pod("a", "ts0", 1), _pod("b", "ts0", 1)]
+    catalog = make_catalog(
+        template_doc("t", {"gpu": "optional"}, match={"images": ["yy*"]}),
+        policy_doc("all", prices={H100: PRICE}),
+    )
+    usages = [u for u in map(pod_usage, pods) if u is not None]
+    readings = [_reading("ts0", "0", 1.0, namespace="ml", pod=name) for name in ("a", "b")]
+    report = build_report(build_inventory([node], pods), catalog, usages, readings, window="1h")
+    assert [(i.node, i.gpu) for i in report.idle or ()] == [("ts0", "0")]
+    assert report.costs.idle_per_hour == pytest.approx(PRICE)

@@ -27,7 +27,7 @@ from webhook.report.sharing import (
     sharing_of,
     unrecognised_profile,
 )
-from webhook.report.utilisation import GpuUtilisation
+from webhook.report.utilisation import GpuUtilisation, device_key
 from webhook.report.waste import WasteFinder
 
 IDLE_THRESHOLD_PERCENT = 5.0
@@ -226,12 +226,20 @@ def _idle(
 ) -> list[IdleGpu]:
     """Readings under the bar of devices a pod holds. With pod usage known, the pod a reading names
     must be bound to that node and hold accelerators: a scrape of dcgm-exporter that is not
-    relabelled names the exporter's own pod on a GPU nobody holds, which is unallocated, not idle."""
+    relabelled names the exporter's own pod on a GPU nobody holds, which is unallocated, not idle,
+    and a pod that held the device earlier in the window is not the one holding it now. One reading
+    per device: a shared GPU's holders read alike and it is costed once."""
     found = []
+    seen: set[tuple[str, str, str, str]] = set()
     for reading in readings:
-        if not reading.pod or reading.percent >= threshold:
+        if not reading.pod:
             continue
         if holders is not None and (reading.hostname, reading.namespace, reading.pod) not in holders:
+            continue
+        if device_key(reading) in seen:
+            continue
+        seen.add(device_key(reading))
+        if reading.percent >= threshold:
             continue
         node = nodes.get(reading.hostname)
         price = gpu_price(node, prices) if node is not None else None

@@ -112,18 +112,25 @@ def _url_problem(url: str) -> str:
 
 
 def query_utilisation(url: str, window: str, timeout: float = 10.0) -> list[GpuUtilisation]:
-    """Average utilisation per GPU or MIG device over the window, engine-active first; the whole
-    read (both queries, from connecting to the last byte) is given up after `timeout` seconds."""
+    """Average utilisation per GPU or MIG device and pod over the window, engine-active first; the
+    whole read (both queries, from connecting to the last byte) is given up after `timeout` seconds.
+    A device that changed hands within the window has a series per pod that held it: each is kept,
+    for the report to read the current holder's (build._idle), whichever Prometheus answers first."""
     check_url(url)
     check_window(window)
     deadline = time.monotonic() + timeout
-    found: dict[tuple[str, str, str, str], GpuUtilisation] = {}
+    found: dict[tuple[str, ...], GpuUtilisation] = {}
     for metric, scale in ((ENGINE_ACTIVE, 100.0), (GPU_UTIL, 1.0)):
         for series in _query(url, f"avg_over_time({metric}[{window}])", deadline):
             reading = reading_from_series(series, metric, scale)
             if reading is not None:
-                found.setdefault((reading.hostname, reading.gpu, reading.uuid, reading.instance), reading)
-    return sorted(found.values(), key=lambda r: (r.hostname, r.gpu, r.instance))
+                found.setdefault((*device_key(reading), reading.namespace, reading.pod), reading)
+    return sorted(found.values(), key=lambda r: (r.hostname, r.gpu, r.instance, r.namespace, r.pod))
+
+
+def device_key(reading: GpuUtilisation) -> tuple[str, str, str, str]:
+    """The GPU or MIG device a reading is of."""
+    return reading.hostname, reading.gpu, reading.uuid, reading.instance
 
 
 def _query(url: str, promql: str, deadline: float) -> list[Mapping[str, Any]]:

@@ -218,3 +218,12 @@ def test_a_relist_keeps_the_pod_records_it_holds_equal_and_their_tuple() -> None
     state.replace_pods(u for u in map(pod_usage, relabelled) if u is not None)
     assert state.pod_usage() is not records
     assert [a is b for a, b in zip(state.pod_usage(), records, strict=True)] == [True] * 6 + [False]
+
+
+def test_trimmed_pod_keeps_the_group_size_env_only() -> None:
+    """A torch.distributed rank's WORLD_SIZE is kept (it keeps whole GPUs); an entry whose name is
+    no string is not, and is no TypeError (found by review)."""
+    pod = make_pod("p").container("c", gpu=1).build()
+    world = {"name": "WORLD_SIZE", "value": "2"}
+    pod["spec"]["containers"][0]["env"] = [{"name": "HOME", "value": "/"}, world, {"name": {"a": 1}}]
+    assert trim_pod(bound(pod, "n"))["spec"]["containers"][0]["env"] == [world]

@@ -534,3 +534,20 @@ def test_a_volcano_job_under_its_pytorch_plugin_keeps_whole_gpus(
     ]
     assert _codes_at(decision, "RewrittenToMig") == (gpus if rewritten else [])
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)
+
+
+def test_a_workload_with_an_object_for_an_env_name_is_decided_not_an_internal_error(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """A custom resource reaches the webhook before its schema is checked, so an env entry's name
+    may be an object: looked up in the group-size names (a set), it was a TypeError, which
+    /validate answers with a 500 (found by review). It names no group size: the lone replica of a
+    LeaderWorkerSet of one pod gets its slice."""
+    lws = copy.deepcopy(_first("lws__sglang-lws.yaml", "LeaderWorkerSet"))
+    lws["spec"]["leaderWorkerTemplate"]["size"] = 1
+    for role in ("leaderTemplate", "workerTemplate"):
+        container = lws["spec"]["leaderWorkerTemplate"][role]["spec"]["containers"][0]
+        container["env"] = [{"name": {"WORLD_SIZE": "2"}, "value": "2"}]
+    decision = decide_object(lws, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "llm-serving"
+    assert len(_codes_at(decision, "RewrittenToMig")) == 2

@@ -198,13 +198,19 @@ def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
         for item in items if isinstance(items, list) else ():
             env = item.get("env") if isinstance(item, MAPPINGS) else None
             for var in env if isinstance(env, list) else ():
-                if (
-                    isinstance(var, MAPPINGS)
-                    and var.get("name") in GROUP_SIZE_VARS
-                    and group_size(var.get("value")) > 1
-                ):
+                if sets_group_size(var) and group_size(var.get("value")) > 1:
                     return True
     return False
+
+
+def sets_group_size(var: object) -> bool:
+    """An env entry naming one of `GROUP_SIZE_VARS`; one whose name is no string (an object, which
+    no API server sends for a pod, but a custom resource's pod template may hold before its schema
+    is checked, and which cannot be looked up in a set) is none."""
+    if not isinstance(var, MAPPINGS):
+        return False
+    name = var.get("name")
+    return isinstance(name, str) and name in GROUP_SIZE_VARS
 
 
 def group_size(value: object) -> int:

@@ -109,6 +109,8 @@ def test_resource_claims_are_noticed() -> None:
         (None, [{"name": "PET_NNODES", "value": "1"}], False),
         (None, [{"name": "WORLD_SIZE", "value": "$(LWS_GROUP_SIZE)"}], False),  # not read: a variable
         (None, [{"name": "WORLD_SIZE", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}], False),
+        (None, [{"name": {"WORLD_SIZE": 1}, "value": "2"}], False),  # a custom resource's, unchecked yet
+        (None, [{"name": ["PET_NNODES"], "value": "2"}], False),
         ({"leaderworkerset.sigs.k8s.io/size": "9" * 5000}, None, False),  # int() of it raises
         ({"leaderworkerset.sigs.k8s.io/size": "٢"}, None, False),  # an Arabic-Indic 2 is no size
         (None, None, False),

@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from webhook.catalog.last_good import LastGoodCatalog, digest_of
 from webhook.catalog.loader import CatalogError, Problem, load_catalog
 from webhook.core.model import Catalog
+from webhook.server.logs import bounded
 from webhook.yamlio import iter_yaml_files
 
 LOG = logging.getLogger("webhook.catalog.reload")
@@ -93,17 +94,11 @@ class LoadFailure:
         cut at MAX_LOGGED_TEXT characters."""
         fields = self.as_dict()
         problems: list[dict[str, Any]] = fields["problems"]
-        fields["problems"] = [{k: _cut(v) for k, v in p.items()} for p in problems[:MAX_LOGGED_PROBLEMS]]
+        listed = problems[:MAX_LOGGED_PROBLEMS]
+        fields["problems"] = [{k: bounded(v, MAX_LOGGED_TEXT) for k, v in p.items()} for p in listed]
         if len(problems) > MAX_LOGGED_PROBLEMS:
             fields["problemsNotListed"] = len(problems) - MAX_LOGGED_PROBLEMS
         return fields
-
-
-def _cut(value: Any) -> Any:
-    """`value`, a text cut to MAX_LOGGED_TEXT characters saying how many more there were."""
-    if isinstance(value, str) and len(value) > MAX_LOGGED_TEXT:
-        return f"{value[:MAX_LOGGED_TEXT]}... ({len(value) - MAX_LOGGED_TEXT} more characters)"
-    return value
 
 
 @dataclass(frozen=True)

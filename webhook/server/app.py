@@ -33,7 +33,7 @@ from webhook import admission, jsoncodec
 from webhook.admission import Review, ReviewError
 from webhook.core.model import Catalog, Decision, Inventory, Violation
 from webhook.server.decision_cache import DEFAULT_CAPACITY, DecisionCache, Outcome
-from webhook.server.logs import LOGGER, write_line
+from webhook.server.logs import LOGGER, bounded, write_line
 from webhook.server.metrics import Metrics, create_metrics
 from webhook.server.runtime import DEFAULT_RETRY_SECONDS, NotReady, Runtime
 from webhook.sources import CatalogSource, InventorySource
@@ -190,8 +190,8 @@ class Routes:
     def _refuse(self, endpoint: str, error: ReviewError) -> Response:
         self._metrics.bad_request(endpoint, error)
         body = error.body()
-        fields = {"endpoint": endpoint, "status": error.status, "uid": _bounded(error.uid)}
-        fields.update({key: _bounded(value, MAX_LOGGED_MESSAGE) for key, value in body["error"].items()})
+        fields = {"endpoint": endpoint, "status": error.status, "uid": bounded(error.uid, MAX_LOGGED_TEXT)}
+        fields.update({key: bounded(value, MAX_LOGGED_MESSAGE) for key, value in body["error"].items()})
         self._log.warning("bad request", extra={"fields": fields})
         return _json(admission.as_status(body, error.status), error.status)
 
@@ -308,21 +308,14 @@ def _http_error(error: HTTPException) -> Response:
 
 def _identity(endpoint: str, review: Review) -> dict[str, Any]:
     return {
-        "uid": _bounded(review.uid),
+        "uid": bounded(review.uid, MAX_LOGGED_TEXT),
         "endpoint": endpoint,
-        "kind": _bounded(review.kind),
-        "namespace": _bounded(review.namespace),
-        "name": _bounded(review.name),
-        "operation": _bounded(review.operation),
+        "kind": bounded(review.kind, MAX_LOGGED_TEXT),
+        "namespace": bounded(review.namespace, MAX_LOGGED_TEXT),
+        "name": bounded(review.name, MAX_LOGGED_TEXT),
+        "operation": bounded(review.operation, MAX_LOGGED_TEXT),
         "dryRun": review.dry_run,
     }
-
-
-def _bounded(value: Any, limit: int = MAX_LOGGED_TEXT) -> Any:
-    """`value`, a text cut to `limit` characters saying how many more there were."""
-    if isinstance(value, str) and len(value) > limit:
-        return f"{value[:limit]}... ({len(value) - limit} more characters)"
-    return value
 
 
 def _review_fields(

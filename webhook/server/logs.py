@@ -87,6 +87,14 @@ class JsonLineHandler(logging.StreamHandler[IO[str]]):
             self.release()
 
 
+def bounded(value: Any, limit: int) -> Any:
+    """`value`, a text cut to `limit` characters saying how many more there were: a line over
+    16 KiB is split by container runtimes into pieces that are no JSON."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}... ({len(value) - limit} more characters)"
+    return value
+
+
 def write_line(log: logging.Logger, event: str, fields: dict[str, Any]) -> None:
     """`log.info(event, extra={"fields": fields})`, without the LogRecord when the only one to
     see it would be a `JsonLineHandler` (as `configure_logging` sets up)."""

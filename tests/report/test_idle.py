@@ -117,3 +117,16 @@ def test_a_time_sliced_gpu_read_under_each_of_its_holders_is_costed_once() -> No
     report = build_report(build_inventory([node], pods), catalog, usages, readings, window="1h")
     assert [(i.node, i.gpu) for i in report.idle or ()] == [("ts0", "0")]
     assert report.costs.idle_per_hour == pytest.approx(PRICE)
+
+
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+"""Unicode's Bidi_Control characters: each changes the order in which the rest of a line is shown."""
+
+
+@pytest.mark.parametrize("control", BIDI_CONTROLS, ids=[f"U+{ord(c):04X}" for c in BIDI_CONTROLS])
+def test_the_text_shows_every_direction_changing_character_escaped(control: str) -> None:
+    """As README says of the text and as the log lines escape them: the Arabic letter mark (U+061C)
+    reached the reader as it came, reordering the idle line around it (found by review)."""
+    reading = _reading("w0", "0", 1.0, namespace="ml", pod="trainer", GPU_I_PROFILE=f"1g.10gb{control}x")
+    text = render_text(_report([reading]))
+    assert control not in text and f"\\u{ord(control):04x}" in text

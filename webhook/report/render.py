@@ -39,10 +39,11 @@ CSV_FIELDS = (
 )
 
 
-_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 """Control characters (newlines, ESC), and Unicode's invisible and direction-changing ones: text the
 cluster's nodes control (dcgm-exporter's labels as Prometheus answers them) must not clear or
-recolour a terminal, forge a line, or reorder one."""
+recolour a terminal, forge a line, or reorder one. Every bidirectional control is one of them, the
+Arabic letter mark (U+061C) too, as in a log line (webhook.jsoncodec)."""
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -34,7 +34,7 @@ LOG = logging.getLogger("webhook.catalog.reload")
 DEFAULT_INTERVAL = 10.0
 MAX_LOGGED_PROBLEMS = 10
 """Problems a `catalog_reload_failed` line lists; `problemsNotListed` counts the others (status()'s
-lastError, /readyz, has them all). 200 templates failing one check made a 40 KB line, and
+lastError, /readyz, has them all). 200 templates failing one check made a 60 KB line, and
 container runtimes split lines over 16 KiB into pieces that are no JSON."""
 MAX_LOGGED_TEXT = 300
 """Characters of a logged problem's source, path and message (a path may hold a key of any length)."""

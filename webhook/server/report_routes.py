@@ -15,6 +15,7 @@ from typing import Any
 from flask import Blueprint, Response, render_template, request
 from prometheus_client import CollectorRegistry
 
+from webhook.admission import as_status
 from webhook.report.metrics import inventory_registry
 from webhook.report.model import HOURS_PER_MONTH, UNACCOUNTED_WHY
 from webhook.report.render import render
@@ -109,6 +110,7 @@ def _html(page: str, status: int) -> Response:
 
 
 def _error(status: int, code: str, field: str, message: str) -> Response:
-    """The error body every endpoint answers with (webhook/admission.py ReviewError.body)."""
+    """The error body every endpoint answers with (webhook/admission.py ReviewError.body), as a
+    metav1.Status too (`admission.as_status`)."""
     body = {"error": {"code": code, "field": field, "message": message}}
-    return Response(json.dumps(body), status, content_type="application/json")
+    return Response(json.dumps(as_status(body, status)), status, content_type="application/json")

@@ -534,3 +534,27 @@ def test_a_volcano_job_under_its_pytorch_plugin_keeps_whole_gpus(
     ]
     assert _codes_at(decision, "RewrittenToMig") == (gpus if rewritten else [])
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)
+
+
+@pytest.mark.parametrize(
+    ("elastic", "rewritten"), [({"minReplicas": 1, "maxReplicas": 4}, False), (None, True)]
+)
+def test_an_elastic_pytorchjob_that_scales_past_one_node_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], elastic: dict[str, Any] | None, rewritten: bool
+) -> None:
+    """The training operator sets PET_NNODES=min:max on its pods, which are kept whole as ranks
+    of a world of up to max nodes: the template is kept whole as its pods will be, even while it
+    runs one Worker."""
+    job = copy.deepcopy(_first("nvidia-kai-scheduler__pytorch-job.yaml", "PyTorchJob"))
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    specs.pop("Master")
+    specs["Worker"]["replicas"] = 1
+    specs["Worker"]["template"]["spec"]["containers"][0]["image"] = "winglian/axolotl:main-latest"
+    if elastic is not None:
+        job["spec"]["elasticPolicy"] = elastic
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch]"
+    gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])

@@ -185,7 +185,8 @@ LWS_SIZE_ANNOTATION: Final = "leaderworkerset.sigs.k8s.io/size"
 
 GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES"})
 """torch.distributed's world size, which the Kubeflow training operator sets on every PyTorchJob
-pod; torchrun's node count, which Kubeflow Trainer sets on every TrainJob pod."""
+pod; torchrun's node count, which Kubeflow Trainer sets on every TrainJob pod (and the training
+operator on an elastic PyTorchJob's, as `min:max`)."""
 
 
 def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
@@ -201,10 +202,19 @@ def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
                 if (
                     isinstance(var, MAPPINGS)
                     and var.get("name") in GROUP_SIZE_VARS
-                    and group_size(var.get("value")) > 1
+                    and node_count(var.get("value")) > 1
                 ):
                     return True
     return False
+
+
+def node_count(value: object) -> int:
+    """A group size, or torchrun's elastic `min:max` node range (`PET_NNODES: 1:4` on an elastic
+    PyTorchJob's pods), read as its largest group: its ranks are sized to run together."""
+    if isinstance(value, str) and ":" in value:
+        low, _, high = value.partition(":")
+        return group_size(high) if group_size(low) > 0 else 0
+    return group_size(value)
 
 
 def group_size(value: object) -> int:

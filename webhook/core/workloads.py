@@ -383,8 +383,10 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
         found: list[tuple[tuple[Step, ...], str]] = [
             (("spec", key, r, "template"), f"spec.{key}.{r}.template") for r in roles
         ]
-        # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's (podview)
-        grouped = kind == "PyTorchJob" and _replicas(_mapping(spec.get(key)).values()) > 1
+        # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's, and
+        # PET_NNODES=min:max on an elastic one's (podview)
+        most = max(_replicas(_mapping(spec.get(key)).values()), _elastic_max(spec))
+        grouped = kind == "PyTorchJob" and most > 1
         return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]
     if kind in _RAY_CLUSTER_AT:
         return [
@@ -416,6 +418,11 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
 
 
 _GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
+
+
+def _elastic_max(spec: Mapping[str, Any]) -> int:
+    """The most nodes an elastic PyTorchJob scales its world to (`elasticPolicy.maxReplicas`)."""
+    return group_size(_mapping(spec.get("elasticPolicy")).get("maxReplicas"))
 
 
 def _replicas(roles: Iterable[Any]) -> int:

@@ -558,3 +558,40 @@ def test_an_elastic_pytorchjob_that_scales_past_one_node_keeps_whole_gpus(
     gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
     assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])
+
+
+@pytest.mark.parametrize(("workers", "rewritten"), [(2, False), (1, True)])
+def test_a_paddlejob_of_more_than_one_replica_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], workers: int, rewritten: bool
+) -> None:
+    """The training operator sets PADDLE_NNODES (its pod count) on every PaddleJob pod, which are
+    then kept whole as ranks of one collective job: the template is kept whole as its pods will be."""
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PaddleJob",
+        "metadata": {"name": "ft", "namespace": "ml"},
+        "spec": {
+            "paddleReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "paddle",
+                                    "image": "winglian/axolotl:main-latest",
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            }
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "spec.paddleReplicaSpecs.Worker.template.spec.containers[name=paddle]"
+    gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])

@@ -183,15 +183,16 @@ LWS_SIZE_ANNOTATION: Final = "leaderworkerset.sigs.k8s.io/size"
 """The LeaderWorkerSet controller writes its group's size (`leaderWorkerTemplate.size`) on every pod."""
 
 
-GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES"})
+GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES", "PADDLE_NNODES"})
 """torch.distributed's world size, which the Kubeflow training operator sets on every PyTorchJob
 pod; torchrun's node count, which Kubeflow Trainer sets on every TrainJob pod (and the training
-operator on an elastic PyTorchJob's, as `min:max`)."""
+operator on an elastic PyTorchJob's, as `min:max`); a PaddleJob's pod count, which the training
+operator sets on every PaddleJob pod."""
 
 
 def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
     """A pod created as one rank of a group of more than one: a LeaderWorkerSet's (its size
-    annotation), or a torch.distributed world's (a container's `GROUP_SIZE_VARS`)."""
+    annotation), or a torch.distributed world's or a PaddleJob's (a container's `GROUP_SIZE_VARS`)."""
     if group_size(annotations.get(LWS_SIZE_ANNOTATION)) > 1:
         return True
     for group in CONTAINER_GROUPS:

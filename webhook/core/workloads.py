@@ -151,7 +151,7 @@ class Site:
     """A role that runs no GPU by design (an MPI launcher, a Ray head) even under a GPU template."""
     grouped: bool = False
     """Its pods are ranks of a multi-pod group (PodView.grouped): a LeaderWorkerSet group of more
-    than one pod, a PyTorchJob of more than one replica, a Volcano Job of more than one pod under
+    than one pod, a PyTorchJob or PaddleJob of more than one replica, a Volcano Job of more than one pod under
     its pytorch plugin."""
 
     @property
@@ -383,10 +383,10 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
         found: list[tuple[tuple[Step, ...], str]] = [
             (("spec", key, r, "template"), f"spec.{key}.{r}.template") for r in roles
         ]
-        # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's, and
-        # PET_NNODES=min:max on an elastic one's (podview)
+        # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's,
+        # PET_NNODES=min:max on an elastic one's, PADDLE_NNODES on a PaddleJob's (podview)
         most = max(_replicas(_mapping(spec.get(key)).values()), _elastic_max(spec))
-        grouped = kind == "PyTorchJob" and most > 1
+        grouped = kind in _GROUP_SIZE_SET and most > 1
         return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]
     if kind in _RAY_CLUSTER_AT:
         return [
@@ -417,6 +417,8 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
     return sites
 
 
+_GROUP_SIZE_SET: Final = frozenset({"PyTorchJob", "PaddleJob"})
+"""The Kubeflow jobs on whose pods the training operator writes their group's size."""
 _GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
 
 

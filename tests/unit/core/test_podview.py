@@ -110,6 +110,8 @@ def test_resource_claims_are_noticed() -> None:
         (None, [{"name": "PET_NNODES", "value": "1:4"}], True),  # an elastic PyTorchJob's min:max
         (None, [{"name": "PET_NNODES", "value": "1:1"}], False),
         (None, [{"name": "PET_NNODES", "value": ":4"}], False),  # no range torchrun reads
+        (None, [{"name": "PADDLE_NNODES", "value": "2"}], True),  # a PaddleJob of 2 pods
+        (None, [{"name": "PADDLE_NNODES", "value": "1"}], False),
         (None, [{"name": "WORLD_SIZE", "value": "$(LWS_GROUP_SIZE)"}], False),  # not read: a variable
         (None, [{"name": "WORLD_SIZE", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}], False),
         ({"leaderworkerset.sigs.k8s.io/size": "9" * 5000}, None, False),  # int() of it raises

@@ -595,3 +595,44 @@ def test_a_paddlejob_of_more_than_one_replica_keeps_whole_gpus(
     gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
     assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])
+
+
+@pytest.mark.parametrize(("workers", "grouped"), [(2, ["Worker"]), (1, [])])
+def test_a_tfjob_cluster_of_more_than_one_task_keeps_whole_gpus_but_not_its_evaluator(
+    catalog: Catalog, inventories: dict[str, Inventory], workers: int, grouped: list[str]
+) -> None:
+    """The training operator writes the cluster (every role but the Evaluator) in TF_CONFIG on
+    each pod, which are then kept whole as its tasks: the templates are kept whole as their pods
+    will be. The Evaluator is no task of the cluster, and gets its slice."""
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "tensorflow",
+                    "image": "winglian/axolotl:main-latest",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        }
+    }
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "ft", "namespace": "ml"},
+        "spec": {
+            "tfReplicaSpecs": {
+                "Worker": {"replicas": workers, "template": template},
+                "Evaluator": {"replicas": 1, "template": copy.deepcopy(template)},
+            }
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+
+    def gpu(role: str) -> str:
+        container = f"spec.tfReplicaSpecs.{role}.template.spec.containers[name=tensorflow]"
+        return f'{container}.resources.limits["nvidia.com/gpu"]'
+
+    rewritten = [r for r in ("Evaluator", "Worker") if r not in grouped]
+    assert _codes_at(decision, "RewrittenToMig") == [gpu(r) for r in rewritten]
+    assert _codes_at(decision, "KeptWholeGpu") == [gpu(r) for r in grouped]

@@ -5,6 +5,7 @@ Paths name containers, not indexes: `spec.containers[name=trainer].resources.lim
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -188,11 +189,17 @@ GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES", "PADDLE_NNODES"}
 pod; torchrun's node count, which Kubeflow Trainer sets on every TrainJob pod (and the training
 operator on an elastic PyTorchJob's, as `min:max`); a PaddleJob's pod count, which the training
 operator sets on every PaddleJob pod."""
+TF_CONFIG_VAR: Final = "TF_CONFIG"
+"""TensorFlow's cluster and this pod's task in it (JSON), which the training operator sets on a
+distributed TFJob's pods."""
+GROUP_VARS: Final = GROUP_SIZE_VARS | {TF_CONFIG_VAR}
+"""Every variable that tells a rank of a group (what the inventory's trimmed pod keeps)."""
 
 
 def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
     """A pod created as one rank of a group of more than one: a LeaderWorkerSet's (its size
-    annotation), or a torch.distributed world's or a PaddleJob's (a container's `GROUP_SIZE_VARS`)."""
+    annotation), or a torch.distributed world's, a PaddleJob's or a TFJob's (a container's
+    `GROUP_VARS`)."""
     if group_size(annotations.get(LWS_SIZE_ANNOTATION)) > 1:
         return True
     for group in CONTAINER_GROUPS:
@@ -200,13 +207,32 @@ def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
         for item in items if isinstance(items, list) else ():
             env = item.get("env") if isinstance(item, MAPPINGS) else None
             for var in env if isinstance(env, list) else ():
-                if (
-                    isinstance(var, MAPPINGS)
-                    and var.get("name") in GROUP_SIZE_VARS
-                    and node_count(var.get("value")) > 1
-                ):
+                if isinstance(var, MAPPINGS) and _env_group_size(var) > 1:
                     return True
     return False
+
+
+def _env_group_size(var: Mapping[str, Any]) -> int:
+    name, value = var.get("name"), var.get("value")
+    if name == TF_CONFIG_VAR:
+        return tf_cluster_size(value)
+    return node_count(value) if name in GROUP_SIZE_VARS else 0
+
+
+def tf_cluster_size(value: object) -> int:
+    """The tasks of the training cluster a TF_CONFIG's task is one of; 0 for a task outside it
+    (the training operator leaves a TFJob's evaluator out of the cluster: it trains with no one)
+    and for anything but such JSON (a sparse cluster names only this task's peers)."""
+    try:
+        config = json.loads(value) if isinstance(value, str) else None
+    except (ValueError, RecursionError):  # RecursionError: deeply nested arrays
+        return 0
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    task = config.get("task") if isinstance(config, dict) else None
+    kind = task.get("type") if isinstance(task, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(kind, str) or kind not in cluster:
+        return 0
+    return sum(len(tasks) for tasks in cluster.values() if isinstance(tasks, list))
 
 
 def node_count(value: object) -> int:

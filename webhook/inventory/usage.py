@@ -18,7 +18,7 @@ from typing import Any
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
 from webhook.core.model import ANNOTATION_PREFIX, ANNOTATIONS_MAX_BYTES, MIRROR_ANNOTATION, lenient_object
 from webhook.core.placement import REQUIRED
-from webhook.core.podview import GROUP_SIZE_VARS, LWS_SIZE_ANNOTATION, build_view
+from webhook.core.podview import GROUP_VARS, LWS_SIZE_ANNOTATION, build_view
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
 
@@ -151,7 +151,7 @@ def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     kept = {k: container[k] for k in _KEPT_CONTAINER_FIELDS if k in container}
     env = container.get("env")
     if isinstance(env, list):  # a torch.distributed rank keeps whole GPUs (PodView.grouped)
-        sizes = [v for v in env if isinstance(v, Mapping) and v.get("name") in GROUP_SIZE_VARS]
+        sizes = [v for v in env if isinstance(v, Mapping) and v.get("name") in GROUP_VARS]
         if sizes:
             kept["env"] = sizes
     return kept

@@ -214,6 +214,8 @@ def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
 
 def _env_group_size(var: Mapping[str, Any]) -> int:
     name, value = var.get("name"), var.get("value")
+    if not isinstance(name, str):  # a list or mapping, in a manifest read from a file: no variable
+        return 0
     if name == TF_CONFIG_VAR:
         return tf_cluster_size(value)
     return node_count(value) if name in GROUP_SIZE_VARS else 0

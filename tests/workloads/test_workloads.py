@@ -636,3 +636,41 @@ def test_a_tfjob_cluster_of_more_than_one_task_keeps_whole_gpus_but_not_its_eval
     rewritten = [r for r in ("Evaluator", "Worker") if r not in grouped]
     assert _codes_at(decision, "RewrittenToMig") == [gpu(r) for r in rewritten]
     assert _codes_at(decision, "KeptWholeGpu") == [gpu(r) for r in grouped]
+
+
+@pytest.mark.parametrize(("workers", "rewritten"), [(2, False), (1, True)])
+def test_a_jaxjob_of_more_than_one_replica_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], workers: int, rewritten: bool
+) -> None:
+    """The training operator sets NUM_PROCESSES (its pod count) beside COORDINATOR_ADDRESS on
+    every JAXJob pod, which are then kept whole as processes of one jax.distributed job: the
+    template is kept whole as its pods will be."""
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "JAXJob",
+        "metadata": {"name": "ft", "namespace": "ml"},
+        "spec": {
+            "jaxReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "jax",
+                                    "image": "winglian/axolotl:main-latest",
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            }
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "spec.jaxReplicaSpecs.Worker.template.spec.containers[name=jax]"
+    gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])

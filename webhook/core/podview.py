@@ -192,32 +192,43 @@ operator sets on every PaddleJob pod."""
 TF_CONFIG_VAR: Final = "TF_CONFIG"
 """TensorFlow's cluster and this pod's task in it (JSON), which the training operator sets on a
 distributed TFJob's pods."""
-GROUP_VARS: Final = GROUP_SIZE_VARS | {TF_CONFIG_VAR}
+JAX_SIZE_VAR: Final = "NUM_PROCESSES"
+JAX_COORDINATOR_VAR: Final = "COORDINATOR_ADDRESS"
+"""The process count and coordinator of jax.distributed, which the training operator sets on
+every JAXJob pod: the count is read only beside the coordinator, its name being a common one."""
+GROUP_VARS: Final = GROUP_SIZE_VARS | {TF_CONFIG_VAR, JAX_SIZE_VAR, JAX_COORDINATOR_VAR}
 """Every variable that tells a rank of a group (what the inventory's trimmed pod keeps)."""
 
 
 def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
     """A pod created as one rank of a group of more than one: a LeaderWorkerSet's (its size
-    annotation), or a torch.distributed world's, a PaddleJob's or a TFJob's (a container's
-    `GROUP_VARS`)."""
+    annotation), or a torch.distributed world's, a PaddleJob's, a TFJob's or a JAXJob's (a
+    container's `GROUP_VARS`)."""
     if group_size(annotations.get(LWS_SIZE_ANNOTATION)) > 1:
         return True
     for group in CONTAINER_GROUPS:
         items = spec.get(group)
         for item in items if isinstance(items, list) else ():
             env = item.get("env") if isinstance(item, MAPPINGS) else None
-            for var in env if isinstance(env, list) else ():
-                if isinstance(var, MAPPINGS) and _env_group_size(var) > 1:
-                    return True
+            if isinstance(env, list) and _env_group_size(env) > 1:
+                return True
     return False
 
 
-def _env_group_size(var: Mapping[str, Any]) -> int:
+def _env_group_size(env: list[Any]) -> int:
+    """The largest group a container's env makes it a rank of."""
+    coordinated = any(isinstance(v, MAPPINGS) and v.get("name") == JAX_COORDINATOR_VAR for v in env)
+    return max((_var_group_size(v, coordinated) for v in env if isinstance(v, MAPPINGS)), default=0)
+
+
+def _var_group_size(var: Mapping[str, Any], coordinated: bool) -> int:
     name, value = var.get("name"), var.get("value")
     if not isinstance(name, str):  # a list or mapping, in a manifest read from a file: no variable
         return 0
     if name == TF_CONFIG_VAR:
         return tf_cluster_size(value)
+    if name == JAX_SIZE_VAR:
+        return group_size(value) if coordinated else 0
     return node_count(value) if name in GROUP_SIZE_VARS else 0
 
 

@@ -151,7 +151,8 @@ class Site:
     """A role that runs no GPU by design (an MPI launcher, a Ray head) even under a GPU template."""
     grouped: bool = False
     """Its pods are ranks of a multi-pod group (PodView.grouped): a LeaderWorkerSet group of more
-    than one pod, a PyTorchJob, PaddleJob or TFJob of more than one replica, a Volcano Job of more
+    than one pod, a Kubeflow job of more than one replica that says so on its pods (a PyTorchJob,
+    PaddleJob, TFJob or JAXJob), a Volcano Job of more
     than one pod under its pytorch plugin."""
 
     @property
@@ -408,7 +409,7 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
     return sites
 
 
-_GROUP_SIZE_SET: Final = frozenset({"PyTorchJob", "PaddleJob"})
+_GROUP_SIZE_SET: Final = frozenset({"PyTorchJob", "PaddleJob", "JAXJob"})
 """The Kubeflow jobs on whose pods the training operator writes their group's size."""
 _GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
 
@@ -424,7 +425,8 @@ def _replica_sites(obj: Mapping[str, Any], kind: str) -> list[Site]:
     if kind == "TFJob":
         return [_tf_grouped(_gpu_optional(site), spec) for site in _template_sites(obj, found)]
     # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's,
-    # PET_NNODES=min:max on an elastic one's, PADDLE_NNODES on a PaddleJob's (podview)
+    # PET_NNODES=min:max on an elastic one's, PADDLE_NNODES on a PaddleJob's, NUM_PROCESSES
+    # beside COORDINATOR_ADDRESS on a JAXJob's (podview)
     most = max(_replicas(_mapping(spec.get(key)).values()), _elastic_max(spec))
     grouped = kind in _GROUP_SIZE_SET and most > 1
     return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]

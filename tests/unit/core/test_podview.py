@@ -131,6 +131,17 @@ def _tf_config(cluster: dict[str, int], task: str) -> str:
         ),
         (None, [{"name": "WORLD_SIZE", "value": "$(LWS_GROUP_SIZE)"}], False),  # not read: a variable
         (None, [{"name": ["WORLD_SIZE"], "value": "2"}], False),  # a list names no variable (a file)
+        (
+            None,
+            [{"name": "COORDINATOR_ADDRESS", "value": "j-worker-0"}, {"name": "NUM_PROCESSES", "value": "2"}],
+            True,
+        ),
+        (
+            None,
+            [{"name": "COORDINATOR_ADDRESS", "value": "j-worker-0"}, {"name": "NUM_PROCESSES", "value": "1"}],
+            False,
+        ),
+        (None, [{"name": "NUM_PROCESSES", "value": "4"}], False),  # a common name: not a JAXJob's alone
         (None, [{"name": "WORLD_SIZE", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}], False),
         ({"leaderworkerset.sigs.k8s.io/size": "9" * 5000}, None, False),  # int() of it raises
         ({"leaderworkerset.sigs.k8s.io/size": "٢"}, None, False),  # an Arabic-Indic 2 is no size

@@ -75,6 +75,14 @@ def test_trimmed_pod_keeps_what_the_decision_reads_only() -> None:
     assert "nodeName" not in trimmed["spec"]  # decide keeps to a nodeName; the scheduler set this one
 
 
+def test_trimmed_pod_keeps_the_group_variables_and_skips_a_name_that_is_no_string() -> None:
+    """A pod file (`report` on files) may name a variable with a list: it is no group variable,
+    and is dropped, not a TypeError on the whole report."""
+    env = [{"name": ["WORLD_SIZE"], "value": "2"}, {"name": "WORLD_SIZE", "value": "2"}, {"name": "X"}]
+    pod = make_pod("p").namespace("ml").container("c", gpu=1, image="vllm/vllm-openai:v1", env=env).build()
+    assert trim_pod(bound(pod, "n"))["spec"]["containers"][0]["env"] == [{"name": "WORLD_SIZE", "value": "2"}]
+
+
 def test_trimmed_pod_keeps_its_own_node_choice() -> None:
     pod = make_pod("p").namespace("ml").container("c", gpu=1, image="vllm/vllm-openai:v1").build()
     required = {

@@ -551,3 +551,143 @@ def test_a_workload_with_an_object_for_an_env_name_is_decided_not_an_internal_er
     decision = decide_object(lws, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
     assert decision.allowed and decision.template == "llm-serving"
     assert len(_codes_at(decision, "RewrittenToMig")) == 2
+
+
+@pytest.mark.parametrize(
+    ("elastic", "rewritten"), [({"minReplicas": 1, "maxReplicas": 4}, False), (None, True)]
+)
+def test_an_elastic_pytorchjob_that_scales_past_one_node_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], elastic: dict[str, Any] | None, rewritten: bool
+) -> None:
+    """The training operator sets PET_NNODES=min:max on its pods, which are kept whole as ranks
+    of a world of up to max nodes: the template is kept whole as its pods will be, even while it
+    runs one Worker."""
+    job = copy.deepcopy(_first("nvidia-kai-scheduler__pytorch-job.yaml", "PyTorchJob"))
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    specs.pop("Master")
+    specs["Worker"]["replicas"] = 1
+    specs["Worker"]["template"]["spec"]["containers"][0]["image"] = "winglian/axolotl:main-latest"
+    if elastic is not None:
+        job["spec"]["elasticPolicy"] = elastic
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[name=pytorch]"
+    gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])
+
+
+@pytest.mark.parametrize(("workers", "rewritten"), [(2, False), (1, True)])
+def test_a_paddlejob_of_more_than_one_replica_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], workers: int, rewritten: bool
+) -> None:
+    """The training operator sets PADDLE_NNODES (its pod count) on every PaddleJob pod, which are
+    then kept whole as ranks of one collective job: the template is kept whole as its pods will be."""
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PaddleJob",
+        "metadata": {"name": "ft", "namespace": "ml"},
+        "spec": {
+            "paddleReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "paddle",
+                                    "image": "winglian/axolotl:main-latest",
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            }
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "spec.paddleReplicaSpecs.Worker.template.spec.containers[name=paddle]"
+    gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])
+
+
+@pytest.mark.parametrize(("workers", "grouped"), [(2, ["Worker"]), (1, [])])
+def test_a_tfjob_cluster_of_more_than_one_task_keeps_whole_gpus_but_not_its_evaluator(
+    catalog: Catalog, inventories: dict[str, Inventory], workers: int, grouped: list[str]
+) -> None:
+    """The training operator writes the cluster (every role but the Evaluator) in TF_CONFIG on
+    each pod, which are then kept whole as its tasks: the templates are kept whole as their pods
+    will be. The Evaluator is no task of the cluster, and gets its slice."""
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "tensorflow",
+                    "image": "winglian/axolotl:main-latest",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        }
+    }
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "ft", "namespace": "ml"},
+        "spec": {
+            "tfReplicaSpecs": {
+                "Worker": {"replicas": workers, "template": template},
+                "Evaluator": {"replicas": 1, "template": copy.deepcopy(template)},
+            }
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+
+    def gpu(role: str) -> str:
+        container = f"spec.tfReplicaSpecs.{role}.template.spec.containers[name=tensorflow]"
+        return f'{container}.resources.limits["nvidia.com/gpu"]'
+
+    rewritten = [r for r in ("Evaluator", "Worker") if r not in grouped]
+    assert _codes_at(decision, "RewrittenToMig") == [gpu(r) for r in rewritten]
+    assert _codes_at(decision, "KeptWholeGpu") == [gpu(r) for r in grouped]
+
+
+@pytest.mark.parametrize(("workers", "rewritten"), [(2, False), (1, True)])
+def test_a_jaxjob_of_more_than_one_replica_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], workers: int, rewritten: bool
+) -> None:
+    """The training operator sets NUM_PROCESSES (its pod count) beside COORDINATOR_ADDRESS on
+    every JAXJob pod, which are then kept whole as processes of one jax.distributed job: the
+    template is kept whole as its pods will be."""
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "JAXJob",
+        "metadata": {"name": "ft", "namespace": "ml"},
+        "spec": {
+            "jaxReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "jax",
+                                    "image": "winglian/axolotl:main-latest",
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            }
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "spec.jaxReplicaSpecs.Worker.template.spec.containers[name=jax]"
+    gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])

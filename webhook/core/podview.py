@@ -5,6 +5,7 @@ Paths name containers, not indexes: `spec.containers[name=trainer].resources.lim
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -183,34 +184,77 @@ LWS_SIZE_ANNOTATION: Final = "leaderworkerset.sigs.k8s.io/size"
 """The LeaderWorkerSet controller writes its group's size (`leaderWorkerTemplate.size`) on every pod."""
 
 
-GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES"})
+GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES", "PADDLE_NNODES"})
 """torch.distributed's world size, which the Kubeflow training operator sets on every PyTorchJob
-pod; torchrun's node count, which Kubeflow Trainer sets on every TrainJob pod."""
+pod; torchrun's node count, which Kubeflow Trainer sets on every TrainJob pod (and the training
+operator on an elastic PyTorchJob's, as `min:max`); a PaddleJob's pod count, which the training
+operator sets on every PaddleJob pod."""
+TF_CONFIG_VAR: Final = "TF_CONFIG"
+"""TensorFlow's cluster and this pod's task in it (JSON), which the training operator sets on a
+distributed TFJob's pods."""
+JAX_SIZE_VAR: Final = "NUM_PROCESSES"
+JAX_COORDINATOR_VAR: Final = "COORDINATOR_ADDRESS"
+"""The process count and coordinator of jax.distributed, which the training operator sets on
+every JAXJob pod: the count is read only beside the coordinator, its name being a common one."""
+GROUP_VARS: Final = GROUP_SIZE_VARS | {TF_CONFIG_VAR, JAX_SIZE_VAR, JAX_COORDINATOR_VAR}
+"""Every variable that tells a rank of a group (what the inventory's trimmed pod keeps)."""
 
 
 def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
     """A pod created as one rank of a group of more than one: a LeaderWorkerSet's (its size
-    annotation), or a torch.distributed world's (a container's `GROUP_SIZE_VARS`)."""
+    annotation), or a torch.distributed world's, a PaddleJob's, a TFJob's or a JAXJob's (a
+    container's `GROUP_VARS`)."""
     if group_size(annotations.get(LWS_SIZE_ANNOTATION)) > 1:
         return True
     for group in CONTAINER_GROUPS:
         items = spec.get(group)
         for item in items if isinstance(items, list) else ():
             env = item.get("env") if isinstance(item, MAPPINGS) else None
-            for var in env if isinstance(env, list) else ():
-                if sets_group_size(var) and group_size(var.get("value")) > 1:
-                    return True
+            if isinstance(env, list) and _env_group_size(env) > 1:
+                return True
     return False
 
 
-def sets_group_size(var: object) -> bool:
-    """An env entry naming one of `GROUP_SIZE_VARS`; one whose name is no string (an object, which
-    no API server sends for a pod, but a custom resource's pod template may hold before its schema
-    is checked, and which cannot be looked up in a set) is none."""
-    if not isinstance(var, MAPPINGS):
-        return False
-    name = var.get("name")
-    return isinstance(name, str) and name in GROUP_SIZE_VARS
+def _env_group_size(env: list[Any]) -> int:
+    """The largest group a container's env makes it a rank of."""
+    coordinated = any(isinstance(v, MAPPINGS) and v.get("name") == JAX_COORDINATOR_VAR for v in env)
+    return max((_var_group_size(v, coordinated) for v in env if isinstance(v, MAPPINGS)), default=0)
+
+
+def _var_group_size(var: Mapping[str, Any], coordinated: bool) -> int:
+    name, value = var.get("name"), var.get("value")
+    if not isinstance(name, str):  # a list or mapping, in a manifest read from a file: no variable
+        return 0
+    if name == TF_CONFIG_VAR:
+        return tf_cluster_size(value)
+    if name == JAX_SIZE_VAR:
+        return group_size(value) if coordinated else 0
+    return node_count(value) if name in GROUP_SIZE_VARS else 0
+
+
+def tf_cluster_size(value: object) -> int:
+    """The tasks of the training cluster a TF_CONFIG's task is one of; 0 for a task outside it
+    (the training operator leaves a TFJob's evaluator out of the cluster: it trains with no one)
+    and for anything but such JSON (a sparse cluster names only this task's peers)."""
+    try:
+        config = json.loads(value) if isinstance(value, str) else None
+    except (ValueError, RecursionError):  # RecursionError: deeply nested arrays
+        return 0
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    task = config.get("task") if isinstance(config, dict) else None
+    kind = task.get("type") if isinstance(task, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(kind, str) or kind not in cluster:
+        return 0
+    return sum(len(tasks) for tasks in cluster.values() if isinstance(tasks, list))
+
+
+def node_count(value: object) -> int:
+    """A group size, or torchrun's elastic `min:max` node range (`PET_NNODES: 1:4` on an elastic
+    PyTorchJob's pods), read as its largest group: its ranks are sized to run together."""
+    if isinstance(value, str) and ":" in value:
+        low, _, high = value.partition(":")
+        return group_size(high) if group_size(low) > 0 else 0
+    return group_size(value)
 
 
 def group_size(value: object) -> int:

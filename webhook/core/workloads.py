@@ -151,8 +151,9 @@ class Site:
     """A role that runs no GPU by design (an MPI launcher, a Ray head) even under a GPU template."""
     grouped: bool = False
     """Its pods are ranks of a multi-pod group (PodView.grouped): a LeaderWorkerSet group of more
-    than one pod, a PyTorchJob of more than one replica, a Volcano Job of more than one pod under
-    its pytorch plugin."""
+    than one pod, a Kubeflow job of more than one replica that says so on its pods (a PyTorchJob,
+    PaddleJob, TFJob or JAXJob), a Volcano Job of more
+    than one pod under its pytorch plugin."""
 
     @property
     def writable(self) -> bool:
@@ -378,14 +379,7 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
     if kind in _TEMPLATE_AT:
         return _template_sites(obj, [(_TEMPLATE_AT[kind], ".".join(map(str, _TEMPLATE_AT[kind])))])
     if kind in _REPLICA_SPECS:
-        key = _REPLICA_SPECS[kind]
-        roles = sorted(_mapping(spec.get(key)))
-        found: list[tuple[tuple[Step, ...], str]] = [
-            (("spec", key, r, "template"), f"spec.{key}.{r}.template") for r in roles
-        ]
-        # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's (podview)
-        grouped = kind == "PyTorchJob" and _replicas(_mapping(spec.get(key)).values()) > 1
-        return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]
+        return _replica_sites(obj, kind)
     if kind in _RAY_CLUSTER_AT:
         return [
             _gpu_optional(s) for s in _template_sites(obj, list(_ray_templates(spec, _RAY_CLUSTER_AT[kind])))
@@ -415,7 +409,44 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
     return sites
 
 
+_GROUP_SIZE_SET: Final = frozenset({"PyTorchJob", "PaddleJob", "JAXJob"})
+"""The Kubeflow jobs on whose pods the training operator writes their group's size."""
 _GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
+
+
+def _replica_sites(obj: Mapping[str, Any], kind: str) -> list[Site]:
+    """A Kubeflow job's role templates."""
+    spec = _mapping(obj.get("spec"))
+    key = _REPLICA_SPECS[kind]
+    roles = sorted(_mapping(spec.get(key)))
+    found: list[tuple[tuple[Step, ...], str]] = [
+        (("spec", key, r, "template"), f"spec.{key}.{r}.template") for r in roles
+    ]
+    if kind == "TFJob":
+        return [_tf_grouped(_gpu_optional(site), spec) for site in _template_sites(obj, found)]
+    # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's,
+    # PET_NNODES=min:max on an elastic one's, PADDLE_NNODES on a PaddleJob's, NUM_PROCESSES
+    # beside COORDINATOR_ADDRESS on a JAXJob's (podview)
+    most = max(_replicas(_mapping(spec.get(key)).values()), _elastic_max(spec))
+    grouped = kind in _GROUP_SIZE_SET and most > 1
+    return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]
+
+
+def _tf_grouped(site: Site, spec: Mapping[str, Any]) -> Site:
+    """A TFJob role's site, grouped as its pods will be: the training operator writes the job's
+    cluster, every role but the Evaluator, in TF_CONFIG on each pod (podview); an Evaluator is in
+    no cluster and trains with no one."""
+    roles = _mapping(spec.get("tfReplicaSpecs"))
+    cluster = _replicas(role for name, role in roles.items() if name != _TF_EVALUATOR)
+    return replace(site, grouped=cluster > 1 and site.pointer[2] != _TF_EVALUATOR)
+
+
+_TF_EVALUATOR: Final = "Evaluator"
+
+
+def _elastic_max(spec: Mapping[str, Any]) -> int:
+    """The most nodes an elastic PyTorchJob scales its world to (`elasticPolicy.maxReplicas`)."""
+    return group_size(_mapping(spec.get("elasticPolicy")).get("maxReplicas"))
 
 
 def _replicas(roles: Iterable[Any]) -> int:

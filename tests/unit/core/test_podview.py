@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -98,6 +99,12 @@ def test_resource_claims_are_noticed() -> None:
     assert view(pod).has_resource_claims
 
 
+def _tf_config(cluster: dict[str, int], task: str) -> str:
+    """TF_CONFIG as the training operator writes it on a TFJob's pods."""
+    hosts = {role: [f"job-{role}-{i}.ml.svc:2222" for i in range(n)] for role, n in cluster.items()}
+    return json.dumps({"cluster": hosts, "task": {"type": task, "index": 0}, "environment": "cloud"})
+
+
 @pytest.mark.parametrize(
     ("annotations", "env", "grouped"),
     [
@@ -107,7 +114,34 @@ def test_resource_claims_are_noticed() -> None:
         (None, [{"name": "WORLD_SIZE", "value": "1"}], False),
         (None, [{"name": "PET_NNODES", "value": "2"}], True),  # a TrainJob of 2 nodes (Kubeflow Trainer)
         (None, [{"name": "PET_NNODES", "value": "1"}], False),
+        (None, [{"name": "PET_NNODES", "value": "1:4"}], True),  # an elastic PyTorchJob's min:max
+        (None, [{"name": "PET_NNODES", "value": "1:1"}], False),
+        (None, [{"name": "PET_NNODES", "value": ":4"}], False),  # no range torchrun reads
+        (None, [{"name": "PADDLE_NNODES", "value": "2"}], True),  # a PaddleJob of 2 pods
+        (None, [{"name": "PADDLE_NNODES", "value": "1"}], False),
+        (None, [{"name": "TF_CONFIG", "value": _tf_config({"worker": 2}, "worker")}], True),
+        (None, [{"name": "TF_CONFIG", "value": _tf_config({"chief": 1, "ps": 1}, "chief")}], True),
+        (None, [{"name": "TF_CONFIG", "value": _tf_config({"chief": 1}, "evaluator")}], False),  # outside
+        (None, [{"name": "TF_CONFIG", "value": _tf_config({"worker": 1}, "worker")}], False),
+        (None, [{"name": "TF_CONFIG", "value": "[" * 100_000}], False),  # too deep for json: no cluster
+        (
+            None,
+            [{"name": "TF_CONFIG", "value": '{"cluster": {"worker": [1, 2]}, "task": {"type": []}}'}],
+            False,
+        ),
         (None, [{"name": "WORLD_SIZE", "value": "$(LWS_GROUP_SIZE)"}], False),  # not read: a variable
+        (None, [{"name": ["WORLD_SIZE"], "value": "2"}], False),  # a list names no variable (a file)
+        (
+            None,
+            [{"name": "COORDINATOR_ADDRESS", "value": "j-worker-0"}, {"name": "NUM_PROCESSES", "value": "2"}],
+            True,
+        ),
+        (
+            None,
+            [{"name": "COORDINATOR_ADDRESS", "value": "j-worker-0"}, {"name": "NUM_PROCESSES", "value": "1"}],
+            False,
+        ),
+        (None, [{"name": "NUM_PROCESSES", "value": "4"}], False),  # a common name: not a JAXJob's alone
         (None, [{"name": "WORLD_SIZE", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}], False),
         (None, [{"name": {"WORLD_SIZE": 1}, "value": "2"}], False),  # a custom resource's, unchecked yet
         (None, [{"name": ["PET_NNODES"], "value": "2"}], False),

@@ -394,12 +394,24 @@ def test_stdin_with_several_documents(ran: tuple[dict[str, Result], Path]) -> No
     ]
 
 
+def test_json_records_name_the_kind_as_the_text_does(ran: tuple[dict[str, Result], Path]) -> None:
+    """A CI step reading `-o json` names a denied object as `DENIED  Pod half` does: kind and name."""
+    listed = records(result(ran, "list-json"))
+    assert [(r["source"].rsplit("#", 1)[1], r["kind"], r["name"]) for r in listed] == [
+        ("1[0]", "Pod", "a"),
+        ("1[1]", "Pod", "b"),
+    ]
+    as_yaml = list(yaml.safe_load_all(result(ran, "list-yaml").stdout))
+    assert [r["kind"] for r in as_yaml] == ["Pod", "Pod"]
+
+
 def test_yaml_output_holds_the_same_decisions_as_json(ran: tuple[dict[str, Result], Path]) -> None:
     as_json = records(result(ran, "stdin"))
     as_yaml = list(yaml.safe_load_all(result(ran, "yaml").stdout))
     assert [{**r, "source": ""} for r in as_yaml] == [{**r, "source": ""} for r in as_json]
     fields = {
         "source",
+        "kind",
         "name",
         "allowed",
         "template",

@@ -183,6 +183,7 @@ def _embeds_containers(value: object, depth: int = 0) -> bool:
 def _record(manifest: Manifest, decision: Decision, skip: NotSent | None) -> dict[str, Any]:
     return {
         "source": manifest.source,
+        "kind": manifest.kind,
         "name": manifest.name,
         "sent": skip is None,
         **({} if skip is None else {"notSent": str(skip)}),

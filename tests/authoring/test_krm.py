@@ -149,6 +149,22 @@ def test_a_list_item_that_is_not_an_object_is_an_error_and_the_others_are_decide
     )
 
 
+def test_an_item_that_is_not_an_object_is_an_error_and_the_others_are_decided() -> None:
+    outcome = run_function(resource_list(pod("vllm"), "some text", ["a"]), CONFIG)
+    errors = [r for r in outcome.results if r["severity"] == "error"]
+    assert [r["field"]["path"] for r in errors] == ["items[1]", "items[2]"]
+    assert outcome.failed and outcome.resource_list["items"][1:] == ["some text", ["a"]]
+    assert "nvidia.com/mig-3g.40gb" in str(outcome.resource_list["items"][0])
+
+
+def test_cli_a_stream_document_that_is_not_an_object_fails_the_run() -> None:
+    """`helm template | gpu-webhook krm` of a stream with a stray text document exited 0."""
+    result = krm("just some text\n---\n" + yaml.safe_dump(pod("vllm")))
+    assert result.returncode == 1, result.stderr
+    assert "error: items[0]:" in result.stderr
+    assert list(yaml.safe_load_all(result.stdout))[0] == "just some text"
+
+
 def test_a_kind_the_api_server_refuses_is_an_error_not_passed_through_undecided() -> None:
     wrong_group = pod("grouped", gpu="1.5") | {"apiVersion": "apps/v1"}
     wrong_case = pod("cased", gpu="1.5") | {"kind": "pod"}
@@ -271,7 +287,7 @@ def test_cli_bad_input_is_a_message_not_a_traceback(stdin: str) -> None:
     assert "Traceback" not in result.stderr
     if result.returncode == 2:
         assert result.stderr.startswith("gpu-webhook: krm:")
-    else:  # the odd document passed through untouched; the Pod without a spec is an error result
+    else:  # the odd document is an error result, and so is the Pod without a spec
         assert result.returncode == 1 and "error: Pod/: malformed: spec: missing" in result.stderr
 
 

@@ -178,11 +178,23 @@ def run_function(resource_list: dict[str, Any], defaults: FunctionConfig) -> Out
     if results or catalog is None or inventory is None:
         return _finish(resource_list, items, results, bad_config=True)
     out_items: list[Any] = []
-    for item in items:
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):  # a stray document of a stream: kubectl refuses to apply it
+            out_items.append(item)
+            results.append(_not_an_object(position, item))
+            continue
         new_item, item_results = _process_item(item, config, catalog, inventory)
         out_items.append(new_item)
         results.extend(item_results)
     return _finish(resource_list, out_items, results)
+
+
+def _not_an_object(position: int, item: Any) -> dict[str, Any]:
+    """An error for an item that is no object (a text or a list document of a stream): `check`
+    refuses such a document, and passing it through unremarked would pass a CI gate."""
+    result = _problem_result(f"items[{position}]: an item must be a mapping, got {type(item).__name__}")
+    result["field"] = {"path": f"items[{position}]"}
+    return result
 
 
 def _load(

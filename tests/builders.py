@@ -26,6 +26,7 @@ from webhook.core.model import (
     Inventory,
 )
 from webhook.core.need import resolve_need
+from webhook.core.pod_resources import NO_FILLS, template_fills
 from webhook.core.podview import build_view
 from webhook.core.selection import plan_slice
 from webhook.inventory.nodes import build_inventory
@@ -284,8 +285,9 @@ def make_env(
     view = build_view(spec, metadata, inventory.advertised, inventory.known)
     template, _ = resolve_template(view, namespace, catalog, policy)
     need, _ = resolve_need(template, view)
-    plan = plan_slice(view, template, need, policy, inventory, spec=spec)
-    return Env(dict(pod), view, namespace, policy, template, inventory, need, plan)
+    fills = template_fills(spec, template.inject, inventory.dra_gpu_resources) if template else NO_FILLS
+    plan = plan_slice(view, template, need, policy, inventory, spec=spec, fills=fills)
+    return Env(dict(pod), view, namespace, policy, template, inventory, need, plan, fills=fills)
 
 
 def pairs(decision: Decision) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from webhook.core.model import Inventory, Pod, Policy, Template
 from webhook.core.need import Need
 from webhook.core.placement import Placement
+from webhook.core.pod_resources import NO_FILLS, TemplateFills
 from webhook.core.podview import PodView
 from webhook.core.selection import Plan
 
@@ -25,6 +26,8 @@ class Env:
     """The nodes the pod itself admits (its nodeName, nodeSelector, required and template node
     affinity, and its tolerations where some GPU node has blocking taints); None when nothing
     restricts them."""
+    fills: TemplateFills = NO_FILLS
+    """What the template fills into the pod's containers, as slice choice counted them."""
 
     def __init__(
         self,
@@ -37,6 +40,7 @@ class Env:
         need: Need,
         plan: Plan,
         placement: Placement | None = None,
+        fills: TemplateFills = NO_FILLS,
     ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "view", view)
@@ -47,3 +51,4 @@ class Env:
         object.__setattr__(self, "need", need)
         object.__setattr__(self, "plan", plan)
         object.__setattr__(self, "placement", placement)
+        object.__setattr__(self, "fills", fills)

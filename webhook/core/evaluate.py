@@ -18,6 +18,7 @@ from webhook.core.mutators import mutate
 from webhook.core.mutators._pod import MalformedMember, message_of, path_of, read, read_metadata
 from webhook.core.need import resolve_need
 from webhook.core.placement import Placement, placement_of
+from webhook.core.pod_resources import NO_FILLS, template_fills
 from webhook.core.podview import build_view
 from webhook.core.quota_scope import quota_for
 from webhook.core.rewritten import as_first_asked, without_rewrite_record
@@ -72,8 +73,9 @@ def evaluate(
         return Evaluation(template, (note, *findings, *need_findings, *run_checks(env)), None)
     placement = _placement(spec, template, context)
     quota = quota_for(inventory, namespace, spec, template, bare_pod=base == "spec")
-    plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec)
-    env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement)
+    fills = template_fills(spec, template.inject, inventory.dra_gpu_resources) if template else NO_FILLS
+    plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec, fills)
+    env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement, fills)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 
 

@@ -9,6 +9,7 @@ and the API server refuses such a pod anyway.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
@@ -127,43 +128,33 @@ def _amount(value: object) -> Decimal:
         return _ZERO
 
 
-def fills_below_limits(
-    spec: Mapping[str, Any], inject: Injection, dra_gpus: frozenset[str]
-) -> dict[int, Fill]:
-    """The requests the template would fill (by container index) where a container sets a limit
-    and no request: what the container requests then drops from its limit to the fill. Slice
-    choice counts the pod with these (a second pass, which meets them, chooses as the first
-    did); the template's other fills are left out, since the resources mutator leaves out any
-    that would not fit the chosen slice's nodes."""
-    fills: dict[int, Fill] = {}
-    if not (inject.requests or inject.per_gpu_requests):
-        return fills
-    pod_level = lenient_object(spec.get("resources"))
-    levels = frozenset((*lenient_object(pod_level.get("requests")), *lenient_object(pod_level.get("limits"))))
-    for index, container in enumerate(_list(spec.get("containers"))):
-        if not isinstance(container, dict):
-            continue
-        resources = lenient_object(container.get("resources"))
-        have_requests = lenient_object(resources.get("requests"))
-        have_limits = lenient_object(resources.get("limits"))
-        if not any(r in have_limits and r not in have_requests for r in NODE_RESOURCES):
-            continue
-        devices = container_devices(have_limits, dra_gpus)
-        wanted = wanted_fills(inject.requests, inject.per_gpu_requests, devices, levels)
-        new_requests, _ = missing_fills(have_requests, have_limits, wanted, {})
-        lowered = below_limits(new_requests, have_limits)
-        if lowered:
-            fills[index] = (lowered, {})
-    return fills
+@dataclass(frozen=True, slots=True)
+class TemplateFills:
+    """What the template would fill into the pod's containers (by index), read once per decision
+    from the spec as evaluated: slice choice counts the pod with them, and the resources mutator
+    fills them. The rewrite to a slice, which runs before that mutator, renames only a GPU, never
+    a resource filled here nor the devices a container is counted."""
+
+    every: Mapping[int, Fill]
+    """Every request and limit: a second pass counts the pod with them, and widens its slice to
+    no GPU model without room for them (the mutator fills them where they fit the slice's nodes)."""
+    below_limits: Mapping[int, Fill]
+    """The requests filled beside a limit alone: what the container requests drops from its limit
+    to the fill. Slice choice counts the pod with these (a second pass, which meets them, chooses
+    as the first did); the other fills may be left out, where they would not fit the chosen
+    slice's nodes, but these are filled even so."""
 
 
-def template_fills(spec: Mapping[str, Any], inject: Injection, dra_gpus: frozenset[str]) -> dict[int, Fill]:
-    """Every request and limit the template would fill (by container index), as the resources
-    mutator fills them where they fit the nodes of the pod's slice: a second pass counts the pod
-    with them, and widens its slice to no GPU model without room for them."""
-    fills: dict[int, Fill] = {}
+NO_FILLS: Final = TemplateFills({}, {})
+
+
+def template_fills(spec: Mapping[str, Any], inject: Injection, dra_gpus: frozenset[str]) -> TemplateFills:
+    """Every request and limit the template would fill into the pod's containers, and those of
+    its requests below a limit the container sets (`TemplateFills`)."""
     if not (inject.requests or inject.per_gpu_requests or inject.limits or inject.per_gpu_limits):
-        return fills
+        return NO_FILLS
+    every: dict[int, Fill] = {}
+    lowering: dict[int, Fill] = {}
     pod_level = lenient_object(spec.get("resources"))
     levels = frozenset((*lenient_object(pod_level.get("requests")), *lenient_object(pod_level.get("limits"))))
     for index, container in enumerate(_list(spec.get("containers"))):
@@ -177,8 +168,11 @@ def template_fills(spec: Mapping[str, Any], inject: Injection, dra_gpus: frozens
         wanted_limits = wanted_fills(inject.limits, inject.per_gpu_limits, devices, levels)
         new_requests, new_limits = missing_fills(have_requests, have_limits, wanted_requests, wanted_limits)
         if new_requests or new_limits:
-            fills[index] = (new_requests, new_limits)
-    return fills
+            every[index] = (new_requests, new_limits)
+            below = below_limits(new_requests, have_limits)
+            if below:
+                lowering[index] = (below, {})
+    return TemplateFills(every, lowering)
 
 
 def wanted_fills(

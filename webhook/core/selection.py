@@ -40,7 +40,7 @@ from webhook.core.placement import (
     remember,
     slice_rooms,
 )
-from webhook.core.pod_resources import fills_below_limits, pod_requests, template_fills
+from webhook.core.pod_resources import NO_FILLS, TemplateFills, pod_requests
 from webhook.core.podview import PodView
 from webhook.core.profiles import (
     GPU,
@@ -91,10 +91,12 @@ def plan_slice(
     placement: Placement | None = None,
     quota: Mapping[str, int] | None = None,
     spec: Mapping[str, Any] | None = None,
+    fills: TemplateFills = NO_FILLS,
 ) -> Plan:
     """`placement`: the nodes the pod itself admits (None: any); only their offers are candidates.
     `quota`: what the namespace's ResourceQuotas leave of the NVIDIA resources they limit.
-    `spec`: the pod spec, whose own CPU and memory a node of the slice must have room for."""
+    `spec`: the pod spec, whose own CPU and memory a node of the slice must have room for.
+    `fills`: what the template fills into `spec` (pod_resources.template_fills)."""
     if template is None or template.accelerator.mig != "preferred" or not inventory.known:
         return NO_PLAN
     devices = _rewritable_devices(view)
@@ -117,7 +119,7 @@ def plan_slice(
             return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), message),))
         left_out = tuple(o for o in offers if o not in within)
         offers = within
-    own = _own_requests(spec, template, inventory) if offers else _NO_REQUESTS
+    own = _own_requests(spec, fills) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
     sizing = Sizing(inventory.usage_known, pinned, inventory, placement, roomy, left_out)
     plan = _plan(view, roomy, need, devices, policy, sizing)
@@ -127,7 +129,7 @@ def plan_slice(
             plan = Plan(findings=(_no_room(view, need, crowded, own, sizing, policy),))
     if plan.offer is None:
         return plan
-    pool = _with_room_for_fills(inventory, placement, devices, roomy, plan.offer, spec, template)
+    pool = _with_room_for_fills(inventory, placement, devices, roomy, plan.offer, spec, fills)
     named = _named_offer(inventory, plan.offer, pool, original, Fit(need, devices, policy))
     return Plan(named, plan.rewrite, plan.findings)
 
@@ -145,7 +147,7 @@ def _with_room_for_fills(
     pool: tuple[SliceOffer, ...],
     chosen: SliceOffer,
     spec: Mapping[str, Any] | None,
-    template: Template,
+    fills: TemplateFills,
 ) -> tuple[SliceOffer, ...]:
     """The offers of `pool` whose nodes hold the pod with every CPU and memory the template fills
     in, where the chosen one's do (else the chosen one alone: the resources mutator fills only
@@ -153,7 +155,7 @@ def _with_room_for_fills(
     room for them, required on the first, was dropped on the second, another patch."""
     if spec is None or not _served_by_several(chosen, pool):
         return pool
-    filled = pod_requests(spec, template_fills(spec, template.inject, inventory.dra_gpu_resources))
+    filled = pod_requests(spec, fills.every)
     holding = _with_room(inventory, placement, devices, pool, filled)
     return holding if chosen in holding else (chosen,)
 
@@ -236,14 +238,12 @@ def _offers_across_models(inventory: Inventory) -> dict[_ModelsKey, SliceOffer]:
     return found
 
 
-def _own_requests(
-    spec: Mapping[str, Any] | None, template: Template, inventory: Inventory
-) -> Mapping[str, Decimal]:
+def _own_requests(spec: Mapping[str, Any] | None, fills: TemplateFills) -> Mapping[str, Decimal]:
     """The pod's CPU and memory as the scheduler will count them, with the requests the template
-    fills beside a limit alone (`fills_below_limits`)."""
+    fills beside a limit alone (`TemplateFills.below_limits`)."""
     if spec is None:
         return _NO_REQUESTS
-    return pod_requests(spec, fills_below_limits(spec, template.inject, inventory.dra_gpu_resources))
+    return pod_requests(spec, fills.below_limits)
 
 
 def _with_room(

@@ -24,41 +24,35 @@ from webhook.core.mutators._pod import (
     section_of,
 )
 from webhook.core.placement import has_room
-from webhook.core.pod_resources import (
-    NODE_RESOURCES,
-    Fill,
-    below_limits,
-    container_devices,
-    missing_fills,
-    pod_requests,
-    wanted_fills,
-)
+from webhook.core.pod_resources import NO_FILL, NODE_RESOURCES, Fill, pod_requests
 from webhook.core.rooms import rooms_for
 
 _GI: Final = Decimal(1024**3)
 
 
 def mutate(pod: Pod, env: Env) -> list[Finding]:
+    """Fill what the template fills (`env.fills`: read once per decision from the spec evaluated,
+    which this copy differs from only in the GPU the rewrite renamed), but for what a container
+    sets by now: on its own output, it fills nothing."""
     template = env.template
     if template is None:
         return []
-    inject = template.inject
     base = env.view.base
-    pod_level = _pod_level(pod, base)
-    dra_gpus = env.inventory.dra_gpu_resources
+    _read_pod_level(pod, base)
+    every, below_limits = env.fills.every, env.fills.below_limits
     fills: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str], frozenset[str]]] = []
     pending: dict[int, Fill] = {}
     lowering: dict[int, Fill] = {}
     for group, index, container in containers(pod, base, ("containers",)):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
-        devices = container_devices(have_limits, dra_gpus)
-        wanted_requests = wanted_fills(inject.requests, inject.per_gpu_requests, devices, pod_level)
-        wanted_limits = wanted_fills(inject.limits, inject.per_gpu_limits, devices, pod_level)
-        new_requests, new_limits = missing_fills(have_requests, have_limits, wanted_requests, wanted_limits)
+        fill = every.get(index)
+        if fill is None:
+            continue
+        new_requests, new_limits = _unset(fill[0], have_requests), _unset(fill[1], have_limits)
         if new_requests or new_limits:
             where = container_path(base, group, index, container)
-            below = below_limits(new_requests, have_limits)
+            below = _unset(below_limits.get(index, NO_FILL)[0], have_requests)
             fills.append((where, container, new_requests, new_limits, frozenset(below)))
             pending[index] = (new_requests, new_limits)
             if below:
@@ -72,6 +66,20 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         message = f"filled CPU/memory from template {template.name} for {', '.join(names)}"
         findings.append(Finding("InjectedResources", f"{base}.containers", message))
     return findings
+
+
+def _read_pod_level(pod: Pod, base: str) -> None:
+    """Read `spec.resources` as the mutators read: the fills were computed reading a member of
+    another type as absent, and a malformed one stops the mutation here, at its path."""
+    where = f"{base}.resources"
+    resources = read(read_spec(pod, base), "resources", base)
+    read(resources, "requests", where)
+    read(resources, "limits", where)
+
+
+def _unset(values: Mapping[str, str], have: Mapping[str, Any]) -> dict[str, str]:
+    """The values of resources the container does not set."""
+    return {k: v for k, v in values.items() if k not in have}
 
 
 def _fill(
@@ -134,10 +142,3 @@ def _too_large(template: str, base: str, skipped: dict[str, Decimal]) -> Finding
 
 def _shown(resource: str, value: Decimal) -> str:
     return f"{value / _GI:.4g}Gi" if resource == "memory" else f"{value:g}"
-
-
-def _pod_level(pod: Pod, base: str) -> frozenset[str]:
-    """The resources the pod sets in `spec.resources` requests or limits."""
-    where = f"{base}.resources"
-    resources = read(read_spec(pod, base), "resources", base)
-    return frozenset((*read(resources, "requests", where), *read(resources, "limits", where)))

@@ -577,12 +577,21 @@ def test_an_elastic_pytorchjob_that_scales_past_one_node_keeps_whole_gpus(
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])
 
 
-@pytest.mark.parametrize(("workers", "rewritten"), [(2, False), (1, True)])
+@pytest.mark.parametrize(
+    ("workers", "elastic", "rewritten"),
+    [(2, None, False), (1, None, True), (1, {"minReplicas": 1, "maxReplicas": 4}, True)],
+)
 def test_a_paddlejob_of_more_than_one_replica_keeps_whole_gpus(
-    catalog: Catalog, inventories: dict[str, Inventory], workers: int, rewritten: bool
+    catalog: Catalog,
+    inventories: dict[str, Inventory],
+    workers: int,
+    elastic: dict[str, Any] | None,
+    rewritten: bool,
 ) -> None:
     """The training operator sets PADDLE_NNODES (its pod count) on every PaddleJob pod, which are
-    then kept whole as ranks of one collective job: the template is kept whole as its pods will be."""
+    then kept whole as ranks of one collective job: the template is kept whole as its pods will be.
+    An elasticPolicy does not change PADDLE_NNODES (only a PyTorchJob's pods get a `min:max`
+    range), so a PaddleJob of one Worker is rewritten as its pods are (found by review)."""
     job = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PaddleJob",
@@ -606,6 +615,8 @@ def test_a_paddlejob_of_more_than_one_replica_keeps_whole_gpus(
             }
         },
     }
+    if elastic is not None:
+        job["spec"]["elasticPolicy"] = elastic
     decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
     assert decision.allowed and decision.template == "fine-tuning"
     container = "spec.paddleReplicaSpecs.Worker.template.spec.containers[name=paddle]"

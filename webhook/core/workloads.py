@@ -427,7 +427,9 @@ def _replica_sites(obj: Mapping[str, Any], kind: str) -> list[Site]:
     # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's,
     # PET_NNODES=min:max on an elastic one's, PADDLE_NNODES on a PaddleJob's, NUM_PROCESSES
     # beside COORDINATOR_ADDRESS on a JAXJob's (podview)
-    most = max(_replicas(_mapping(spec.get(key)).values()), _elastic_max(spec))
+    most = _replicas(_mapping(spec.get(key)).values())
+    if kind == "PyTorchJob":  # a PaddleJob's elasticPolicy leaves PADDLE_NNODES its replicas
+        most = max(most, _elastic_max(spec))
     grouped = kind in _GROUP_SIZE_SET and most > 1
     return [replace(_gpu_optional(site), grouped=grouped) for site in _template_sites(obj, found)]
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import shared_path
+from webhook.core.decide import decide
 from webhook.core.model import Catalog, Context, Decision, Inventory, Policy
 from webhook.core.workloads import (
     SUPPORTED_KINDS,
@@ -702,3 +703,46 @@ def test_a_jaxjob_of_more_than_one_replica_keeps_whole_gpus(
     gpu = f'{container}.resources.limits["nvidia.com/gpu"]'
     assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])
+
+
+@pytest.mark.parametrize(("roles", "rewritten"), [({"Master": 1, "Worker": 2}, False), ({"Master": 1}, True)])
+def test_an_xgboostjob_of_more_than_one_replica_keeps_whole_gpus_as_its_pods_do(
+    catalog: Catalog, inventories: dict[str, Inventory], roles: dict[str, int], rewritten: bool
+) -> None:
+    """The training operator sets WORLD_SIZE (its pod count) on every XGBoostJob pod, as on a
+    PyTorchJob's, so its pods are kept whole as ranks of one job; where templates are mutated its
+    templates were rewritten to slices, said so at apply, and each pod was given its whole GPU
+    back (found by review). The template is decided as its pods are."""
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "xgboost",
+                    "image": "winglian/axolotl:main-latest",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        }
+    }
+    specs = {role: {"replicas": n, "template": copy.deepcopy(template)} for role, n in roles.items()}
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "XGBoostJob",
+        "metadata": {"name": "xgb", "namespace": "ml"},
+        "spec": {"xgbReplicaSpecs": specs},
+    }
+    context = _context(_with_template_mutation(catalog), inventories["mixed-cluster"])
+    decision = decide_object(job, context)
+    assert decision.allowed and decision.template == "fine-tuning"
+    container = "template.spec.containers[name=xgboost]"
+    gpus = [f'spec.xgbReplicaSpecs.{r}.{container}.resources.limits["nvidia.com/gpu"]' for r in sorted(roles)]
+    assert _codes_at(decision, "RewrittenToMig") == (gpus if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "xgb-master-0", "namespace": "ml"}}
+    pod["spec"] = copy.deepcopy(template["spec"])
+    pod["spec"]["containers"][0]["env"] = [{"name": "WORLD_SIZE", "value": str(sum(roles.values()))}]
+    pod_decision = decide(pod, context)  # as the operator creates it from the template as written
+    gpu = 'spec.containers[name=xgboost].resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(pod_decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(pod_decision, "KeptWholeGpu") == ([] if rewritten else [gpu])

@@ -152,8 +152,8 @@ class Site:
     grouped: bool = False
     """Its pods are ranks of a multi-pod group (PodView.grouped): a LeaderWorkerSet group of more
     than one pod, a Kubeflow job of more than one replica that says so on its pods (a PyTorchJob,
-    PaddleJob, TFJob or JAXJob), a Volcano Job of more
-    than one pod under its pytorch plugin."""
+    PaddleJob, TFJob, JAXJob or XGBoostJob), a Volcano Job of more than one pod under its pytorch
+    plugin."""
 
     @property
     def writable(self) -> bool:
@@ -409,7 +409,7 @@ def _template_sites(obj: Mapping[str, Any], found: Sequence[tuple[tuple[Step, ..
     return sites
 
 
-_GROUP_SIZE_SET: Final = frozenset({"PyTorchJob", "PaddleJob", "JAXJob"})
+_GROUP_SIZE_SET: Final = frozenset({"PyTorchJob", "PaddleJob", "JAXJob", "XGBoostJob"})
 """The Kubeflow jobs on whose pods the training operator writes their group's size."""
 _GPU_OPTIONAL_ROLES: Final = (".Launcher.template", ".headGroupSpec.template")
 
@@ -424,9 +424,9 @@ def _replica_sites(obj: Mapping[str, Any], kind: str) -> list[Site]:
     ]
     if kind == "TFJob":
         return [_tf_grouped(_gpu_optional(site), spec) for site in _template_sites(obj, found)]
-    # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's,
-    # PET_NNODES=min:max on an elastic one's, PADDLE_NNODES on a PaddleJob's, NUM_PROCESSES
-    # beside COORDINATOR_ADDRESS on a JAXJob's (podview)
+    # its pods say so too: the training operator sets WORLD_SIZE on a PyTorchJob's and an
+    # XGBoostJob's, PET_NNODES=min:max on an elastic PyTorchJob's, PADDLE_NNODES on a PaddleJob's,
+    # NUM_PROCESSES beside COORDINATOR_ADDRESS on a JAXJob's (podview)
     most = _replicas(_mapping(spec.get(key)).values())
     if kind == "PyTorchJob":  # a PaddleJob's elasticPolicy leaves PADDLE_NNODES its replicas
         most = max(most, _elastic_max(spec))

@@ -537,6 +537,60 @@ def test_a_volcano_job_under_its_pytorch_plugin_keeps_whole_gpus(
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)
 
 
+@pytest.mark.parametrize(
+    ("args", "tasks", "grouped"),
+    [
+        (["--port=5000", "--worker=trainer"], {"ps": 1, "trainer": 2}, ["ps", "trainer"]),
+        ([], {"worker": 2, "evaluator": 1, "export": 1}, ["evaluator", "worker"]),
+        ([], {"worker": 1}, []),  # a stand-alone job: no TF_CONFIG
+        (["--worker", "trainer"], {"trainer": 1, "worker": 1}, []),  # a cluster of one trainer
+    ],
+)
+def test_a_volcano_job_under_its_tensorflow_plugin_keeps_whole_gpus_in_its_cluster(
+    catalog: Catalog,
+    inventories: dict[str, Inventory],
+    args: list[str],
+    tasks: dict[str, int],
+    grouped: list[str],
+) -> None:
+    """The plugin writes TF_CONFIG on every pod of the Job, a cluster of its ps, worker, chief and
+    evaluator tasks (named by its arguments, the evaluator in it too), which its pods are read by
+    since TF_CONFIG is: the templates of the tasks in a cluster of more than one are kept whole as
+    their pods will be, where they were rewritten and every pod given its whole GPU back (found by
+    review). A task of no role is in no cluster, and gets its slice."""
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "tensorflow",
+                    "image": "winglian/axolotl:main-latest",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        }
+    }
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "tf", "namespace": "ml"},
+        "spec": {
+            "plugins": {"tensorflow": args, "svc": []},
+            "tasks": [
+                {"name": n, "replicas": r, "template": copy.deepcopy(template)} for n, r in tasks.items()
+            ],
+        },
+    }
+    decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
+    assert decision.allowed and decision.template == "fine-tuning"
+
+    def gpu(task: str) -> str:
+        container = f"spec.tasks[name={task}].template.spec.containers[name=tensorflow]"
+        return f'{container}.resources.limits["nvidia.com/gpu"]'
+
+    assert _codes_at(decision, "KeptWholeGpu") == [gpu(t) for t in tasks if t in grouped]
+    assert _codes_at(decision, "RewrittenToMig") == [gpu(t) for t in tasks if t not in grouped]
+
+
 def test_a_workload_with_an_object_for_an_env_name_is_decided_not_an_internal_error(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:

@@ -371,9 +371,7 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
     spec = _mapping(obj.get("spec"))
     metadata = _mapping(obj.get("metadata"))
     if (group, kind) == VOLCANO_JOB:
-        # its pods say so too: Volcano's pytorch plugin sets WORLD_SIZE on them (podview)
-        grouped = "pytorch" in _mapping(spec.get("plugins")) and _replicas(_list(spec.get("tasks"))) > 1
-        return [replace(s, grouped=grouped) for s in _template_sites(obj, list(_volcano_templates(spec)))]
+        return _volcano_sites(obj, spec)
     if _GROUP_OF.get(kind) != group:
         return []
     if kind in _TEMPLATE_AT:
@@ -482,6 +480,59 @@ def _ray_templates(
             ("spec", *prefix, "workerGroupSpecs", index, "template"),
             f"{dotted}.workerGroupSpecs[{selector}].template",
         )
+
+
+def _volcano_sites(obj: Mapping[str, Any], spec: Mapping[str, Any]) -> list[Site]:
+    """A Volcano Job's task templates."""
+    # its pods say so too: Volcano's pytorch plugin sets WORLD_SIZE on them, its tensorflow
+    # plugin TF_CONFIG (podview)
+    plugins = _mapping(spec.get("plugins"))
+    grouped = "pytorch" in plugins and _replicas(_list(spec.get("tasks"))) > 1
+    in_cluster = _volcano_tf_cluster(spec, plugins["tensorflow"]) if "tensorflow" in plugins else frozenset()
+    sites = _template_sites(obj, list(_volcano_templates(spec)))
+    return [
+        replace(s, grouped=grouped or _task_name(_get(spec, s.pointer[1:3])) in in_cluster) for s in sites
+    ]
+
+
+_VOLCANO_TF_ROLES: Final = ("ps", "worker", "chief", "evaluator")
+
+
+def _volcano_tf_cluster(spec: Mapping[str, Any], args: object) -> frozenset[str]:
+    """The tasks Volcano's tensorflow plugin makes ranks of a cluster of more than one: it writes
+    TF_CONFIG on every pod, a cluster of the tasks named for its roles (`--worker=trainer`; each
+    role's name by default), the evaluator's too, and each pod's task type, the role its task is
+    named for, else the task's own name, which is in the cluster where a role's task is named so."""
+    names = dict(zip(_VOLCANO_TF_ROLES, _VOLCANO_TF_ROLES, strict=True))
+    names.update(_go_flags(_list(args), _VOLCANO_TF_ROLES))
+    tasks = {_task_name(t): _replicas([t]) for t in _list(spec.get("tasks"))}
+    cluster = {role: tasks.get(name, 0) for role, name in names.items()}
+    if sum(cluster.values()) <= 1:
+        return frozenset()
+    role_of = {name: role for role, name in names.items()}
+    return frozenset(t for t in tasks if cluster.get(role_of.get(t, t), 0) > 0)
+
+
+def _go_flags(args: list[Any], flags: Sequence[str]) -> dict[str, str]:
+    """The values of `flags` among a plugin's arguments, as Go's flag package reads them
+    (`--name=value`, `-name=value`, `-name value`)."""
+    found = {}
+    for index, arg in enumerate(args):
+        name, equals, value = arg.lstrip("-").partition("=") if isinstance(arg, str) else ("", "", "")
+        if name not in flags or not arg.startswith("-"):
+            continue
+        if equals:
+            found[name] = value
+        elif index + 1 < len(args) and isinstance(args[index + 1], str):
+            found[name] = args[index + 1]
+    return found
+
+
+def _task_name(task: object) -> str:
+    """A Volcano task's name; "" for one that is no text (a custom resource is read before its
+    schema is checked)."""
+    name = _mapping(task).get("name")
+    return name if isinstance(name, str) else ""
 
 
 def _volcano_templates(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[Step, ...], str]]:

@@ -497,13 +497,29 @@ def test_a_kubeflow_job_of_more_than_one_replica_keeps_whole_gpus(
     assert (master in _codes_at(decision, "KeptWholeGpu")) is not rewritten
 
 
-@pytest.mark.parametrize(("plugins", "rewritten"), [({"pytorch": ["--master=master"]}, False), ({}, True)])
+@pytest.mark.parametrize(
+    ("plugins", "tasks", "rewritten"),
+    [
+        ({"pytorch": ["--master=master"]}, ("master", "worker"), False),
+        ({"pytorch": ["--master", "lead", "--worker=trainer"]}, ("lead", "trainer"), False),
+        ({"pytorch": []}, ("master", "tensorboard"), True),  # WORLD_SIZE=1: the master alone
+        ({"pytorch": []}, ("lead", "worker"), True),  # no master task: no WORLD_SIZE
+        ({}, ("master", "worker"), True),
+    ],
+)
 def test_a_volcano_job_under_its_pytorch_plugin_keeps_whole_gpus(
-    catalog: Catalog, inventories: dict[str, Inventory], plugins: dict[str, Any], rewritten: bool
+    catalog: Catalog,
+    inventories: dict[str, Inventory],
+    plugins: dict[str, Any],
+    tasks: tuple[str, str],
+    rewritten: bool,
 ) -> None:
-    """The plugin sets WORLD_SIZE on every pod of the Job, which its pods are then read by (ranks
-    of one torch.distributed world keep whole GPUs): the template is kept whole as its pods will
-    be. Without the plugin its tasks are pods of their own and get slices."""
+    """The plugin sets WORLD_SIZE, its master and worker tasks' pods (named by its arguments), on
+    every pod of the Job, which its pods are then read by (ranks of one torch.distributed world
+    keep whole GPUs): the template is kept whole as its pods will be. Without the plugin its tasks
+    are pods of their own and get slices, as they are where the plugin's world is of one pod or it
+    finds no master task and sets nothing (they were kept whole, and their pods rewritten: found
+    by review)."""
     template = {
         "spec": {
             "containers": [
@@ -521,17 +537,14 @@ def test_a_volcano_job_under_its_pytorch_plugin_keeps_whole_gpus(
         "metadata": {"name": "ft", "namespace": "ml"},
         "spec": {
             "plugins": plugins,
-            "tasks": [
-                {"name": "master", "replicas": 1, "template": template},
-                {"name": "worker", "replicas": 1, "template": copy.deepcopy(template)},
-            ],
+            "tasks": [{"name": task, "replicas": 1, "template": copy.deepcopy(template)} for task in tasks],
         },
     }
     decision = decide_object(job, _context(_with_template_mutation(catalog), inventories["mixed-cluster"]))
     assert decision.allowed and decision.template == "fine-tuning"
     gpus = [
         f'spec.tasks[name={task}].template.spec.containers[name=trainer].resources.limits["nvidia.com/gpu"]'
-        for task in ("master", "worker")
+        for task in tasks
     ]
     assert _codes_at(decision, "RewrittenToMig") == (gpus if rewritten else [])
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)

@@ -487,12 +487,24 @@ def _volcano_sites(obj: Mapping[str, Any], spec: Mapping[str, Any]) -> list[Site
     # its pods say so too: Volcano's pytorch plugin sets WORLD_SIZE on them, its tensorflow
     # plugin TF_CONFIG (podview)
     plugins = _mapping(spec.get("plugins"))
-    grouped = "pytorch" in plugins and _replicas(_list(spec.get("tasks"))) > 1
+    grouped = "pytorch" in plugins and _volcano_world_size(spec, plugins["pytorch"]) > 1
     in_cluster = _volcano_tf_cluster(spec, plugins["tensorflow"]) if "tensorflow" in plugins else frozenset()
     sites = _template_sites(obj, list(_volcano_templates(spec)))
     return [
         replace(s, grouped=grouped or _task_name(_get(spec, s.pointer[1:3])) in in_cluster) for s in sites
     ]
+
+
+def _volcano_world_size(spec: Mapping[str, Any], args: object) -> int:
+    """The WORLD_SIZE Volcano's pytorch plugin sets on every pod: the pods of its master and worker
+    tasks (named by its arguments, `master` and `worker` by default); none without a master task,
+    where it sets nothing."""
+    names = {"master": "master", "worker": "worker"}
+    names.update(_go_flags(_list(args), tuple(names)))
+    tasks = _list(spec.get("tasks"))
+    if not any(_task_name(t) == names["master"] for t in tasks):
+        return 0
+    return _replicas(t for t in tasks if _task_name(t) in names.values())
 
 
 _VOLCANO_TF_ROLES: Final = ("ps", "worker", "chief", "evaluator")

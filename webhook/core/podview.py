@@ -216,15 +216,23 @@ def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
 
 
 def _env_group_size(env: list[Any]) -> int:
-    """The largest group a container's env makes it a rank of."""
-    coordinated = any(isinstance(v, MAPPINGS) and v.get("name") == JAX_COORDINATOR_VAR for v in env)
-    return max((_var_group_size(v, coordinated) for v in env if isinstance(v, MAPPINGS)), default=0)
-
-
-def _var_group_size(var: Mapping[str, Any], coordinated: bool) -> int:
-    name, value = var.get("name"), var.get("value")
-    if not isinstance(name, str):  # a list or mapping, in a manifest read from a file: no variable
+    """The largest group a container's env makes it a rank of. One pass that reads only the
+    variables of `GROUP_VARS`: it runs on every pod, and a container may set hundreds of others."""
+    found = [v for v in env if isinstance(v, MAPPINGS) and is_group_var(v.get("name"))]
+    if not found:
         return 0
+    coordinated = any(v.get("name") == JAX_COORDINATOR_VAR for v in found)
+    return max(_var_group_size(v["name"], v.get("value"), coordinated) for v in found)
+
+
+def is_group_var(name: object) -> bool:
+    """A name of `GROUP_VARS`; a name that is no string (a list or mapping, in a manifest read from
+    a file or a custom resource's template before its schema is checked) names no variable, and
+    cannot be looked up in a set."""
+    return isinstance(name, str) and name in GROUP_VARS
+
+
+def _var_group_size(name: str, value: object, coordinated: bool) -> int:
     if name == TF_CONFIG_VAR:
         return tf_cluster_size(value)
     if name == JAX_SIZE_VAR:

@@ -18,7 +18,7 @@ from typing import Any
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
 from webhook.core.model import ANNOTATION_PREFIX, ANNOTATIONS_MAX_BYTES, MIRROR_ANNOTATION, lenient_object
 from webhook.core.placement import REQUIRED
-from webhook.core.podview import GROUP_VARS, LWS_SIZE_ANNOTATION, build_view
+from webhook.core.podview import LWS_SIZE_ANNOTATION, build_view, is_group_var
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
 
@@ -147,16 +147,11 @@ def _affinity(spec: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def _is_group_var(name: object) -> bool:
-    """A name of `GROUP_VARS`; a list or mapping, in a pod read from a file, names no variable."""
-    return isinstance(name, str) and name in GROUP_VARS
-
-
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     kept = {k: container[k] for k in _KEPT_CONTAINER_FIELDS if k in container}
     env = container.get("env")
     if isinstance(env, list):  # a torch.distributed rank keeps whole GPUs (PodView.grouped)
-        sizes = [v for v in env if isinstance(v, Mapping) and _is_group_var(v.get("name"))]
+        sizes = [v for v in env if isinstance(v, Mapping) and is_group_var(v.get("name"))]
         if sizes:
             kept["env"] = sizes
     return kept

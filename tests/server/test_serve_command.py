@@ -22,6 +22,7 @@ from tests.conftest import INVENTORIES, ROOT
 from tests.server.conftest import Served
 from tests.server.support import Client, WebhookProcess, write_serving_set
 from webhook.cli import build_parser, main
+from webhook.commands import serve as serve_command
 from webhook.commands.serve import _plan, parse_bind
 from webhook.server.pod_list import check_pod_list
 
@@ -49,6 +50,44 @@ def test_the_embedded_default_prints_a_curl_line_that_works(tmp_path: Path) -> N
         assert review["response"]["patchType"] == "JSONPatch"
     finally:
         process.stop()
+
+
+def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """serve as a wheel installs it, run from an empty folder: site-packages holds the stray
+    `templates` and `examples` folders other distributions leave there. Returns site-packages."""
+    site = tmp_path / "site-packages"
+    (site / "templates").mkdir(parents=True)
+    (site / "templates" / "index.html").write_text("<html></html>\n")
+    (site / "examples" / "admission").mkdir(parents=True)
+    monkeypatch.setattr(serve_command, "__file__", str(site / "webhook" / "commands" / "serve.py"))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    return site
+
+
+def test_installed_outside_a_checkout_the_default_catalog_is_named_missing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not site-packages/templates, a folder of another distribution, read as the catalog."""
+    installed(monkeypatch, tmp_path)
+    err = serve(capsys)
+    assert "--templates: no such file or directory: templates" in err
+    assert "site-packages" not in err
+
+
+def test_installed_outside_a_checkout_the_curl_line_names_no_missing_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    installed(monkeypatch, tmp_path)
+    catalog = ["--templates", str(ROOT / "templates"), "--policies", str(ROOT / "policies")]
+    arguments = ["serve", "--bind", "127.0.0.1:0", "--cert-dir", str(tmp_path / "certs"), *catalog]
+    plan = _plan(build_parser().parse_args([*arguments, "--inventory", str(INVENTORIES / "a100-mixed.yaml")]))
+    capsys.readouterr()
+    serve_command._announce(plan, [("127.0.0.1", 8443)])
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("try: ")]
+    command = shlex.split(line.removeprefix("try: "))
+    posted = command[command.index("--data-binary") + 1]
+    assert posted == "@REVIEW.json"
 
 
 def serve(capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -63,6 +63,7 @@ DEFAULT_INVENTORY = "examples/inventories/mixed-cluster.yaml"
 DEFAULT_PODS = "examples/inventories/mixed-cluster-pods.yaml"
 DEFAULT_RELOAD_SECONDS = 10.0
 EXAMPLE_REVIEW = "examples/admission/pod-review.json"
+REVIEW_PLACEHOLDER = "REVIEW.json"
 WILDCARDS = ("", "0.0.0.0", "::")
 MIN_SECONDS, MAX_SECONDS = 0.1, 86400.0
 """Bounds of the intervals: more often is a busy loop, less often than daily is never."""
@@ -305,9 +306,12 @@ def _default_path(given: str | None, relative: str, option: str) -> Path:
 
 
 def _here_or_in_checkout(relative: str) -> Path:
-    """The path under the working directory if it is there, else in the source checkout."""
+    """The path under the working directory if it is there, else in the source checkout the
+    package runs from. An installed package has none: the folder above it is site-packages,
+    where a `templates` or `examples` folder another distribution left is no default of ours."""
     here = Path(relative)
-    return here if here.exists() else Path(__file__).resolve().parents[2] / relative
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout / relative if not here.exists() and (checkout / "pyproject.toml").is_file() else here
 
 
 def _cluster_source(kubeconfig: str | None) -> Any:
@@ -429,7 +433,7 @@ def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
     url = f"https://{f'[{host}]' if ':' in host else host}:{port}"
     trust = ["--cacert", str(plan.ca_file)] if plan.ca_file else ["--insecure"]
     client = ["--cert", "CLIENT.crt", "--key", "CLIENT.key"] if plan.tls.client_ca else []
-    example = _here_or_in_checkout(EXAMPLE_REVIEW)
+    example = _example_review()
     resolve, target = _by_name(plan, port, url) if plan.ca_file else ([], url)
     curl = ["curl", *trust, *client, *resolve, "-H", "Content-Type: application/json"]
     curl += ["--data-binary", f"@{example}", f"{target}/mutate"]
@@ -437,6 +441,12 @@ def _announce(plan: Plan, addresses: Sequence[Any]) -> None:
     print(f"decision core: {core_build()}", flush=True)
     print(f"try: {shlex.join(curl)}", flush=True)
     sys.stdout.flush()
+
+
+def _example_review() -> str:
+    """The example review the curl line posts; outside a checkout, a file the user names."""
+    example = _here_or_in_checkout(EXAMPLE_REVIEW)
+    return str(example) if example.is_file() else REVIEW_PLACEHOLDER
 
 
 def _by_name(plan: Plan, port: int, url: str) -> tuple[list[str], str]:

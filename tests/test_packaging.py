@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
+import tarfile
 import tomllib
+from pathlib import Path
 
+import pytest
 from gunicorn.workers.gthread import TConn, ThreadWorker
+from packaging.version import Version
 
 from tests.conftest import ROOT
 
@@ -33,3 +40,34 @@ def test_the_declared_gunicorn_has_the_gthread_worker_the_server_extends() -> No
     assert hasattr(ThreadWorker, "on_pending_socket_readable")
     assert "graceful" in TConn.close.__code__.co_varnames
     assert minimum("gunicorn") >= GTHREAD_NEEDS
+
+
+SDIST_SOURCES = ("pyproject.toml", "setup.py", "README.md", "MANIFEST.in")
+
+
+def test_the_sdist_ships_the_package_and_not_a_few_of_the_tests(tmp_path: Path) -> None:
+    """setuptools adds the top-level tests/test*.py to every sdist: 13 files of the suite, without
+    the conftest and examples they import, so none of them ran from it."""
+    setuptools = pytest.importorskip("setuptools")
+    if Version(setuptools.__version__) < Version("77"):
+        pytest.skip("building needs setuptools 77 or later (pyproject.toml's license expression)")
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT / "webhook", source / "webhook", ignore=shutil.ignore_patterns("__pycache__", "*.so")
+    )
+    (source / "tests").mkdir()
+    for path in [*(ROOT / name for name in SDIST_SOURCES), *(ROOT / "tests").glob("test_*.py")]:
+        if path.is_file():
+            shutil.copy(path, source / path.relative_to(ROOT))
+    build = "from setuptools import build_meta; print(build_meta.build_sdist('dist'))"
+    result = subprocess.run(
+        [sys.executable, "-c", build], cwd=source, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    with tarfile.open(source / "dist" / result.stdout.split()[-1]) as sdist:
+        shipped = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    assert not {name for name in shipped if name.startswith("tests")}
+    package_data = {
+        str(p.relative_to(ROOT)) for p in (ROOT / "webhook").rglob("*") if p.suffix in {".json", ".html"}
+    }
+    assert package_data <= shipped

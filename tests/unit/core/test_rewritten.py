@@ -301,6 +301,30 @@ def test_a_slice_asked_for_at_0_does_not_keep_the_whole_gpu(
     assert (again.allowed, again.patch) == (True, ())
 
 
+@pytest.mark.parametrize("zero", [0, "0"])
+def test_the_chosen_slices_0_in_requests_goes_where_the_gpu_is_in_limits_alone(
+    catalog: Catalog, inventories: dict[str, Inventory], zero: object
+) -> None:
+    """A chart's 0 in both sections, its `nvidia.com/gpu` in limits alone: renamed into limits,
+    the slice kept its 0 in requests, a request unequal to its limit, which the API server
+    refuses for an extended resource; read again, GpuRequestLimitMismatch and the rewrite undone
+    (found by review)."""
+    inventory = inventories["mixed-cluster"]
+    pod = vllm_pod()
+    resources = pod["spec"]["containers"][0]["resources"]
+    resources["limits"]["nvidia.com/mig-3g.40gb"] = zero
+    resources["requests"] = {"nvidia.com/mig-3g.40gb": zero, "cpu": "1"}
+    decision = decide(copy.deepcopy(pod), context(catalog, inventory))
+    assert decision.mutated is not None
+    assert decision.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "3g.40gb"
+    patched = jsonpatch.apply_patch(pod, list(decision.patch))
+    resources = patched["spec"]["containers"][0]["resources"]
+    assert resources["limits"]["nvidia.com/mig-3g.40gb"] == 1
+    assert "nvidia.com/mig-3g.40gb" not in resources["requests"]  # it defaults to its limit
+    again = decide(copy.deepcopy(patched), context(catalog, inventory))
+    assert (again.allowed, again.patch, [v.code for v in again.violations]) == (True, (), [])
+
+
 @pytest.mark.parametrize("inventory_name", ["h100-single", "gke-a100"])
 def test_a_pods_own_slice_toleration_stays_where_the_rewrite_renamed_nothing(
     catalog: Catalog, inventories: dict[str, Inventory], inventory_name: str

@@ -64,10 +64,12 @@ def original_request_json(limits: dict[str, str]) -> str:
 def _rename(resources: dict[str, Any], resource: str) -> None:
     for section in ("limits", "requests"):
         values = resources.get(section)
-        if isinstance(values, dict) and GPU in values:
+        if isinstance(values, dict) and (GPU in values or resource in values):
             # Rebuild the dict so the new key takes the old one's place. The slice asked for at 0
             # beside it (the only way it can be there: a slice asked for is never rewritten)
-            # goes, or its 0 would take the renamed GPU's place.
+            # goes, or its 0 would take the renamed GPU's place; so does its 0 in requests
+            # without the GPU, a request unequal to the renamed limit, which the API server
+            # refuses for an extended resource: the slice's request defaults to its limit.
             resources[section] = {
                 (resource if k == GPU else k): v for k, v in values.items() if k != resource
             }

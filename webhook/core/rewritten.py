@@ -422,18 +422,22 @@ def _container_back(container: object, slice_resource: str, recorded: dict[str, 
     sections = {s: resources[s] for s in _SECTIONS if isinstance(resources.get(s), dict)}
     if not any(slice_resource in values for values in sections.values()):
         return container  # single strategy and GKE keep nvidia.com/gpu: nothing was renamed
-    back = {**resources, **{s: _section_back(values, slice_resource) for s, values in sections.items()}}
+    kept = GPU in sections.get("limits", {})
+    back = {**resources, **{s: _section_back(values, slice_resource, kept) for s, values in sections.items()}}
     return {**container, "resources": back}
 
 
-def _section_back(values: dict[str, Any], slice_resource: str) -> dict[str, Any]:
+def _section_back(values: dict[str, Any], slice_resource: str, kept: bool) -> dict[str, Any]:
     """The slice renamed back in its place; dropped where the request came back beside it. A
     slice at 0 beside the request is the pod's own (single strategy and GKE rename nothing, and
-    the mixed strategy's rename drops it), not what the rewrite wrote: it stays."""
+    the mixed strategy's rename drops it), not what the rewrite wrote: it stays. So does its 0 in
+    requests where the limits keep `nvidia.com/gpu` (`kept`): a chart's 0 in both sections beside
+    a GPU in limits alone, which renamed back would be a request of `nvidia.com/gpu: 0`."""
+    zero = slice_resource in values and _is_zero(values[slice_resource])
     if GPU in values:
-        if slice_resource in values and _is_zero(values[slice_resource]):
-            return values
-        return {k: v for k, v in values.items() if k != slice_resource}
+        return values if zero else {k: v for k, v in values.items() if k != slice_resource}
+    if kept and zero:
+        return values
     return {(GPU if k == slice_resource else k): v for k, v in values.items()}
 
 

@@ -301,15 +301,17 @@ def test_a_slice_asked_for_at_0_does_not_keep_the_whole_gpu(
     assert (again.allowed, again.patch) == (True, ())
 
 
+@pytest.mark.parametrize("inventory_name", ["mixed-cluster", "h100-single", "gke-a100"])
 @pytest.mark.parametrize("zero", [0, "0"])
-def test_the_chosen_slices_0_in_requests_goes_where_the_gpu_is_in_limits_alone(
-    catalog: Catalog, inventories: dict[str, Inventory], zero: object
+def test_the_chosen_slices_0_in_requests_beside_a_gpu_in_limits_alone(
+    catalog: Catalog, inventories: dict[str, Inventory], inventory_name: str, zero: object
 ) -> None:
-    """A chart's 0 in both sections, its `nvidia.com/gpu` in limits alone: renamed into limits,
-    the slice kept its 0 in requests, a request unequal to its limit, which the API server
-    refuses for an extended resource; read again, GpuRequestLimitMismatch and the rewrite undone
-    (found by review)."""
-    inventory = inventories["mixed-cluster"]
+    """A chart's 0 in both sections, its `nvidia.com/gpu` in limits alone. Mixed strategy: renamed
+    into limits, the slice kept its 0 in requests, a request unequal to its limit, which the API
+    server refuses for an extended resource. Single strategy and GKE: nothing is renamed, but read
+    again the 0 in requests was renamed back to `nvidia.com/gpu: 0`, so the webhook's own output
+    was GpuRequestLimitMismatch, denied under enforce, with the rewrite undone (found by review)."""
+    inventory = inventories[inventory_name]
     pod = vllm_pod()
     resources = pod["spec"]["containers"][0]["resources"]
     resources["limits"]["nvidia.com/mig-3g.40gb"] = zero
@@ -319,8 +321,10 @@ def test_the_chosen_slices_0_in_requests_goes_where_the_gpu_is_in_limits_alone(
     assert decision.mutated["metadata"]["annotations"][PROFILE_ANNOTATION] == "3g.40gb"
     patched = jsonpatch.apply_patch(pod, list(decision.patch))
     resources = patched["spec"]["containers"][0]["resources"]
-    assert resources["limits"]["nvidia.com/mig-3g.40gb"] == 1
-    assert "nvidia.com/mig-3g.40gb" not in resources["requests"]  # it defaults to its limit
+    limits, requests = resources["limits"], resources["requests"]
+    assert limits[GPU if GPU in limits else "nvidia.com/mig-3g.40gb"] == 1
+    devices = [k for k in requests if k.startswith("nvidia.com/") and k in limits]
+    assert [k for k in devices if requests[k] != limits[k]] == []  # the API server requires it
     again = decide(copy.deepcopy(patched), context(catalog, inventory))
     assert (again.allowed, again.patch, [v.code for v in again.violations]) == (True, (), [])
 

@@ -191,9 +191,12 @@ def wanted_fills(
 def container_devices(limits: dict[str, Any], dra_gpus: frozenset[str]) -> int:
     """The GPUs and MIG devices a container's limits ask for, DRA's GPU class names included;
     a count that is not a whole number of devices (negative, a fraction: a violation of its own,
-    admitted under `warn`) counts none, so no CPU or memory is scaled by it (`-1` gave `cpu: -2`)."""
+    admitted under `warn`) counts none, so no CPU or memory is scaled by it (`-1` gave `cpu: -2`).
+    A name that is no string (decide called on a dict no JSON makes) names no device."""
     total = 0
     for name, value in limits.items():
+        if not isinstance(name, str):
+            continue
         if name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-") or name in dra_gpus:
             try:
                 count = parse_quantity(value)

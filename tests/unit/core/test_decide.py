@@ -217,3 +217,12 @@ def test_a_gpu_count_too_large_to_count_is_too_many_gpus_not_malformed(
     assert {"ExceedsTemplateMaxGpus", "ExceedsPolicyMaxGpus", "ExceedsLargestNode"} <= codes, pairs(decision)
     assert "InvalidGpuQuantity" not in {v.code for v in decision.violations}
     assert not decision.allowed
+
+
+def test_a_limit_named_by_no_string_is_decided_not_raised(unit_catalog: Catalog, mixed: Inventory) -> None:
+    """decide is a library call too: a dict no JSON makes (an int key in limits, beside a GPU and
+    a CPU limit) must not raise out of it (found by review)."""
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1, limits={"cpu": "1"}).build()
+    pod["spec"]["containers"][0]["resources"]["limits"][7] = "1"
+    decision = decide(pod, context(unit_catalog, mixed, "default"))
+    assert decision.allowed and pairs(decision) == [("MutationSkipped", "spec")]

@@ -188,7 +188,7 @@ def wanted_fills(
     return {k: v for k, v in wanted.items() if k not in pod_level}
 
 
-def container_devices(limits: dict[str, Any], dra_gpus: frozenset[str]) -> int:
+def container_devices(limits: Mapping[Any, Any], dra_gpus: frozenset[str]) -> int:
     """The GPUs and MIG devices a container's limits ask for, DRA's GPU class names included;
     a count that is not a whole number of devices (negative, a fraction: a violation of its own,
     admitted under `warn`) counts none, so no CPU or memory is scaled by it (`-1` gave `cpu: -2`).

@@ -260,10 +260,14 @@ def taken_port() -> Iterator[int]:
         yield int(listener.getsockname()[1])
 
 
-def run_to_exit(command: list[str], cwd: Path, timeout: float = 45) -> subprocess.CompletedProcess[str]:
+def run_to_exit(
+    command: list[str], cwd: Path, timeout: float = 45, metrics_dir: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `command` in its own session; a server still running after `timeout` is killed with
-    its workers, and the test fails."""
+    its workers, and the test fails. `metrics_dir`: its PROMETHEUS_MULTIPROC_DIR (default unset)."""
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    if metrics_dir is not None:
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     process = subprocess.Popen(
         command,
         cwd=cwd,
@@ -294,6 +298,22 @@ def test_a_port_in_use_is_refused_before_gunicorn_starts(tmp_path: Path, taken_p
     assert "--bind" in result.stderr and "Traceback" not in result.stderr
     assert "serving" not in result.stdout
     assert not (tmp_path / "certs").exists(), "nothing is generated for a server that cannot start"
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_a_metrics_folder_that_cannot_be_written_is_refused_before_gunicorn_starts(
+    tmp_path: Path, where: str
+) -> None:
+    """A file at PROMETHEUS_MULTIPROC_DIR (or above it) was a traceback from the master after
+    `serve` had announced itself; a read-only or full folder had every worker fail to boot."""
+    blocker = tmp_path / "prometheus"
+    blocker.write_text("")
+    metrics_dir = blocker if where == "a file" else blocker / "multiproc"
+    command = [sys.executable, "-m", "webhook", "serve", "--bind", "127.0.0.1:0", "--workers", "1"]
+    result = run_to_exit([*command, "--cert-dir", str(tmp_path / "certs")], ROOT, metrics_dir=metrics_dir)
+    assert result.returncode == 2, result.stderr
+    assert f"PROMETHEUS_MULTIPROC_DIR {metrics_dir}" in result.stderr and "Traceback" not in result.stderr
+    assert "serving" not in result.stdout
 
 
 def test_a_second_webhook_on_the_same_port_is_refused(served: Served, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import shlex
 import shutil
 import socket
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -68,6 +69,9 @@ WILDCARDS = ("", "0.0.0.0", "::")
 MIN_SECONDS, MAX_SECONDS = 0.1, 86400.0
 """Bounds of the intervals: more often is a busy loop, less often than daily is never."""
 BOUNDS = f"{MIN_SECONDS:g} to {MAX_SECONDS:g} seconds"
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+PROBE_BYTES = 4096
+"""Written to the metrics folder at start: a page, as each worker's first sample writes one."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -144,12 +148,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     try:
         plan = _plan(args)
+        shared = _shared_folder("gpu-webhook-")
+        _metrics_folder()
     except UsageError as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
     from webhook.server.gunicorn_app import ServerSettings, WebhookServer  # gunicorn only when serving
 
-    shared = _shared_folder("gpu-webhook-")
     settings = ServerSettings(
         plan.bind,
         plan.tls,
@@ -173,6 +178,25 @@ def _shared_folder(prefix: str) -> Path:
     folder = make_shared_folder(prefix)
     atexit.register(_remove_in, os.getpid(), folder)
     return folder
+
+
+def _metrics_folder() -> None:
+    """PROMETHEUS_MULTIPROC_DIR prepared and written to once here, before gunicorn starts: a file
+    there, or a folder that cannot be written, made every worker fail to boot (exit code 3, a
+    traceback each) or the master raise, after `serve` had announced that it was serving."""
+    from webhook.server.gunicorn_conf import prepare_metrics_dir
+
+    where = os.environ.get(MULTIPROC_ENV) or "(unset): a temporary folder"
+    if Path(where).exists() and not Path(where).is_dir():
+        raise UsageError(f"{MULTIPROC_ENV} {where}: not a folder; the workers keep their metrics in one")
+    try:
+        directory = prepare_metrics_dir()
+        with tempfile.TemporaryFile(dir=directory) as probe:
+            probe.write(bytes(PROBE_BYTES))
+            probe.flush()
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+        raise UsageError(f"{MULTIPROC_ENV} {where}: cannot write the workers' metrics: {problem}") from exc
 
 
 def _remove_in(master: int, folder: Path) -> None:

@@ -118,6 +118,19 @@ def test_a_missing_path_is_named(capsys: pytest.CaptureFixture[str], tmp_path: P
     )
 
 
+def test_no_writable_temporary_folder_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A read-only root filesystem without an emptyDir at /tmp: tempfile finds no folder to write
+    in, which was a traceback (exit 1)."""
+
+    def nowhere(prefix: str) -> Path:
+        raise FileNotFoundError(2, "No usable temporary directory found in ['/tmp', '/var/tmp']")
+
+    monkeypatch.setattr(serve_command, "make_shared_folder", nowhere)
+    assert "/tmp" in serve(capsys, "--cert-dir", str(tmp_path / "certs"))
+
+
 def test_a_catalog_that_does_not_load_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "broken.yaml").write_text("apiVersion: gpu.aethervirt.io/v1\nkind: GpuTemplate\nspec: 3\n")
     assert "broken.yaml" in serve(capsys, "--templates", str(tmp_path))

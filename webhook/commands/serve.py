@@ -174,8 +174,15 @@ def run(args: argparse.Namespace) -> int:
 def _shared_folder(prefix: str) -> Path:
     """A new folder every worker of this server writes to and reads (the last good catalog and
     certificate, webhook/shared_copy.py), removed when the master exits (workers are forked with
-    its exit handlers: they leave it alone)."""
-    folder = make_shared_folder(prefix)
+    its exit handlers: they leave it alone). No folder to write in (a read-only root filesystem
+    without an emptyDir at /tmp) is refused here: it was a traceback."""
+    try:
+        folder = make_shared_folder(prefix)
+    except OSError as exc:
+        raise UsageError(
+            "no writable folder for the workers' shared copy of the catalog and certificate "
+            f"(/dev/shm, else $TMPDIR or /tmp): {exc.strerror or exc}; mount an emptyDir at /tmp"
+        ) from exc
     atexit.register(_remove_in, os.getpid(), folder)
     return folder
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import generate_latest, values
 
 from tests.conftest import INVENTORIES, ROOT
 from tests.server.support import metric_value
@@ -147,3 +148,23 @@ def test_a_started_runtime_flushes_on_its_own_and_on_stop() -> None:
     finally:
         runtime.stop()
     assert registry_total(metrics, "gpu_webhook_reviews_total") == 2
+
+
+def test_a_metrics_folder_that_cannot_be_written_counts_in_this_workers_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker started while PROMETHEUS_MULTIPROC_DIR is gone, read-only or full (serve checked
+    it at start): its first sample raised, so it failed to boot and the master stopped every
+    worker (exit code 3), or died of SIGBUS writing to a full tmpfs, again and again."""
+    blocked = tmp_path / "prometheus"
+    blocked.write_text("")  # the folder made impossible: a file where it should be
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(blocked))
+    monkeypatch.setattr(values, "ValueClass", values.ValueClass)  # restored after the test
+    with caplog.at_level(logging.ERROR, logger="gpu_webhook.metrics"):
+        metrics = create_metrics()
+    metrics.review("mutate", "Pod", False, decision(True, ("RewrittenToMig", "info")), 0.001)
+    exposition = metrics.exposition().decode()
+    assert metric_value(exposition, "gpu_webhook_reviews_total", endpoint="mutate", allowed="true") == 1
+    assert [r.fields["folder"] for r in caplog.records if r.msg == "metrics_folder_unwritable"] == [  # type: ignore[attr-defined]
+        str(blocked)
+    ]

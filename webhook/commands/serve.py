@@ -18,7 +18,6 @@ import shlex
 import shutil
 import socket
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -70,8 +69,6 @@ MIN_SECONDS, MAX_SECONDS = 0.1, 86400.0
 """Bounds of the intervals: more often is a busy loop, less often than daily is never."""
 BOUNDS = f"{MIN_SECONDS:g} to {MAX_SECONDS:g} seconds"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-PROBE_BYTES = 4096
-"""Written to the metrics folder at start: a page, as each worker's first sample writes one."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -192,15 +189,13 @@ def _metrics_folder() -> None:
     there, or a folder that cannot be written, made every worker fail to boot (exit code 3, a
     traceback each) or the master raise, after `serve` had announced that it was serving."""
     from webhook.server.gunicorn_conf import prepare_metrics_dir
+    from webhook.server.metrics import probe_folder
 
     where = os.environ.get(MULTIPROC_ENV) or "(unset): a temporary folder"
     if Path(where).exists() and not Path(where).is_dir():
         raise UsageError(f"{MULTIPROC_ENV} {where}: not a folder; the workers keep their metrics in one")
     try:
-        directory = prepare_metrics_dir()
-        with tempfile.TemporaryFile(dir=directory) as probe:
-            probe.write(bytes(PROBE_BYTES))
-            probe.flush()
+        probe_folder(prepare_metrics_dir())
     except OSError as exc:
         problem = exc.strerror or str(exc)
         raise UsageError(f"{MULTIPROC_ENV} {where}: cannot write the workers' metrics: {problem}") from exc

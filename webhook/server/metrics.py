@@ -14,11 +14,14 @@ trivial app. A tally is one dictionary update. So another worker's reviews reach
 
 from __future__ import annotations
 
+import logging
 import os
+import tempfile
 import threading
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar, cast
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
@@ -31,6 +34,10 @@ from webhook.server.decision_cache import Outcome
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 FLUSH_SECONDS = 1.0
+PROBE_BYTES = 1 << 16
+"""Written to the metrics folder to check it: what a worker's files hold before they grow (its
+first samples wrote 16 KiB; with a page or two free it started, and died writing the next)."""
+LOG = logging.getLogger("gpu_webhook.metrics")
 
 ReviewShape = tuple[str, str, bool, bool, int, str | None, tuple[tuple[str, str], ...], Outcome]
 """What the metrics record of one review: endpoint, kind, allowed, dry run, latency bucket,
@@ -191,9 +198,37 @@ def create_metrics() -> Metrics:
 
 def _use_multiprocess_values_if_configured() -> None:
     """prometheus-client picks its value store when first imported; if that happened before the
-    gunicorn config set the directory (e.g. another module imported it in the master), pick again."""
-    if os.environ.get(MULTIPROC_ENV) and values.ValueClass is values.MutexValue:
+    gunicorn config set the directory (e.g. another module imported it in the master), pick again.
+    A folder this process cannot write PROBE_BYTES to counts in its own memory (see below)."""
+    directory = os.environ.get(MULTIPROC_ENV)
+    if not directory:
+        return
+    try:
+        probe_folder(Path(directory))
+    except OSError as exc:
+        _count_in_memory(directory, exc)
+        return
+    if values.ValueClass is values.MutexValue:
         values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+
+
+def probe_folder(directory: Path) -> None:
+    """Write PROBE_BYTES to a file in `directory` and remove it; OSError when that fails."""
+    with tempfile.TemporaryFile(dir=directory) as probe:
+        probe.write(bytes(PROBE_BYTES))
+        probe.flush()
+
+
+def _count_in_memory(directory: str, exc: OSError) -> None:
+    """This worker's metrics in its own memory, and /metrics from it alone, logged as an error.
+    `serve` checks the folder at start; gone, read-only or full since, a worker gunicorn started
+    again failed to boot, which stopped the whole server (exit code 3), and one writing its first
+    sample to a full tmpfs through mmap was killed by SIGBUS, again and again: a metrics folder
+    must not stop the reviews."""
+    os.environ.pop(MULTIPROC_ENV, None)
+    values.ValueClass = values.MutexValue
+    fields = {"folder": directory, "error": f"{type(exc).__name__}: {exc.strerror or exc}"}
+    LOG.error("metrics_folder_unwritable", extra={"fields": fields})
 
 
 def _observe_in_bucket(child: Histogram, bucket: int, count: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -168,3 +169,25 @@ def test_a_metrics_folder_that_cannot_be_written_counts_in_this_workers_memory(
     assert [r.fields["folder"] for r in caplog.records if r.msg == "metrics_folder_unwritable"] == [  # type: ignore[attr-defined]
         str(blocked)
     ]
+
+
+@pytest.mark.parametrize("broken", ["gone", "a file that is no metrics file"])
+def test_shared_metrics_that_cannot_be_merged_expose_this_workers_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, broken: str
+) -> None:
+    """/metrics was a 500 (and a traceback in the log) on every scrape."""
+    folder = tmp_path / "prometheus"
+    folder.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(folder))
+    monkeypatch.setattr(values, "ValueClass", values.ValueClass)  # restored after the test
+    metrics = create_metrics()
+    metrics.review("mutate", "Pod", False, decision(True, ("RewrittenToMig", "info")), 0.001)
+    metrics.flush()
+    if broken == "gone":
+        shutil.rmtree(folder)
+    else:
+        (folder / "counter_1.db").write_bytes(b"\xff\xff")
+    with caplog.at_level(logging.ERROR, logger="gpu_webhook.metrics"):
+        exposition = metrics.exposition().decode()
+    assert metric_value(exposition, "gpu_webhook_reviews_total", endpoint="mutate", allowed="true") == 1
+    assert [r.msg for r in caplog.records] == ["metrics_merge_failed"]

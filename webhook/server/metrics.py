@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import tempfile
 import threading
 from bisect import bisect_left
@@ -138,9 +139,20 @@ class Metrics:
         directory = os.environ.get(MULTIPROC_ENV)
         if not directory:
             return generate_latest(self.registry)
-        merged = CollectorRegistry()
-        MultiProcessCollector(merged, path=directory)  # type: ignore[no-untyped-call]
-        return generate_latest(merged)
+        try:
+            merged = CollectorRegistry()
+            MultiProcessCollector(merged, path=directory)  # type: ignore[no-untyped-call]
+            return generate_latest(merged)
+        except (OSError, ValueError, RuntimeError, struct.error) as exc:
+            return self._own_exposition(directory, exc)
+
+    def _own_exposition(self, directory: str, exc: Exception) -> bytes:
+        """This worker's metrics alone, when the shared files cannot be merged: the folder is gone
+        (a cleaner emptied /tmp) or holds a file that is no metrics file. Every scrape was a 500
+        and a traceback in the log, with the counts there to serve."""
+        fields = {"folder": directory, "error": f"{type(exc).__name__}: {exc}"}
+        LOG.error("metrics_merge_failed", extra={"fields": fields})
+        return generate_latest(self.registry)
 
 
 def create_metrics() -> Metrics:

@@ -14,6 +14,7 @@ import pytest
 from gunicorn.workers.gthread import TConn, ThreadWorker
 from packaging.version import Version
 
+import webhook
 from tests.conftest import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -71,3 +72,14 @@ def test_the_sdist_ships_the_package_and_not_a_few_of_the_tests(tmp_path: Path) 
         str(p.relative_to(ROOT)) for p in (ROOT / "webhook").rglob("*") if p.suffix in {".json", ".html"}
     }
     assert package_data <= shipped
+
+
+def test_the_version_is_the_same_wherever_it_is_written() -> None:
+    """A release bumps pyproject.toml; the package, the image tag kustomize deploys and the
+    Dockerfile's build line must say the same, or `kubectl apply -k deploy/` runs another image."""
+    version = PYPROJECT["project"]["version"]
+    image = (ROOT / "deploy/components/image/kustomization.yaml").read_text(encoding="utf-8")
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert webhook.__version__ == version
+    assert re.findall(r'newTag:\s*"?([^"\s]+)"?', image) == [version]
+    assert re.findall(r"gpu-webhook:(\S+)", dockerfile) == [version]

@@ -79,7 +79,7 @@ _QUEUED: Final = (
     "request as written and may then pin its nodes"
 )
 _KEPT_WHOLE: Final = "kept the whole GPU"
-_GROUPED: Final = "a rank of a multi-pod group (LeaderWorkerSet, torch.distributed) needs a whole GPU"
+_GROUPED: Final = "a rank of a multi-pod distributed job needs a whole GPU"
 
 
 def plan_slice(

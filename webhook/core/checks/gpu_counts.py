@@ -10,13 +10,15 @@ from webhook.core.resources import Kind
 
 def pod_gpus(view: PodView, dra_gpus: frozenset[str] = frozenset()) -> int:
     """GPUs and MIG slices the pod holds at once, counted the way the scheduler counts; with the
-    names DRA serves from NVIDIA GPU DeviceClasses (`deviceclass.resource.kubernetes.io/gpu.nvidia.com`)."""
+    names DRA serves from NVIDIA GPU DeviceClasses (`deviceclass.resource.kubernetes.io/gpu.nvidia.com`),
+    and time-sliced replicas renamed `*.shared`: where time-slicing keeps the name they are
+    `nvidia.com/gpu`, counted so, and the device plugin spreads a pod's replicas over the GPUs."""
     resources = {a.resource for c in view.containers for a in c.accel if _counted(a, dra_gpus)}
     return sum(view.effective(r) for r in resources)
 
 
 def _counted(accel: AccelRequest, dra_gpus: frozenset[str]) -> bool:
-    return accel.kind is Kind.WHOLE or accel.kind is Kind.MIG or accel.resource in dra_gpus
+    return accel.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) or accel.resource in dra_gpus
 
 
 def largest_request_path(view: PodView, dra_gpus: frozenset[str] = frozenset()) -> str:

@@ -79,3 +79,18 @@ def test_a_cpu_only_template_has_no_device_range(unit_catalog: Catalog) -> None:
     assert run(gpu_counts.check, unit_catalog, pod, namespace="lab-1") == [
         ("ExceedsPolicyMaxGpus", limit("c"))
     ]
+
+
+def test_time_sliced_replicas_count_like_gpus(unit_catalog: Catalog) -> None:
+    """A renamed time-sliced GPU (`nvidia.com/gpu.shared`) is the request `nvidia.com/gpu` makes
+    where time-slicing keeps the name, and the device plugin spreads a pod's replicas over the
+    node's GPUs: 8 replicas are 8 GPUs' worth of access, past a maximum of 2."""
+    pod = (
+        make_pod()
+        .container("a", limits={"nvidia.com/gpu.shared": 8})
+        .container("b", limits={"nvidia.com/mig-1g.5gb.shared": 1})
+        .build()
+    )
+    assert run(gpu_counts.check, unit_catalog, pod, namespace="lab-1") == [
+        ("ExceedsPolicyMaxGpus", limit("a", "nvidia.com/gpu.shared"))
+    ]

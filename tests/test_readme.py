@@ -75,9 +75,9 @@ def test_the_report_s_trimmed_pod_is_said_to_keep_what_tells_a_rank_of_a_group()
     """The copy of a pod the report decides keeps the LeaderWorkerSet size annotation and the env
     variables that make a pod a rank of a group (its verdict is then KeptWholeGpu, not waste);
     README said env is dropped with the rest (found by review)."""
-    from webhook.core.podview import GROUP_VARS, LWS_SIZE_ANNOTATION
+    from webhook.core.podview import GROUP_SIZE_ANNOTATIONS, GROUP_VARS
 
     kept = re.search(r"of a copy that keeps\s+every field `decide` reads(.*?)is dropped", README, re.DOTALL)
     assert kept, "the report's trimmed pod is not described in the README"
-    for name in sorted({*GROUP_VARS, LWS_SIZE_ANNOTATION}):
+    for name in sorted({*GROUP_VARS, *GROUP_SIZE_ANNOTATIONS}):
         assert f"`{name}`" in kept[1], name

@@ -27,7 +27,7 @@ from webhook.core.model import (
     Decision,
     Inventory,
 )
-from webhook.core.podview import LWS_SIZE_ANNOTATION
+from webhook.core.podview import JOBSET_REPLICAS_ANNOTATION, LWS_SIZE_ANNOTATION
 from webhook.core.workloads import decide_object, held_by_queue, is_supported_object, pod_sites
 from webhook.sent import not_sent
 from webhook.yamlio import YamlError, load_documents
@@ -55,7 +55,7 @@ def _namespace(obj: dict[str, Any]) -> str:
 
 def _pods_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
     """The pod each pod template makes (its metadata and spec), in the order of the templates,
-    with the group size annotation the LeaderWorkerSet controller writes on its pods."""
+    with the group size annotation the LeaderWorkerSet or JobSet controller writes on its pods."""
     pods = []
     for site in pod_sites(obj):
         if site.writable:
@@ -63,6 +63,9 @@ def _pods_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
             if obj.get("kind") == "LeaderWorkerSet":
                 size = str(obj["spec"]["leaderWorkerTemplate"].get("size", 1))
                 metadata.setdefault("annotations", {})[LWS_SIZE_ANNOTATION] = size
+            if obj.get("kind") == "JobSet":
+                replicas = str(obj["spec"]["replicatedJobs"][site.pointer[2]].get("replicas", 1))
+                metadata.setdefault("annotations", {})[JOBSET_REPLICAS_ANNOTATION] = replicas
             pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": site.pod["spec"]})
     return pods
 
@@ -162,3 +165,32 @@ def test_an_update_to_an_image_no_template_matches_undoes_the_rewrite(
     assert APPLIED_TEMPLATE_ANNOTATION not in annotations and PROFILE_ANNOTATION not in annotations
     (pod,) = _pods_of({**updated, "spec": {**updated["spec"], "template": template}})
     assert decide(pod, Context(catalog, inventory, "ml")).patch == ()
+
+
+def test_pods_made_from_a_mutated_jobset_of_ranks_are_left_as_they_are(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """A replicated Job of 2 keeps its template's whole GPU; its pods, annotated with the count by
+    the JobSet controller, keep it too rather than being cut to a slice at creation."""
+    container = {
+        "name": "jax",
+        "image": "winglian/axolotl:main-latest",
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+    }
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "default"},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": n,
+                    "replicas": r,
+                    "template": {"spec": {"template": {"spec": {"containers": [copy.deepcopy(container)]}}}},
+                }
+                for n, r in (("workers", 2), ("eval", 1))
+            ]
+        },
+    }
+    sent = [_check_pods_come_back_unchanged(jobset, catalog, inventory) for inventory in inventories.values()]
+    assert 2 in sent  # denied where no node has a GPU: no pods

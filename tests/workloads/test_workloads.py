@@ -478,6 +478,48 @@ def test_a_leaderworkerset_group_of_more_than_one_pod_keeps_whole_gpus(
     assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else gpus)
 
 
+def _jobset(replicas: object, parallelism: int) -> dict[str, Any]:
+    """A JobSet of one replicated Job of single-GPU fine-tuning pods (`replicas` None: unset)."""
+    container = {
+        "name": "jax",
+        "image": "winglian/axolotl:main-latest",
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+    }
+    job: dict[str, Any] = {
+        "name": "workers",
+        "template": {"spec": {"parallelism": parallelism, "template": {"spec": {"containers": [container]}}}},
+    }
+    if replicas is not None:
+        job["replicas"] = replicas
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "ml"},
+        "spec": {"replicatedJobs": [job]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("replicas", "parallelism", "rewritten"),
+    [(2, 1, False), ("2", 1, False), (1, 1, True), (None, 1, True), (1, 4, True)],
+)
+def test_a_jobset_replicated_job_of_more_than_one_job_keeps_whole_gpus(
+    catalog: Catalog, inventories: dict[str, Inventory], replicas: object, parallelism: int, rewritten: bool
+) -> None:
+    """Its Jobs are run, restarted and failed together as ranks of one job, and its pods say so (the
+    controller's replicatedjob-replicas annotation); a replicated Job of one (the default) is sized
+    as a Job is, its parallelism, which no pod can tell, not read."""
+    decision = decide_object(
+        _jobset(replicas, parallelism),
+        _context(_with_template_mutation(catalog), inventories["mixed-cluster"]),
+    )
+    assert decision.allowed and decision.template == "fine-tuning"
+    pod = "spec.replicatedJobs[name=workers].template.spec.template"
+    gpu = f'{pod}.spec.containers[name=jax].resources.limits["nvidia.com/gpu"]'
+    assert _codes_at(decision, "RewrittenToMig") == ([gpu] if rewritten else [])
+    assert _codes_at(decision, "KeptWholeGpu") == ([] if rewritten else [gpu])
+
+
 @pytest.mark.parametrize(("workers", "rewritten"), [(2, False), (0, True)])
 def test_a_kubeflow_job_of_more_than_one_replica_keeps_whole_gpus(
     catalog: Catalog, inventories: dict[str, Inventory], workers: int, rewritten: bool

@@ -37,7 +37,7 @@ from webhook.core.model import (
     Template,
 )
 from webhook.core.mutators.packing_affinity import PACKING_ANNOTATION
-from webhook.core.podview import KUEUE_QUEUE_LABEL, LWS_SIZE_ANNOTATION
+from webhook.core.podview import JOBSET_REPLICAS_ANNOTATION, KUEUE_QUEUE_LABEL, LWS_SIZE_ANNOTATION
 
 if TYPE_CHECKING:
     from webhook.catalog.build import Checks
@@ -72,6 +72,8 @@ READ_ANNOTATIONS: Final[Mapping[str, str]] = {
     " (MirrorPodLeftAlone)",
     LWS_SIZE_ANNOTATION: "above 1 it marks a rank of a LeaderWorkerSet group, which keeps whole GPUs"
     " (KeptWholeGpu)",
+    JOBSET_REPLICAS_ANNOTATION: "above 1 it marks a rank of a JobSet's replicated Job, which keeps"
+    " whole GPUs (KeptWholeGpu)",
     PROFILE_ANNOTATION: _REWRITE,
     ORIGINAL_REQUEST_ANNOTATION: _REWRITE,
     STEERED_ANNOTATION: _REWRITE,

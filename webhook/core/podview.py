@@ -182,6 +182,12 @@ def build_view(
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 LWS_SIZE_ANNOTATION: Final = "leaderworkerset.sigs.k8s.io/size"
 """The LeaderWorkerSet controller writes its group's size (`leaderWorkerTemplate.size`) on every pod."""
+JOBSET_REPLICAS_ANNOTATION: Final = "jobset.sigs.k8s.io/replicatedjob-replicas"
+"""The JobSet controller writes on every pod the count of Jobs its replicated Job runs together
+(`replicatedJobs[].replicas`); a Job's own parallelism is on no pod, and alone (an Indexed Job's
+shards) tells no group."""
+GROUP_SIZE_ANNOTATIONS: Final = (LWS_SIZE_ANNOTATION, JOBSET_REPLICAS_ANNOTATION)
+"""The annotations that, above 1, tell a rank of a group."""
 
 
 GROUP_SIZE_VARS: Final = frozenset({"WORLD_SIZE", "PET_NNODES", "PADDLE_NNODES"})
@@ -201,10 +207,10 @@ GROUP_VARS: Final = GROUP_SIZE_VARS | {TF_CONFIG_VAR, JAX_SIZE_VAR, JAX_COORDINA
 
 
 def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
-    """A pod created as one rank of a group of more than one: a LeaderWorkerSet's (its size
-    annotation), or a torch.distributed world's, a PaddleJob's, a TFJob's or a JAXJob's (a
-    container's `GROUP_VARS`)."""
-    if group_size(annotations.get(LWS_SIZE_ANNOTATION)) > 1:
+    """A pod created as one rank of a group of more than one: a LeaderWorkerSet's or a JobSet's
+    replicated Job's (`GROUP_SIZE_ANNOTATIONS`), or a torch.distributed world's, a PaddleJob's, a
+    TFJob's or a JAXJob's (a container's `GROUP_VARS`)."""
+    if any(group_size(annotations.get(name)) > 1 for name in GROUP_SIZE_ANNOTATIONS):
         return True
     for group in CONTAINER_GROUPS:
         items = spec.get(group)

@@ -383,7 +383,7 @@ def pod_sites(obj: Mapping[str, Any], group_and_kind: GroupKind | None = None) -
             _gpu_optional(s) for s in _template_sites(obj, list(_ray_templates(spec, _RAY_CLUSTER_AT[kind])))
         ]
     if kind == "JobSet":
-        return _template_sites(obj, list(_jobset_templates(spec)))
+        return _jobset_sites(obj, spec)
     if kind == "LeaderWorkerSet":
         base = ("spec", "leaderWorkerTemplate")
         parts = ("leaderTemplate", "workerTemplate")
@@ -552,6 +552,14 @@ def _volcano_templates(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[Step, ..
         name = _mapping(task).get("name")
         selector = f"name={name}" if isinstance(name, str) and name else str(index)
         yield ("spec", "tasks", index, "template"), f"spec.tasks[{selector}].template"
+
+
+def _jobset_sites(obj: Mapping[str, Any], spec: Mapping[str, Any]) -> list[Site]:
+    """A JobSet's Job templates, grouped where their replicated Job runs more than one Job: its pods
+    say so too (the controller's `replicatedjob-replicas` annotation, podview). A Job's parallelism
+    is not read: its pods cannot tell it, and parallel pods of one Job may be independent shards."""
+    sites = _template_sites(obj, list(_jobset_templates(spec)))
+    return [replace(s, grouped=_replicas([_get(spec, s.pointer[1:3])]) > 1) for s in sites]
 
 
 def _jobset_templates(spec: Mapping[str, Any]) -> Iterator[tuple[tuple[Step, ...], str]]:

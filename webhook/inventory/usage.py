@@ -18,7 +18,7 @@ from typing import Any
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
 from webhook.core.model import ANNOTATION_PREFIX, ANNOTATIONS_MAX_BYTES, MIRROR_ANNOTATION, lenient_object
 from webhook.core.placement import REQUIRED
-from webhook.core.podview import LWS_SIZE_ANNOTATION, build_view, is_group_var
+from webhook.core.podview import GROUP_SIZE_ANNOTATIONS, build_view, is_group_var
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
 
@@ -36,9 +36,10 @@ _KEPT_SPEC_FIELDS = (
     "overhead",
 )
 _POD_AFFINITIES = ("podAffinity", "podAntiAffinity")
-_READ_ANNOTATIONS = frozenset({MIRROR_ANNOTATION, LWS_SIZE_ANNOTATION, *ANNOTATION_REQUESTS})
+_READ_ANNOTATIONS = frozenset({MIRROR_ANNOTATION, *GROUP_SIZE_ANNOTATIONS, *ANNOTATION_REQUESTS})
 """Besides this webhook's own: a static pod's mirror (left alone), a LeaderWorkerSet's group size
-(a rank keeps whole GPUs) and the KAI scheduler's GPU requests (template_fit)."""
+and a JobSet's replicated Job count (a rank keeps whole GPUs) and the KAI scheduler's GPU requests
+(template_fit)."""
 _ALL_ANNOTATIONS_FROM = ANNOTATIONS_MAX_BYTES // 8
 """Characters of annotations beyond which all are kept: at up to 4 bytes each they could take
 half of what the API server allows, and what a rewrite adds could take them past it."""

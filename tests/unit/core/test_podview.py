@@ -110,6 +110,9 @@ def _tf_config(cluster: dict[str, int], task: str) -> str:
     [
         ({"leaderworkerset.sigs.k8s.io/size": "2"}, None, True),
         ({"leaderworkerset.sigs.k8s.io/size": "1"}, None, False),  # a lone leader: a replica of its own
+        ({"jobset.sigs.k8s.io/replicatedjob-replicas": "2"}, None, True),  # a JobSet's 2 Jobs
+        ({"jobset.sigs.k8s.io/replicatedjob-replicas": "1"}, None, False),  # one Job; parallelism: unread
+        ({"jobset.sigs.k8s.io/global-replicas": "3"}, None, False),  # a lone driver beside 2 workers
         (None, [{"name": "WORLD_SIZE", "value": "4"}], True),
         (None, [{"name": "WORLD_SIZE", "value": "1"}], False),
         (None, [{"name": "PET_NNODES", "value": "2"}], True),  # a TrainJob of 2 nodes (Kubeflow Trainer)

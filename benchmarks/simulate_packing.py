@@ -60,7 +60,10 @@ class Demand:
 
     @property
     def gpu_share(self) -> float:
-        return self.whole + sum(compute(p) / COMPUTE_SLICES for p in self.slices)
+        """Whole GPUs, and per slice the larger of its compute and memory shares (as the report)."""
+        return self.whole + sum(
+            max(compute(p) / COMPUTE_SLICES, memory(p) / MEMORY_SLICES) for p in self.slices
+        )
 
 
 @dataclass

@@ -28,6 +28,9 @@ plain profile of the same model with the same GB in its name (3g.47gb and 4g.47g
 same memory slices), else the nominal GB of the name in decimal units, which can be more
 than the slice has (1g.18gb on H200: 17166 MiB nominal, 16384 usable).
 gke_partition_sizes are the partition sizes GKE accepts for the model (its mig.go).
+memory_slices is the model's memory slices (8, or 4 on A30 and RTX PRO 6000) and
+profile_memory_slices how many of them each profile's placement takes (`nvidia-smi mig -lgipp`:
+1g.20gb on H100 takes 2, 3g.40gb 4): with its compute slices, what a slice keeps from others.
 """
 
 '''
@@ -91,6 +94,10 @@ def models(data: dict[str, Any]) -> list[dict[str, Any]]:
                     p["name"]: (int(p["slices"]), _memory_mib(p, profiles, observed)) for p in profiles
                 },
                 "gke_partition_sizes": sorted(gpu.get("gke_partition_sizes") or {}),
+                "memory_slices": layout["memory_slices"],
+                "profile_memory_slices": {
+                    p["name"]: int(layout["placements"][p["class"]]["size"]) for p in profiles
+                },
             }
         )
     return found

@@ -62,7 +62,7 @@ def test_example_waste_is_what_decide_would_rewrite(example: Report) -> None:
 
 
 def test_example_costs_follow_the_price_table(example: Report) -> None:
-    free_h100 = 2 * H100_PRICE + 16 * H100_PRICE / 7 + 6 * 3 * H100_PRICE / 7
+    free_h100 = 2 * H100_PRICE + 16 * H100_PRICE / 7 + 6 * H100_PRICE / 2  # 3g.40gb: 4 of 8 memory slices
     assert example.costs.unallocated_per_hour == pytest.approx(free_h100)
     assert example.costs.wasteful_per_hour == pytest.approx(2 * H100_PRICE * 6 / 7)
     assert example.costs.idle_per_hour is None
@@ -92,12 +92,12 @@ def test_a_slice_costs_its_share_of_the_gpu() -> None:
     pods = [_pod("a", "mig", {"nvidia.com/mig-1g.10gb": 3}), _pod("b", "w", {"nvidia.com/gpu": 1})]
     report = build_report(build_inventory(nodes, pods), _small_catalog(), [pod_usage(p) for p in pods])  # type: ignore[misc]
     node = {n.name: n for n in report.nodes}
-    assert node["mig"].unallocated_cost_per_hour == pytest.approx(4 * PRICE / 7 + 2 * 3 * PRICE / 7)
+    assert node["mig"].unallocated_cost_per_hour == pytest.approx(4 * PRICE / 7 + 2 * PRICE / 2)
     assert node["w"].unallocated_cost_per_hour == pytest.approx(PRICE)
     (waste,) = report.wasteful
     assert (waste.name, waste.profile, waste.gpus_freed) == ("b", "1g.10gb", pytest.approx(6 / 7))
     assert waste.cost_per_hour == pytest.approx(PRICE * 6 / 7)
-    total = 7 / 7 + 2 * 3 / 7 + 2
+    total = 7 / 7 + 2 / 2 + 2
     assert report.gpu_equivalents() == pytest.approx((total, 3 / 7 + 1, total - 3 / 7 - 1))
 
 

@@ -157,7 +157,7 @@ def test_gauges_by_node_model_and_profile() -> None:
     allocatable = families["gpu_webhook_devices_allocatable"].samples
     assert {s.labels["model"] for s in allocatable} >= {"NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"}
     cost = {s.labels["kind"]: s.value for s in families["gpu_webhook_idle_cost_per_hour"].samples}
-    assert cost["unallocated"] == pytest.approx(33.7097, abs=1e-3)
+    assert cost["unallocated"] == pytest.approx(35.8166, abs=1e-3)
     assert families["gpu_webhook_inventory_synced"].samples[0].value == 1
 
 

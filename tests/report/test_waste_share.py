@@ -1,6 +1,6 @@
 """The GPU-equivalents a rewrite frees are the share of the slice `decide` chose, on the GPU model
-it chose: two models may offer one profile name with different shares (1g.24gb is 1/7 of an
-H100 NVL, 1/4 of an RTX PRO 6000)."""
+it chose: two models may offer one profile name with different compute shares (1g.24gb is 1/7 of
+an H100 NVL, 1/4 of an RTX PRO 6000)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,9 @@ plain profile of the same model with the same GB in its name (3g.47gb and 4g.47g
 same memory slices), else the nominal GB of the name in decimal units, which can be more
 than the slice has (1g.18gb on H200: 17166 MiB nominal, 16384 usable).
 gke_partition_sizes are the partition sizes GKE accepts for the model (its mig.go).
+memory_slices is the model's memory slices (8, or 4 on A30 and RTX PRO 6000) and
+profile_memory_slices how many of them each profile's placement takes (`nvidia-smi mig -lgipp`:
+1g.20gb on H100 takes 2, 3g.40gb 4): with its compute slices, what a slice keeps from others.
 """
 
 from typing import Any, Final
@@ -26,6 +29,8 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.24gb": (4, 22888),
         },
         "gke_partition_sizes": [],
+        "memory_slices": 4,
+        "profile_memory_slices": {"1g.6gb": 1, "1g.6gb+me": 1, "2g.12gb": 2, "2g.12gb+me": 2, "4g.24gb": 4},
     },
     {
         "key": "A100-40GB",
@@ -42,6 +47,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.40gb": (7, 38146),
         },
         "gke_partition_sizes": ["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.5gb": 1,
+            "1g.5gb+me": 1,
+            "1g.10gb": 2,
+            "2g.10gb": 2,
+            "3g.20gb": 4,
+            "4g.20gb": 4,
+            "7g.40gb": 8,
+        },
     },
     {
         "key": "A100-80GB",
@@ -58,6 +73,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.80gb": (7, 76293),
         },
         "gke_partition_sizes": ["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.10gb": 1,
+            "1g.10gb+me": 1,
+            "1g.20gb": 2,
+            "2g.20gb": 2,
+            "3g.40gb": 4,
+            "4g.40gb": 4,
+            "7g.80gb": 8,
+        },
     },
     {
         "key": "H100-80GB",
@@ -74,6 +99,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.80gb": (7, 81152),
         },
         "gke_partition_sizes": ["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.10gb": 1,
+            "1g.10gb+me": 1,
+            "1g.20gb": 2,
+            "2g.20gb": 2,
+            "3g.40gb": 4,
+            "4g.40gb": 4,
+            "7g.80gb": 8,
+        },
     },
     {
         "key": "H100-94GB",
@@ -90,6 +125,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.94gb": (7, 89645),
         },
         "gke_partition_sizes": [],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.12gb": 1,
+            "1g.12gb+me": 1,
+            "1g.24gb": 2,
+            "2g.24gb": 2,
+            "3g.47gb": 4,
+            "4g.47gb": 4,
+            "7g.94gb": 8,
+        },
     },
     {
         "key": "H100-96GB",
@@ -106,6 +151,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.96gb": (7, 91552),
         },
         "gke_partition_sizes": [],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.12gb": 1,
+            "1g.12gb+me": 1,
+            "1g.24gb": 2,
+            "2g.24gb": 2,
+            "3g.48gb": 4,
+            "4g.48gb": 4,
+            "7g.96gb": 8,
+        },
     },
     {
         "key": "GH200-144GB-HBM3e",
@@ -122,6 +177,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.144gb": (7, 137329),
         },
         "gke_partition_sizes": [],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.18gb": 1,
+            "1g.18gb+me": 1,
+            "1g.36gb": 2,
+            "2g.36gb": 2,
+            "3g.72gb": 4,
+            "4g.72gb": 4,
+            "7g.144gb": 8,
+        },
     },
     {
         "key": "H200-141GB",
@@ -138,6 +203,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.141gb": (7, 134468),
         },
         "gke_partition_sizes": ["1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.18gb": 1,
+            "1g.18gb+me": 1,
+            "1g.35gb": 2,
+            "2g.35gb": 2,
+            "3g.71gb": 4,
+            "4g.71gb": 4,
+            "7g.141gb": 8,
+        },
     },
     {
         "key": "B200",
@@ -154,6 +229,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.180gb": (7, 171661),
         },
         "gke_partition_sizes": ["1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.23gb": 1,
+            "1g.23gb+me": 1,
+            "1g.45gb": 2,
+            "2g.45gb": 2,
+            "3g.90gb": 4,
+            "4g.90gb": 4,
+            "7g.180gb": 8,
+        },
     },
     {
         "key": "GB200",
@@ -170,6 +255,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.186gb": (7, 177383),
         },
         "gke_partition_sizes": ["1g.23gb", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb"],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.23gb": 1,
+            "1g.23gb+me": 1,
+            "1g.47gb": 2,
+            "2g.47gb": 2,
+            "3g.93gb": 4,
+            "4g.93gb": 4,
+            "7g.186gb": 8,
+        },
     },
     {
         "key": "B300",
@@ -186,6 +281,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.269gb": (7, 256538),
         },
         "gke_partition_sizes": [],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.34gb": 1,
+            "1g.34gb+me": 1,
+            "1g.67gb": 2,
+            "2g.67gb": 2,
+            "3g.135gb": 4,
+            "4g.135gb": 4,
+            "7g.269gb": 8,
+        },
     },
     {
         "key": "GB300",
@@ -202,6 +307,16 @@ MODELS: Final[list[dict[str, Any]]] = [
             "7g.278gb": (7, 265121),
         },
         "gke_partition_sizes": [],
+        "memory_slices": 8,
+        "profile_memory_slices": {
+            "1g.35gb": 1,
+            "1g.35gb+me": 1,
+            "1g.70gb": 2,
+            "2g.70gb": 2,
+            "3g.139gb": 4,
+            "4g.139gb": 4,
+            "7g.278gb": 8,
+        },
     },
     {
         "key": "RTX-PRO-6000-Blackwell",
@@ -237,5 +352,19 @@ MODELS: Final[list[dict[str, Any]]] = [
             "4g.96gb",
             "4g.96gb+gfx",
         ],
+        "memory_slices": 4,
+        "profile_memory_slices": {
+            "1g.24gb": 1,
+            "1g.24gb+me": 1,
+            "1g.24gb+gfx": 1,
+            "1g.24gb+me.all": 1,
+            "1g.24gb-me": 1,
+            "2g.48gb": 2,
+            "2g.48gb+gfx": 2,
+            "2g.48gb+me.all": 2,
+            "2g.48gb-me": 2,
+            "4g.96gb": 4,
+            "4g.96gb+gfx": 4,
+        },
     },
 ]

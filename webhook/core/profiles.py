@@ -8,7 +8,7 @@ where present and from the reference table otherwise.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
@@ -28,11 +28,23 @@ class ModelInfo:
     profiles: dict[str, tuple[int, int]]
     gke_partition_sizes: frozenset[str] = frozenset()
     """The profiles GKE can partition this model's GPUs into (empty: GKE offers none)."""
+    memory_shares: dict[str, float] = field(default_factory=dict)
+    """Per profile, the share of the GPU's memory slices its placement takes (1g.20gb on H100: 2/8)."""
 
 
 def profile_compute_slices(profile: str) -> int | None:
     match = _PROFILE.match(profile)
     return int(match["g"]) if match else None
+
+
+def gpu_share(profile: str, model: ModelInfo | None) -> float:
+    """The share of its GPU one slice keeps from other slices: the larger of its share of the
+    compute slices and of the memory slices (1g.20gb on an H100 is 1 of 7 compute slices but 2 of
+    8 memory slices: 1/4, and four fill the GPU). Without the model, its compute slices of 7."""
+    total = model.compute_slices if model else 7
+    compute = (profile_compute_slices(profile) or total) / total
+    memory = model.memory_shares.get(profile, 0.0) if model else 0.0
+    return min(1.0, max(compute, memory))
 
 
 def profile_nominal_gb(profile: str) -> int | None:
@@ -158,12 +170,15 @@ def model_for_profiles(offered: frozenset[str]) -> ModelInfo | None:
     if len(candidates) == 1:
         return _info(candidates[0])
     profiles: dict[str, tuple[int, int]] = {}
+    shares: dict[str, float] = {}
     for model in candidates:
+        memory_shares = _memory_shares(model)
         for name, (g, memory) in model["profiles"].items():
             least = min(memory, profiles[name][1]) if name in profiles else memory
             profiles[name] = (int(g), int(least))
+            shares[name] = min(memory_shares[name], shares.get(name, 1.0))
     key = " or ".join(str(m["key"]) for m in candidates)
-    return ModelInfo(key, max(int(m["compute_slices"]) for m in candidates), profiles)
+    return ModelInfo(key, max(int(m["compute_slices"]) for m in candidates), profiles, memory_shares=shares)
 
 
 def _info(model: dict[str, object]) -> ModelInfo:
@@ -176,7 +191,15 @@ def _info(model: dict[str, object]) -> ModelInfo:
         int(model["compute_slices"]),  # type: ignore[call-overload]
         dict(profiles),
         frozenset(str(size) for size in gke),
+        _memory_shares(model),
     )
+
+
+def _memory_shares(model: dict[str, object]) -> dict[str, float]:
+    sizes = model["profile_memory_slices"]
+    assert isinstance(sizes, dict)
+    total = int(model["memory_slices"])  # type: ignore[call-overload]
+    return {str(name): int(size) / total for name, size in sizes.items()}
 
 
 def nominal_memory_mib(profile: str) -> int:

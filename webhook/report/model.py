@@ -30,7 +30,7 @@ class DeviceLine:
     held_shares: int
     """What bound pods request of it."""
     gpu_share: float
-    """GPU-equivalents per device: 1 for a whole GPU, the compute share for a slice."""
+    """GPU-equivalents per device: 1 for a whole GPU, its share of the GPU for a slice (slice_share)."""
     price_per_hour: float | None
     """Price of one device-hour (the GPU's price times the share); None when unpriced."""
     sharing: str = "none"

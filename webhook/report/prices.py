@@ -6,8 +6,11 @@ from collections.abc import Mapping
 
 from webhook.core.matching import policy_for
 from webhook.core.model import Catalog, GpuNode
-from webhook.core.profiles import profile_compute_slices
+from webhook.core.profiles import GPU, SHARED_SUFFIX, canonical_profile, gpu_share, profile_from_resource
 from webhook.inventory.nodes import node_model
+from webhook.inventory.sharing import sharing_of
+
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 
 
 def merged_prices(catalog: Catalog) -> dict[str, float]:
@@ -34,7 +37,29 @@ def gpu_price(node: GpuNode, prices: Mapping[str, float]) -> float | None:
 
 
 def slice_share(node: GpuNode, profile: str) -> float:
-    """The share of its GPU one slice is: its compute slices over the GPU's (1g on A100 = 1/7)."""
+    """The share of its GPU one slice is on this node: the larger of its compute and memory shares
+    (gpu_share: 1g on an A100 is 1/7, 1g.20gb on an H100 1/4), scaled by mixed_scale."""
+    return gpu_share(profile, node_model(node)) * mixed_scale(node)
+
+
+def mixed_scale(node: GpuNode) -> float:
+    """Below 1 on a mixed-strategy node whose slices add up to more GPUs than it has MIG-enabled:
+    on a GPU cut into slices of both kinds (all-balanced: 1g.10gb x2, 2g.20gb and 3g.40gb make
+    2/7 + 2/7 + 4/8) each keeps less from the others than alone, so the node's GPUs
+    (`nvidia.com/gpu.count` less its whole GPUs) are shared among its slices in proportion."""
+    if node.strategy != "mixed" or not node.labels.get(GPU_COUNT_LABEL, "").isdigit():
+        return 1.0
     model = node_model(node)
-    total = model.compute_slices if model else 7
-    return min(1.0, (profile_compute_slices(profile) or total) / total)
+    whole = sum(_physical(node, r) for r in (GPU, GPU + SHARED_SUFFIX))
+    sliced = 0.0
+    for resource in {*node.capacity, *node.allocatable}:
+        spelled = profile_from_resource(resource)
+        if spelled is not None:
+            sliced += _physical(node, resource) * gpu_share(canonical_profile(spelled, model), model)
+    mig_gpus = int(node.labels[GPU_COUNT_LABEL]) - whole
+    return mig_gpus / sliced if 0 < mig_gpus < sliced else 1.0
+
+
+def _physical(node: GpuNode, resource: str) -> float:
+    """The physical devices behind a resource: what the node has of it over its sharing replicas."""
+    return node.has(resource) / sharing_of(node.labels, node.product, resource).replicas

@@ -37,7 +37,7 @@ class DeviceKind:
     profile: str
     resource: str
     gpu_share: float
-    """GPU-equivalents per physical device: 1 for a whole GPU, the compute share for a slice."""
+    """GPU-equivalents per physical device: 1 for a whole GPU, its share of the GPU for a slice."""
     sharing: Sharing
     recognised: bool = True
     """False for a single-strategy profile the report does not know (`<model>-MIG-bogus`): its

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from webhook.core.decide import decide, governing
 from webhook.core.evaluate import evaluate
 from webhook.core.model import PROFILE_ANNOTATION, Catalog, Context, GpuNode, Inventory, Pod, SliceOffer
-from webhook.core.profiles import GPU
+from webhook.core.profiles import GPU, gpu_share, model_for_key
 from webhook.core.rewritten import as_first_asked
 from webhook.inventory.usage import PodUsage
 
@@ -116,8 +116,8 @@ def _verdict(usage: PodUsage, catalog: Catalog, inventory: Inventory) -> Verdict
 
 def _chosen_offer(pod: Pod, context: Context) -> SliceOffer | None:
     """The offer `decide` rewrote the pod to: its plan, as decide evaluates the pod. Two GPU
-    models may offer one profile name with different shares of a GPU (1g.24gb is 1/7 of an H100
-    NVL, 1/4 of an RTX PRO 6000), so the name alone does not say."""
+    models may offer one profile name with different shares of a GPU (1g.10gb is 1/7 of an H100,
+    1/4 of an A100 40GB), so the name alone does not say."""
     namespace, policy, _ = governing(pod, context, ("CREATE",))
     env = evaluate(as_first_asked(pod), context, namespace, policy, "spec", "metadata").env
     return env.plan.offer if env is not None else None
@@ -127,8 +127,14 @@ def _share(offer: SliceOffer, inventory: Inventory) -> float:
     """The offer's share of a GPU; for an offer over several GPU models' nodes, the largest of
     theirs (the least a rewrite frees wherever the pod lands), and where the pod is not steered
     by model (no product label), of every model offering the slice under that strategy."""
-    shares = [o.compute_share for o in inventory.offers if _within(o, offer)]
-    return max(shares, default=offer.compute_share)
+    shares = [_offer_share(o) for o in inventory.offers if _within(o, offer)]
+    return max(shares, default=_offer_share(offer))
+
+
+def _offer_share(offer: SliceOffer) -> float:
+    """What one slice of the offer keeps from the others on its GPU: the larger of its compute and
+    memory shares on its model (gpu_share), as the report counts it."""
+    return max(offer.compute_share, gpu_share(offer.profile, model_for_key(offer.model)))
 
 
 def _within(model: SliceOffer, offer: SliceOffer) -> bool:

@@ -1,5 +1,6 @@
 """Inputs the commands accepted silently and now refuse as bad input (exit 2), naming where:
-an empty catalog folder (lint, serve), an old chart's extensions/v1beta1 workload (check, krm)."""
+an empty catalog folder (lint, serve), an old chart's extensions/v1beta1 workload (check, krm),
+pod-level resources the API server cannot decode (check)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,25 @@ def test_krm_reports_an_empty_policies_folder_naming_it(tmp_path: Path) -> None:
     )
     assert [(r["severity"], r["file"]["path"]) for r in outcome.results] == [("error", str(tmp_path))]
     assert outcome.failed
+
+
+POD_LEVEL_LIMITS_LIST = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: vllm}
+spec:
+  resources: {limits: [{cpu: "8"}]}
+  containers: [{name: c, image: vllm/vllm-openai, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+
+def test_check_refuses_pod_level_resources_it_cannot_decode_naming_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pod-level `spec.resources.limits` as a list: the API server refuses to decode the pod;
+    check called it ALLOWED (MutationSkipped) and exited 0."""
+    manifest = tmp_path / "p.yaml"
+    manifest.write_text(POD_LEVEL_LIMITS_LIST, encoding="utf-8")
+    assert main(["check", str(manifest), "--templates", TEMPLATES, "--policies", POLICIES]) == 2
+    out = capsys.readouterr()
+    assert "spec.resources.limits" in out.err and "ALLOWED" not in out.out

@@ -146,8 +146,9 @@ def _items(items: list[Any], path: str, name_key: str) -> Iterator[tuple[str, An
 
 
 def spec_problems(spec: object, base: str) -> Iterator[Problem]:
-    """What is wrong with one pod spec at `base`: its type, its containers, their resources, and
-    where it says it may run."""
+    """What is wrong with one pod spec at `base`: its type, its containers, their resources, the
+    pod-level resources and overhead the CPU and memory it requests are counted with, and where
+    it says it may run."""
     if not isinstance(spec, Mapping):
         yield base, _object_or_missing(spec)
         return
@@ -156,6 +157,10 @@ def spec_problems(spec: object, base: str) -> Iterator[Problem]:
         yield f"{base}.containers", "missing: a pod needs at least one container"
     yield from _containers(containers, f"{base}.containers")
     yield from _containers(spec.get("initContainers"), f"{base}.initContainers")
+    yield from _resources(spec.get("resources"), f"{base}.resources")
+    overhead = spec.get("overhead")
+    if overhead is not None and not isinstance(overhead, Mapping):
+        yield f"{base}.overhead", f"must be an object, not {type_name(overhead)}"
     yield from scheduling_problems(spec, base)
 
 
@@ -173,6 +178,9 @@ def _containers(items: object, path: str) -> Iterator[Problem]:
         where = container_path(path, index, container)
         if not isinstance(name, str) or not name:
             yield f"{where}.name", "missing: every container needs a name"
+        policy = container.get("restartPolicy")  # `Always` makes an init container a sidecar
+        if policy is not None and not isinstance(policy, str):
+            yield f"{where}.restartPolicy", f"must be a string, not {type_name(policy)}"
         yield from _resources(container.get("resources"), f"{where}.resources")
 
 

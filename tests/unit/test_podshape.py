@@ -43,6 +43,16 @@ MALFORMED_TERM = {
             ["spec.containers[name=c].resources.limits", "spec.containers[name=c].resources.requests"],
         ),
         (pod({**GOOD, "initContainers": {"name": "i"}}), ["spec.initContainers"]),
+        (pod({**GOOD, "resources": [], "overhead": "1Gi"}), ["spec.resources", "spec.overhead"]),
+        (
+            pod({**GOOD, "resources": {"limits": ["cpu"], "requests": "2"}}),
+            ["spec.resources.limits", "spec.resources.requests"],
+        ),
+        (
+            pod({**GOOD, "initContainers": [{"name": "s", "restartPolicy": True}]}),
+            ["spec.initContainers[name=s].restartPolicy"],
+        ),
+        (deployment({"template": {"spec": {**GOOD, "overhead": [1]}}}), ["spec.template.spec.overhead"]),
         (deployment({"template": {"spec": GOOD}}), []),
         (deployment({"replicas": 1}), ["spec.template"]),
         (deployment(3), ["spec"]),

@@ -161,6 +161,8 @@ def spec_problems(spec: object, base: str) -> Iterator[Problem]:
     overhead = spec.get("overhead")
     if overhead is not None and not isinstance(overhead, Mapping):
         yield f"{base}.overhead", f"must be an object, not {type_name(overhead)}"
+    for key in ("schedulingGates", "resourceClaims"):
+        yield from _object_list(spec.get(key), f"{base}.{key}")
     yield from scheduling_problems(spec, base)
 
 
@@ -182,6 +184,20 @@ def _containers(items: object, path: str) -> Iterator[Problem]:
         if policy is not None and not isinstance(policy, str):
             yield f"{where}.restartPolicy", f"must be a string, not {type_name(policy)}"
         yield from _resources(container.get("resources"), f"{where}.resources")
+
+
+def _object_list(value: object, path: str) -> Iterator[Problem]:
+    """An optional list of objects: `schedulingGates`, `resourceClaims`. The decision reads them by
+    their presence alone (a pod with gates keeps its whole GPU, one with claims is not mutated), so
+    a gate or claim written as an object, without its list's dash, would decide the pod as held."""
+    if value is None:
+        return
+    if not isinstance(value, list):
+        yield path, f"must be a list, not {type_name(value)}"
+        return
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            yield f"{path}[{index}]", f"must be an object, not {type_name(item)}"
 
 
 def container_path(path: str, index: int, container: Mapping[str, Any]) -> str:

@@ -53,6 +53,10 @@ MALFORMED_TERM = {
             ["spec.initContainers[name=s].restartPolicy"],
         ),
         (deployment({"template": {"spec": {**GOOD, "overhead": [1]}}}), ["spec.template.spec.overhead"]),
+        (
+            pod({**GOOD, "schedulingGates": {"name": "example.com/wait"}, "resourceClaims": ["gpu"]}),
+            ["spec.schedulingGates", "spec.resourceClaims[0]"],
+        ),
         (deployment({"template": {"spec": GOOD}}), []),
         (deployment({"replicas": 1}), ["spec.template"]),
         (deployment(3), ["spec"]),

@@ -21,8 +21,8 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     base = env.view.base
     targets = [
         (container_path(base, group, index, c), c)
-        for group, index, c in containers(pod, base, ("containers",))
-        if _wants_shm(c, template.accelerator.gpu)
+        for group, index, c in containers(pod, base)
+        if _wants_shm(group, c, template.accelerator.gpu)
     ]
     targets = [(where, c) for where, c in targets if not _mounts_shm(c, where)]
     if not targets:
@@ -34,8 +34,13 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     return [Finding("InjectedSharedMemory", f"{env.view.base}.volumes", message)]
 
 
-def _wants_shm(container: Mapping[str, Any], gpu: str) -> bool:
-    return has_gpu(container) or gpu == "forbidden"
+def _wants_shm(group: str, container: Mapping[str, Any], gpu: str) -> bool:
+    """A container with a GPU, or any under a template that forbids GPUs; of the init containers,
+    a native sidecar (`restartPolicy: Always`) with a GPU, which runs beside the containers for
+    the pod's life (a model server beside its app). A plain init container is done before."""
+    if group == "containers":
+        return has_gpu(container) or gpu == "forbidden"
+    return container.get("restartPolicy") == "Always" and has_gpu(container)
 
 
 def _mounts_shm(container: Mapping[str, Any], where: str) -> bool:

@@ -23,6 +23,26 @@ def test_gpu_containers_get_a_memory_backed_shm(unit_catalog: Catalog) -> None:
     assert "volumeMounts" not in mutated["spec"]["containers"][1]
 
 
+def test_a_gpu_sidecar_gets_shm_as_a_gpu_container_does(unit_catalog: Catalog) -> None:
+    """A native sidecar runs beside the containers for the pod's life: vLLM run as one, beside
+    its app, was left the runtime's 64Mi /dev/shm. A plain init container, done by then, and a
+    sidecar without a GPU get none."""
+    pod = (
+        make_pod()
+        .init_container("warm", gpu=1)
+        .sidecar("vllm", image="vllm/vllm-openai", gpu=1)
+        .sidecar("proxy", image="envoy")
+        .container("app", image="vllm/vllm-openai")
+        .build()
+    )
+    mutated, found = apply(shared_memory.mutate, unit_catalog, pod)
+    assert found == [("InjectedSharedMemory", "spec.volumes")]
+    warm, vllm, proxy = mutated["spec"]["initContainers"]
+    assert vllm["volumeMounts"] == [SHM]
+    assert "volumeMounts" not in warm and "volumeMounts" not in proxy
+    assert "volumeMounts" not in mutated["spec"]["containers"][0]
+
+
 def test_a_container_that_mounts_dev_shm_already_is_left_alone(unit_catalog: Catalog) -> None:
     mounts = [{"name": "cache", "mountPath": "/dev/shm"}]
     pod = (

@@ -39,7 +39,7 @@ def test_bindings_name_only_our_service_accounts(objects: Objects) -> None:
             one(objects, "ServiceAccount", subject["name"])
 
 
-def test_webhook_reads_nodes_pods_quotas_and_device_classes_and_nothing_else(objects: Objects) -> None:
+def test_webhook_reads_nodes_pods_quotas_limit_ranges_device_classes_only(objects: Objects) -> None:
     rules = _rules_of(objects, WEBHOOK_SA)
     assert rules
     granted = {
@@ -51,7 +51,7 @@ def test_webhook_reads_nodes_pods_quotas_and_device_classes_and_nothing_else(obj
     }
     assert not any("resourceNames" in rule for _, rule in rules)
     verbs = ("get", "list", "watch")
-    wanted = {("", r, v) for r in ("nodes", "pods", "resourcequotas") for v in verbs}
+    wanted = {("", r, v) for r in ("nodes", "pods", "resourcequotas", "limitranges") for v in verbs}
     wanted |= {("resource.k8s.io", "deviceclasses", v) for v in verbs}
     assert granted == wanted
 

@@ -33,12 +33,14 @@ PATHS = {
     "/api/v1/nodes": "nodes",
     "/api/v1/pods": "pods",
     "/api/v1/resourcequotas": "resourcequotas",
+    "/api/v1/limitranges": "limitranges",
     "/apis/resource.k8s.io/v1/deviceclasses": "deviceclasses",
 }
 KINDS = {
     "nodes": ("Node", "NodeList"),
     "pods": ("Pod", "PodList"),
     "resourcequotas": ("ResourceQuota", "ResourceQuotaList"),
+    "limitranges": ("LimitRange", "LimitRangeList"),
     "deviceclasses": ("DeviceClass", "DeviceClassList"),
 }
 API_VERSIONS = {"deviceclasses": "resource.k8s.io/v1"}

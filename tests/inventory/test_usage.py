@@ -168,7 +168,7 @@ def test_cluster_state_events_match_a_full_build() -> None:
     by_name = sorted(_nodes(), key=lambda n: str(n["metadata"]["name"]))
     assert state.snapshot() == build_inventory(by_name, expected_pods)
     counts = {"nodes": 4, "gpuNodes": 4, "acceleratorPods": len(expected_pods), "deviceClasses": 0}
-    counts["gpuQuotas"] = 0
+    counts["gpuQuotas"] = counts["limitRanges"] = 0
     assert state.counts() == counts
 
 

@@ -467,6 +467,22 @@ def test_scoped_quotas_are_kept_with_their_scopes(server: FakeApiServer) -> None
         source.stop()
 
 
+def test_limit_ranges_say_what_each_namespace_allows(server: FakeApiServer) -> None:
+    bounds = {"metadata": {"name": "limits", "namespace": "team-a"}}
+    bounds["spec"] = {"limits": [{"type": "Container", "max": {"memory": "16Gi"}}]}
+    server.put("limitranges", bounds)
+    source = source_for(server)
+    source.start()
+    try:
+        wait_for(source.ready, what="first sync")
+        assert source.current().limit_ranges["team-a"].container_max == {"memory": 16 * 2**30}
+        assert source.status()["limitRanges"] == 1
+        server.delete("limitranges", bounds)
+        wait_for(lambda: not source.current().limit_ranges, what="the deleted LimitRange")
+    finally:
+        source.stop()
+
+
 def test_a_role_without_quotas_reads_as_none(server: FakeApiServer) -> None:
     server.refused["resourcequotas"] = 403
     source = source_for(server, absent_retry=30)

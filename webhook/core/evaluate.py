@@ -12,6 +12,7 @@ from typing import Any, Final
 from webhook.core.checks import node_room, run_checks
 from webhook.core.clone import clone
 from webhook.core.env import Env
+from webhook.core.limit_range import bounded_fills
 from webhook.core.matching import resolve_template
 from webhook.core.model import ANNOTATIONS_MAX_BYTES, Context, Finding, Pod, Policy, Template
 from webhook.core.mutators import mutate
@@ -74,6 +75,8 @@ def evaluate(
     placement = _placement(spec, template, context)
     quota = quota_for(inventory, namespace, spec, template, bare_pod=base == "spec")
     fills = template_fills(spec, template.inject, inventory.dra_gpu_resources) if template else NO_FILLS
+    if inventory.limit_ranges:
+        fills = bounded_fills(spec, fills, inventory.limit_ranges.get(namespace))
     plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec, fills)
     env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement, fills)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)

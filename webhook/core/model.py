@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Final, Literal
 
 from webhook.core.catalog_index import CatalogIndex, build_index
@@ -306,6 +307,24 @@ class ScopedQuota:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitBounds:
+    """What a namespace's LimitRanges allow a container and a pod of CPU, memory and NVIDIA
+    resources, merged: the least `max`, the largest `min` and the least `maxLimitRequestRatio` of
+    any of them (the LimitRanger admission plugin checks each). It checks them after mutating
+    webhooks ran, so what a template fills in must keep within them (webhook/core/limit_range.py)."""
+
+    names: tuple[str, ...]
+    """The LimitRanges that set them, for messages."""
+    container_max: Mapping[str, Decimal] = field(default_factory=dict)
+    container_min: Mapping[str, Decimal] = field(default_factory=dict)
+    container_ratio: Mapping[str, Decimal] = field(default_factory=dict)
+    pod_max: Mapping[str, Decimal] = field(default_factory=dict)
+    """On the sum of the containers' limits and requests (or an init container's, if larger)."""
+    pod_min: Mapping[str, Decimal] = field(default_factory=dict)
+    pod_ratio: Mapping[str, Decimal] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Inventory:
     """The cluster's GPU nodes and what the decision needs of them, computed once.
 
@@ -358,6 +377,10 @@ class Inventory:
     scoped_quotas: Mapping[str, tuple[ScopedQuota, ...]] = field(default_factory=dict)
     """Per namespace, its scoped ResourceQuotas that limit NVIDIA resources: each counts for a pod
     its scopes select (`quota_room` holds the unscoped ones, merged)."""
+    limit_ranges: Mapping[str, LimitBounds] = field(default_factory=dict)
+    """Per namespace, what its LimitRanges allow of CPU, memory and NVIDIA resources
+    (webhook/inventory/limit_ranges.py): injected CPU/memory keeps within them, and a rewrite
+    does not drop a GPU they bound. Only namespaces some LimitRange bounds one of those in."""
     has_blocking_taints: bool = False
     """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     has_cordoned_nodes: bool = False

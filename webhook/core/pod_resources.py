@@ -9,7 +9,7 @@ and the API server refuses such a pod anyway.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
@@ -143,6 +143,9 @@ class TemplateFills:
     to the fill. Slice choice counts the pod with these (a second pass, which meets them, chooses
     as the first did); the other fills may be left out, where they would not fit the chosen
     slice's nodes, but these are filled even so."""
+    clamped: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    """Per container index, the resources whose fill was brought within the namespace's
+    LimitRanges (webhook/core/limit_range.py)."""
 
 
 NO_FILLS: Final = TemplateFills({}, {})

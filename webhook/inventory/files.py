@@ -1,7 +1,7 @@
 """Load node lists from YAML or JSON files (`kubectl get nodes -o yaml|json`: a `List` with `items`,
 multi-document or a single Node), refusing what would be misread, with file and field path. DRA
-DeviceClasses and ResourceQuotas may come with them (`kubectl get nodes,deviceclasses -o yaml`,
-then `kubectl get resourcequotas -A -o yaml`)."""
+DeviceClasses, ResourceQuotas and LimitRanges may come with them (`kubectl get nodes,deviceclasses
+-o yaml`, then `kubectl get resourcequotas,limitranges -A -o yaml`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from webhook.core.model import GpuNode, Inventory
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import is_device_class
+from webhook.inventory.limit_ranges import is_limit_range
 from webhook.inventory.nodes import build_inventory, parse_gpu_nodes
 from webhook.inventory.quotas import is_resource_quota
 from webhook.yamlio import YamlError, load_documents, read_text
@@ -33,11 +34,19 @@ class InventoryObjects:
     quotas: tuple[Mapping[str, Any], ...] = ()
     """ResourceQuotas (`kubectl get nodes -o yaml; kubectl get resourcequotas -A -o yaml`): what
     they leave of NVIDIA devices per namespace (webhook/inventory/quotas.py)."""
+    limit_ranges: tuple[Mapping[str, Any], ...] = ()
+    """LimitRanges (`kubectl get limitranges -A -o yaml`): what each namespace allows a container
+    and a pod (webhook/inventory/limit_ranges.py)."""
 
 
 def load_inventory(path: str | Path) -> Inventory:
     found = read_inventory_objects(Path(path))
-    return build_inventory(found.nodes, device_classes=found.device_classes, quotas=found.quotas)
+    return build_inventory(
+        found.nodes,
+        device_classes=found.device_classes,
+        quotas=found.quotas,
+        limit_ranges=found.limit_ranges,
+    )
 
 
 def load_node_templates(path: str | Path) -> tuple[GpuNode, ...]:
@@ -56,9 +65,9 @@ def iter_nodes(path: Path) -> Iterator[Mapping[str, Any]]:
 
 def read_inventory_objects(path: Path) -> InventoryObjects:
     """The file's Nodes, each checked (a name, unique, whole device counts), DeviceClasses and
-    ResourceQuotas."""
+    ResourceQuotas and LimitRanges."""
     seen: dict[str, str] = {}
-    nodes, classes, quotas = [], [], []
+    nodes, classes, quotas, limit_ranges = [], [], [], []
     documents = _documents(path)
     if all(document is None for document in documents):
         raise InventoryError(
@@ -79,9 +88,12 @@ def read_inventory_objects(path: Path) -> InventoryObjects:
             if is_resource_quota(obj):
                 quotas.append(obj)
                 continue
+            if is_limit_range(obj):
+                limit_ranges.append(obj)
+                continue
             _check_node(path, where, obj, seen)
             nodes.append(obj)
-    return InventoryObjects(tuple(nodes), tuple(classes), tuple(quotas))
+    return InventoryObjects(tuple(nodes), tuple(classes), tuple(quotas), tuple(limit_ranges))
 
 
 def _documents(path: Path) -> list[Any]:
@@ -102,7 +114,7 @@ def _objects_in(
 ) -> Iterator[tuple[str, Mapping[str, Any]]]:
     kind = document.get("kind")
     where = f"document {index + 1}"
-    if kind in ("List", "NodeList", "DeviceClassList", "ResourceQuotaList"):
+    if kind in ("List", "NodeList", *_ITEM_KINDS):
         items = document.get("items")
         if not isinstance(items, list):
             raise InventoryError(f"{path}: {where}: items is not a list (a {type(items).__name__})")
@@ -111,24 +123,35 @@ def _objects_in(
                 item = {"apiVersion": document.get("apiVersion"), "kind": _ITEM_KINDS[kind], **item}
             if not isinstance(item, Mapping) or not _readable(item):
                 raise InventoryError(
-                    f"{path}: {where} items[{position}] is not a Node, a DeviceClass or a ResourceQuota"
+                    f"{path}: {where} items[{position}] is not a Node, a DeviceClass, a ResourceQuota"
+                    " or a LimitRange"
                 )
             yield f"{where} items[{position}]", item
-    elif kind == "Node" or is_device_class(document) or is_resource_quota(document):
+    elif kind == "Node" or _other_kind(document):
         yield where, document
     else:
         raise InventoryError(
-            f"{path}: {where} has kind {kind!r}, expected Node, DeviceClass, ResourceQuota or List"
+            f"{path}: {where} has kind {kind!r}, expected Node, DeviceClass, ResourceQuota,"
+            " LimitRange or List"
         )
 
 
-_ITEM_KINDS = {"DeviceClassList": "DeviceClass", "ResourceQuotaList": "ResourceQuota"}
+_ITEM_KINDS = {
+    "DeviceClassList": "DeviceClass",
+    "ResourceQuotaList": "ResourceQuota",
+    "LimitRangeList": "LimitRange",
+}
 """Lists whose items the API server writes without their kind (a NodeList's are Nodes)."""
 
 
 def _readable(item: Mapping[str, Any]) -> bool:
     """A List's item; a Node's kind may be left out (in a NodeList, as the API server writes it)."""
-    return item.get("kind", "Node") == "Node" or is_device_class(item) or is_resource_quota(item)
+    return item.get("kind", "Node") == "Node" or _other_kind(item)
+
+
+def _other_kind(obj: Mapping[str, Any]) -> bool:
+    """A DeviceClass, a ResourceQuota or a LimitRange: what may come with the nodes."""
+    return is_device_class(obj) or is_resource_quota(obj) or is_limit_range(obj)
 
 
 def _check_node(path: Path, where: str, node: Mapping[str, Any], seen: dict[str, str]) -> None:

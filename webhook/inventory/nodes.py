@@ -35,6 +35,7 @@ from webhook.core.profiles import (
 )
 from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import dra_gpu_resources, dra_resources
+from webhook.inventory.limit_ranges import limit_range_entry, limit_range_fields
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared
 from webhook.inventory.usage import pod_usage, usage_by_node
@@ -56,13 +57,15 @@ def build_inventory(
     pods: Iterable[Mapping[str, Any]] | None = None,
     device_classes: Iterable[Mapping[str, Any]] = (),
     quotas: Iterable[Mapping[str, Any]] = (),
+    limit_ranges: Iterable[Mapping[str, Any]] = (),
 ) -> Inventory:
     """Parse every Node; non-GPU nodes only contribute the extended resources they advertise.
 
     With `pods` (bound pods, as `kubectl get pods -A -o yaml` lists them) each node also gets
     what they request, so free capacity is known; without, usage stays unknown. DRA
     `device_classes` add the extended resources they serve (webhook/inventory/dra.py), and
-    ResourceQuotas what is left to each namespace (webhook/inventory/quotas.py).
+    ResourceQuotas what is left to each namespace (webhook/inventory/quotas.py), LimitRanges
+    what each namespace allows a container and a pod (webhook/inventory/limit_ranges.py).
     """
     gpu_nodes: list[GpuNode] = []
     dra_nodes: list[GpuNode] = []
@@ -81,6 +84,7 @@ def build_inventory(
     classes = tuple(device_classes)
     inventory = assemble_inventory(gpu_nodes, frozenset(advertised), usage, dra_resources(classes), dra_nodes)
     fields = quota_fields((*quota_room(q), quota_scopes(q)) for q in quotas)
+    fields.update(limit_range_fields(map(limit_range_entry, limit_ranges)))
     gpus = dra_gpu_resources(classes)
     if gpus:
         fields["dra_gpu_resources"] = gpus
@@ -131,6 +135,7 @@ def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> I
         packing=inventory.packing,
         quota_room=inventory.quota_room,
         scoped_quotas=inventory.scoped_quotas,
+        limit_ranges=inventory.limit_ranges,
         dra_gpu_resources=inventory.dra_gpu_resources,
         dra_nodes=inventory.dra_nodes,
         has_blocking_taints=combined.has_blocking_taints or inventory.has_blocking_taints,

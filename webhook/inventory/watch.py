@@ -1,5 +1,5 @@
-"""The live inventory: list, then watch, the cluster's Nodes, bound Pods, ResourceQuotas and DRA
-DeviceClasses through the `kubernetes` client.
+"""The live inventory: list, then watch, the cluster's Nodes, bound Pods, ResourceQuotas,
+LimitRanges and DRA DeviceClasses through the `kubernetes` client.
 
 Each kind runs in its own thread: a paginated list, then watches from the list's
 resourceVersion (bookmarks keep it fresh). An expired resourceVersion (410 Gone, as an HTTP
@@ -12,8 +12,10 @@ Events update a compact ClusterState; another thread publishes a new immutable I
 most once per `rebuild_interval`, swapped in as one reference.
 
 ResourceQuotas only say what each namespace has left of NVIDIA devices
-(webhook/inventory/quotas.py), DeviceClasses (`resource.k8s.io/v1`) only the extended resources
-DRA serves (webhook/inventory/dra.py); both are optional. A cluster without the API (404), or an
+(webhook/inventory/quotas.py), LimitRanges only what each namespace allows a container and a pod
+of CPU, memory and NVIDIA resources (webhook/inventory/limit_ranges.py), DeviceClasses
+(`resource.k8s.io/v1`) only the extended resources DRA serves (webhook/inventory/dra.py); all
+three are optional. A cluster without the API (404), or an
 install whose role does not grant it (403), has none: the stream counts as synced and empty, and
 lists again every `absent_retry` seconds (an upgrade may bring it), so readiness never waits.
 Only a refused list says so: a role that grants list but not watch has its watches refused
@@ -54,6 +56,7 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory, ScopeRequirement
 from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources, gpu_class_resources
+from webhook.inventory.limit_ranges import LimitRangeEntry, limit_range_entry, limit_range_fields
 from webhook.inventory.nodes import (
     advertised_names,
     assemble_inventory,
@@ -167,6 +170,7 @@ class ClusterState:
         self._pod_counts: dict[str, int] = {}
         self._classes: dict[str, DeviceClassRecord] = {}
         self._quotas: dict[str, QuotaRecord] = {}
+        self._limit_ranges: dict[str, LimitRangeEntry] = {}
 
     def replace_nodes(self, records: Iterable[NodeRecord]) -> None:
         fresh = {r.name: self._intern(r) for r in records}
@@ -205,6 +209,18 @@ class ClusterState:
         record = quota_record(quota)
         with self._lock:
             return _swap(self._quotas, record.key, record, event)
+
+    def replace_limit_ranges(self, entries: Iterable[LimitRangeEntry]) -> None:
+        fresh = {f"{e[0]}/{e[1]}": e for e in entries}
+        with self._lock:
+            self._limit_ranges = fresh
+
+    def apply_limit_range(self, event: str, limit_range: Mapping[str, Any]) -> bool:
+        """Apply one event; whether it changed what a LimitRange bounds of CPU, memory and NVIDIA
+        resources."""
+        entry = limit_range_entry(limit_range)
+        with self._lock:
+            return _swap(self._limit_ranges, f"{entry[0]}/{entry[1]}", entry, event)
 
     def replace_pods(self, usages: Iterable[PodUsage]) -> None:
         """A relist: a record equal to the one held stays that object (the report's verdicts are
@@ -248,6 +264,7 @@ class ClusterState:
             dra = frozenset().union(*(r.resources for r in self._classes.values()))
             dra_gpus = frozenset().union(*(r.gpus for r in self._classes.values()))
             fields = quota_fields((r.namespace, r.room, r.scopes) for r in self._quotas.values())
+            fields.update(limit_range_fields(self._limit_ranges.values()))
         inventory = assemble_inventory(
             gpu_nodes, frozenset().union(*distinct.values()), usage, dra, dra_nodes
         )
@@ -267,7 +284,9 @@ class ClusterState:
             gpu = sum(1 for r in self._nodes.values() if r.gpu is not None)
             counts = {"nodes": len(self._nodes), "gpuNodes": gpu, "acceleratorPods": len(self._pods)}
             quotas = sum(1 for r in self._quotas.values() if r.room)
-            return {**counts, "deviceClasses": len(self._classes), "gpuQuotas": quotas}
+            bounding = sum(1 for e in self._limit_ranges.values() if e[2])
+            counts = {**counts, "deviceClasses": len(self._classes), "gpuQuotas": quotas}
+            return {**counts, "limitRanges": bounding}
 
     def _intern(self, record: NodeRecord) -> NodeRecord:
         """Nodes of one pool advertise the same names: keep one copy of each set."""
@@ -469,13 +488,25 @@ class ClusterInventorySource:
     def _all_streams(self, api_client: client.ApiClient) -> list[_Stream]:
         core = client.CoreV1Api(api_client)
         streams = [self._node_stream(core), self._pod_stream(core), self._quota_stream(core)]
-        return [*streams, self._device_class_stream(api_client)]
+        return [*streams, self._limit_range_stream(core), self._device_class_stream(api_client)]
 
     def _quota_stream(self, api: client.CoreV1Api) -> _Stream:
         state = self._state
         list_fn = api.list_resource_quota_for_all_namespaces
         return self._stream(
             "resourcequotas", list_fn, quota_record, state.replace_quotas, state.apply_quota, optional=True
+        )
+
+    def _limit_range_stream(self, api: client.CoreV1Api) -> _Stream:
+        state = self._state
+        list_fn = api.list_limit_range_for_all_namespaces
+        return self._stream(
+            "limitranges",
+            list_fn,
+            limit_range_entry,
+            state.replace_limit_ranges,
+            state.apply_limit_range,
+            optional=True,
         )
 
     def _device_class_stream(self, api_client: client.ApiClient) -> _Stream:

@@ -25,10 +25,16 @@ def load_with_pods(nodes_path: str | Path, pods_path: str | Path | None) -> tupl
     """The inventory of the node list, with usage when a pod list is given."""
     found = read_inventory_objects(Path(nodes_path))
     if pods_path is None:
-        return build_inventory(found.nodes, device_classes=found.device_classes, quotas=found.quotas), []
+        inventory = build_inventory(
+            found.nodes,
+            device_classes=found.device_classes,
+            quotas=found.quotas,
+            limit_ranges=found.limit_ranges,
+        )
+        return inventory, []
     pods = load_pods(pods_path)
     usages = [u for u in map(pod_usage, pods) if u is not None]
-    return build_inventory(found.nodes, pods, found.device_classes, found.quotas), usages
+    return build_inventory(found.nodes, pods, found.device_classes, found.quotas, found.limit_ranges), usages
 
 
 class StaticUsageInventorySource:

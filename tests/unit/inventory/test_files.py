@@ -84,7 +84,9 @@ def test_a_device_class_of_another_group_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "nodes.yaml"
     other = {**GPU_CLASS, "apiVersion": "example.com/v1"}
     path.write_text(yaml.safe_dump({"kind": "List", "items": [NODE_A, other]}), encoding="utf-8")
-    with pytest.raises(InventoryError, match=r"items\[1\] is not a Node, a DeviceClass or a ResourceQuota"):
+    with pytest.raises(
+        InventoryError, match=r"items\[1\] is not a Node, a DeviceClass, a ResourceQuota or a LimitRange"
+    ):
         load_inventory(path)
 
 

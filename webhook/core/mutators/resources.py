@@ -40,7 +40,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     base = env.view.base
     _read_pod_level(pod, base)
     every, below_limits = env.fills.every, env.fills.below_limits
-    fills: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str], frozenset[str]]] = []
+    fills: list[tuple[int, str, dict[str, Any], dict[str, str], dict[str, str], frozenset[str]]] = []
     pending: dict[int, Fill] = {}
     lowering: dict[int, Fill] = {}
     for group, index, container in containers(pod, base, ("containers",)):
@@ -53,19 +53,58 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         if new_requests or new_limits:
             where = container_path(base, group, index, container)
             below = _unset(below_limits.get(index, NO_FILL)[0], have_requests)
-            fills.append((where, container, new_requests, new_limits, frozenset(below)))
+            fills.append((index, where, container, new_requests, new_limits, frozenset(below)))
             pending[index] = (new_requests, new_limits)
             if below:
                 lowering[index] = (below, {})
     if not fills:
         return []
     too_large = _beyond_largest_node(pod, env, pending, lowering)
-    names = [name_of(fill[1]) for fill in fills if _fill(*fill, skip=too_large)]
+    filled = [fill for fill in fills if _fill(*fill[1:], skip=too_large)]
     findings = [_too_large(template.name, base, too_large)] if too_large else []
-    if names:
-        message = f"filled CPU/memory from template {template.name} for {', '.join(names)}"
+    if filled:
+        names = ", ".join(name_of(fill[2]) for fill in filled)
+        message = f"filled CPU/memory from template {template.name} for {names}"
         findings.append(Finding("InjectedResources", f"{base}.containers", message))
+    if env.fills.clamped:
+        findings.extend(_within_limit_range(template.name, env, filled, too_large))
     return findings
+
+
+def _within_limit_range(
+    template: str, env: Env, filled: list[Any], skipped: Mapping[str, Any]
+) -> list[Finding]:
+    """InjectionWithinLimitRange at each container filled with a value brought within the
+    namespace's LimitRanges (webhook/core/limit_range.py), naming what it got."""
+    bounds = env.inventory.limit_ranges.get(env.namespace)
+    names = _limit_ranges(bounds.names if bounds is not None else ())
+    findings = []
+    for index, where, container, requests, limits, _ in filled:
+        resources = [r for r in env.fills.clamped.get(index, ()) if r not in skipped]
+        if not resources:
+            continue
+        got = "; ".join(_got(r, requests, limits) for r in resources)
+        message = (
+            f"template {template}'s {' and '.join(resources)} for {name_of(container)} would break "
+            f"{names}; filled within it instead: {got}"
+        )
+        findings.append(Finding("InjectionWithinLimitRange", where, message))
+    return findings
+
+
+def _limit_ranges(names: tuple[str, ...]) -> str:
+    if not names:
+        return "the namespace's LimitRange"
+    return f"LimitRange{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
+def _got(resource: str, requests: Mapping[str, str], limits: Mapping[str, str]) -> str:
+    parts = [
+        f"{kind} {section[resource]}"
+        for kind, section in (("request", requests), ("limit", limits))
+        if resource in section
+    ]
+    return f"{resource} " + ", ".join(parts)
 
 
 def _read_pod_level(pod: Pod, base: str) -> None:

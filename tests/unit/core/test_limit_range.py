@@ -1,0 +1,176 @@
+"""A template's CPU and memory are filled within the namespace's LimitRanges, which the API
+server's LimitRanger checks after mutating webhooks ran (webhook/core/limit_range.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.builders import (
+    A100,
+    context,
+    make_catalog,
+    make_pod,
+    mixed_node,
+    policy_doc,
+    template_doc,
+    whole_node,
+)
+from webhook.core.decide import decide
+from webhook.core.model import Catalog, Inventory, Pod
+from webhook.core.workloads import decide_object
+from webhook.inventory.nodes import build_inventory
+
+NODES = (
+    mixed_node("a100-mig", A100, {"1g.10gb": (4, 9856), "3g.40gb": (2, 40192)}),
+    whole_node("a100-whole", A100, 8),
+)
+TEAM = "team-a"
+
+
+def limit_range(*items: dict[str, Any], name: str = "limits", namespace: str = TEAM) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"limits": list(items)},
+    }
+
+
+def inventory(*limit_ranges: dict[str, Any]) -> Inventory:
+    return build_inventory(NODES, limit_ranges=limit_ranges)
+
+
+def catalog(requests: dict[str, str], limits: dict[str, str] | None = None) -> Catalog:
+    inject = {"resources": {"perGpu": {"requests": requests, "limits": limits or {}}}}
+    match = {"images": ["vllm/*"]}
+    return make_catalog(template_doc("serving", {"gpu": "optional", "mig": "allowed"}, match, inject))
+
+
+def resources(pod: Pod, index: int = 0) -> dict[str, Any]:
+    resources: dict[str, Any] = pod["spec"]["containers"][index].get("resources", {})
+    return resources
+
+
+def run(cat: Catalog, inv: Inventory, pod: Pod, namespace: str = TEAM) -> tuple[Pod, list[tuple[str, str]]]:
+    """The mutated pod and its (code, path) pairs; a second pass over it gives no patch."""
+    decision = decide(pod, context(cat, inv, namespace))
+    assert decision.allowed and decision.mutated is not None
+    again = decide(decision.mutated, context(cat, inv, namespace))
+    assert again.patch == ()
+    return decision.mutated, [(v.code, v.path) for v in decision.violations]
+
+
+CLAMPED = ("InjectionWithinLimitRange", "spec.containers[name=main]")
+
+
+def test_a_fill_above_a_container_max_is_filled_at_the_max() -> None:
+    inv = inventory(limit_range({"type": "Container", "max": {"cpu": "4", "memory": "16Gi"}}))
+    pod = make_pod().container("main", gpu=2, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, found = run(catalog({"cpu": "4", "memory": "32Gi"}, {"memory": "32Gi"}), inv, pod)
+    assert resources(mutated)["requests"] == {"cpu": "4", "memory": "16Gi"}
+    assert resources(mutated)["limits"]["memory"] == "16Gi"
+    assert CLAMPED in found
+
+
+def test_a_deployments_pod_template_is_filled_within_the_limit_range() -> None:
+    """A pod template gets no LimitRange defaults (its pods do, when created): a template's limit
+    above the max would have every pod the ReplicaSet creates refused."""
+    inv = inventory(limit_range({"type": "Container", "max": {"memory": "16Gi"}}))
+    inject = {"resources": {"perGpu": {"requests": {"memory": "8Gi"}, "limits": {"memory": "32Gi"}}}}
+    serving = template_doc("serving", {"gpu": "optional"}, {"images": ["vllm/*"]}, inject)
+    cat = make_catalog(serving, policy_doc("all", ["*"], mutate="templates"))
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "serving", "namespace": TEAM},
+        "spec": {"selector": {"matchLabels": {"app": "serving"}}, "template": pod},
+    }
+    decision = decide_object(deployment, context(cat, inv, TEAM))
+    assert decision.mutated is not None
+    limits = decision.mutated["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["memory"] == "16Gi"
+    clamped = ("InjectionWithinLimitRange", "spec.template.spec.containers[name=main]")
+    assert clamped in [(v.code, v.path) for v in decision.violations]
+    assert decide_object(decision.mutated, context(cat, inv, TEAM)).patch == ()
+
+
+def test_a_fill_below_a_container_min_is_filled_at_the_min() -> None:
+    inv = inventory(limit_range({"type": "Container", "min": {"cpu": "500m"}}))
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, found = run(catalog({"cpu": "250m", "memory": "1Gi"}), inv, pod)
+    assert resources(mutated)["requests"] == {"cpu": "500m", "memory": "1Gi"}
+    assert CLAMPED in found
+
+
+def test_a_filled_limit_is_lowered_to_the_ratio() -> None:
+    inv = inventory(limit_range({"type": "Container", "maxLimitRequestRatio": {"memory": "2"}}))
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, found = run(catalog({"memory": "8Gi"}, {"memory": "32Gi"}), inv, pod)
+    assert resources(mutated)["limits"]["memory"] == "16Gi"
+    assert resources(mutated)["requests"]["memory"] == "8Gi"
+    assert CLAMPED in found
+
+
+def test_a_filled_request_is_raised_to_the_ratio_below_the_pods_own_limit() -> None:
+    inv = inventory(limit_range({"type": "Container", "maxLimitRequestRatio": {"cpu": "4"}}))
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3", limits={"cpu": "8"}).build()
+    mutated, found = run(catalog({"cpu": "1"}), inv, pod)
+    assert resources(mutated)["requests"]["cpu"] == "2"
+    assert resources(mutated)["limits"]["cpu"] == "8"  # the pod's own, unchanged
+    assert CLAMPED in found
+
+
+def test_the_pods_max_scales_the_fills_to_what_its_own_values_leave() -> None:
+    inv = inventory(limit_range({"type": "Pod", "max": {"memory": "20Gi"}}))
+    pod = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .container("proxy", image="envoyproxy/envoy:v1.31", limits={"memory": "4Gi"})
+        .build()
+    )
+    mutated, found = run(catalog({"memory": "8Gi"}, {"memory": "32Gi"}), inv, pod)
+    assert resources(mutated)["limits"]["memory"] == "16Gi"
+    assert resources(mutated)["requests"]["memory"] == "8Gi"  # 8Gi + 4Gi fit the 20Gi
+    assert resources(mutated, 1) == {"limits": {"memory": "4Gi"}}
+    assert CLAMPED in found
+
+
+def test_the_tightest_of_several_limit_ranges_counts() -> None:
+    inv = inventory(
+        limit_range({"type": "Container", "max": {"memory": "24Gi"}}, name="wide"),
+        limit_range({"type": "Container", "max": {"memory": "12Gi"}}, name="narrow"),
+    )
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, _ = run(catalog({"memory": "8Gi"}, {"memory": "32Gi"}), inv, pod)
+    assert resources(mutated)["limits"]["memory"] == "12Gi"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "item"),
+    [
+        ("other", {"type": "Container", "max": {"memory": "1Gi"}}),
+        (TEAM, {"type": "PersistentVolumeClaim", "max": {"storage": "1Gi"}}),
+        (TEAM, {"type": "Container", "max": {"memory": "64Gi"}}),
+    ],
+    ids=["another-namespace", "claims-only", "within"],
+)
+def test_fills_within_the_limit_range_or_elsewhere_are_as_the_template_says(
+    namespace: str, item: dict[str, Any]
+) -> None:
+    inv = inventory(limit_range(item, namespace=namespace))
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, found = run(catalog({"memory": "8Gi"}, {"memory": "32Gi"}), inv, pod)
+    assert resources(mutated)["limits"]["memory"] == "32Gi"
+    assert "InjectionWithinLimitRange" not in {code for code, _ in found}
+
+
+def test_the_pods_own_values_are_never_changed() -> None:
+    inv = inventory(limit_range({"type": "Container", "max": {"memory": "8Gi"}}))
+    own = {"memory": "12Gi"}
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3", limits=own).build()
+    mutated, found = run(catalog({"cpu": "2"}, {"memory": "32Gi"}), inv, pod)
+    assert resources(mutated)["limits"]["memory"] == "12Gi"
+    assert "InjectionWithinLimitRange" not in {code for code, _ in found}

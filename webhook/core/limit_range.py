@@ -1,0 +1,236 @@
+"""Keep what a template fills in of CPU and memory within the namespace's LimitRanges.
+
+The LimitRanger admission plugin checks a pod against them after mutating webhooks ran
+(`max`, `min`, `maxLimitRequestRatio`; its defaults it filled in before): a template's
+`cpu: 8` per GPU under a container `max` of 4 would have the API server refuse the pod the
+webhook admitted, and the pods of a Deployment whose template got it would never be created.
+So a filled value is brought within them, never past what the pod sets itself:
+
+- a container's filled request and limit at most its `max`, at least its `min`;
+- then its filled limit at most `maxLimitRequestRatio` times its request (or, where only the
+  request is filled, that request raised to the limit over the ratio);
+- the pod's `max` over the sum of its containers' limits, and of their requests (a lone limit
+  is the request, after API defaulting): the filled requests of the resource scaled down
+  together until their sum fits, and the filled limits until theirs does, a filled limit never
+  below its container's request.
+
+What the pod sets itself is never changed: a pod whose own values break the LimitRange is refused
+as it would be without the webhook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from typing import Any, Final
+
+from webhook.core.model import LimitBounds, lenient_object
+from webhook.core.pod_resources import NODE_RESOURCES, Fill, TemplateFills, below_limits
+from webhook.core.quantity import parse_quantity
+
+_MILLI: Final = Decimal("0.001")
+_ONE: Final = Decimal(1)
+_ZERO: Final = Decimal(0)
+_BINARY: Final = (("Gi", Decimal(2**30)), ("Mi", Decimal(2**20)), ("Ki", Decimal(2**10)))
+
+
+def bounded_fills(spec: Mapping[str, Any], fills: TemplateFills, bounds: LimitBounds | None) -> TemplateFills:
+    """`fills` brought within the namespace's LimitRanges (`bounds`; None where it has none,
+    which costs nothing), with the containers and resources whose fill that changed."""
+    if bounds is None or not fills.every:
+        return fills
+    every = dict(fills.every)
+    clamped = within_limit_range(spec, every, bounds)
+    if not clamped:
+        return fills
+    containers = spec.get("containers")
+    lowering: dict[int, Fill] = {}
+    for index, (new_requests, _) in every.items():
+        below = below_limits(new_requests, _own(containers[index])[1] if isinstance(containers, list) else {})
+        if below:
+            lowering[index] = (below, {})
+    return TemplateFills(every, lowering, clamped)
+
+
+def within_limit_range(
+    spec: Mapping[str, Any], every: dict[int, Fill], bounds: LimitBounds
+) -> dict[int, tuple[str, ...]]:
+    """Bring the fills (by container index, changed in place) within `bounds`; per container
+    index, the resources whose fill was changed."""
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        return {}
+    changed: dict[int, set[str]] = {}
+    for resource in NODE_RESOURCES:
+        if resource in bounds.pod_max:
+            _pod_max(containers, every, resource, bounds.pod_max[resource], changed)
+    for index, fill in list(every.items()):
+        own = _own(containers[index]) if index < len(containers) else ({}, {})
+        clamped, resources = _container(fill, own, bounds)
+        if resources:
+            every[index] = clamped
+            changed.setdefault(index, set()).update(resources)
+    return {index: tuple(sorted(resources)) for index, resources in sorted(changed.items())}
+
+
+def _own(container: object) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """The requests and limits a container sets itself."""
+    resources = lenient_object(lenient_object(container).get("resources"))
+    return lenient_object(resources.get("requests")), lenient_object(resources.get("limits"))
+
+
+def _container(
+    fill: Fill, own: tuple[dict[Any, Any], dict[Any, Any]], bounds: LimitBounds
+) -> tuple[Fill, set[str]]:
+    """The container's fill within the Container bounds, and the resources changed."""
+    requests, limits = dict(fill[0]), dict(fill[1])
+    changed: set[str] = set()
+    for resource in NODE_RESOURCES:
+        if resource not in requests and resource not in limits:
+            continue
+        low, high = bounds.container_min.get(resource), bounds.container_max.get(resource)
+        if (low is not None or high is not None) and _within_bounds(
+            resource, requests, limits, own, low, high
+        ):
+            changed.add(resource)
+        ratio = bounds.container_ratio.get(resource)
+        if ratio is not None and _within_ratio(resource, requests, limits, own, ratio):
+            changed.add(resource)
+    return (requests, limits), changed
+
+
+def _within_bounds(
+    resource: str,
+    requests: dict[str, str],
+    limits: dict[str, str],
+    own: tuple[dict[Any, Any], dict[Any, Any]],
+    low: Decimal | None,
+    high: Decimal | None,
+) -> bool:
+    """Bring a filled request and limit within [low, high]; whether one was changed. A request
+    raised to `low` stays at most the container's own limit."""
+    changed = False
+    for section in (requests, limits):
+        value = _amount(section.get(resource))
+        if value is None:
+            continue
+        within = value if high is None or value <= high else high
+        if low is not None and within < low:
+            ceiling = _amount(own[1].get(resource)) if section is requests else None
+            within = low if ceiling is None else min(low, max(ceiling, within))
+        if within != value:
+            section[resource] = _quantity(resource, within, up=within == low)
+            changed = True
+    return changed
+
+
+def _within_ratio(
+    resource: str,
+    requests: dict[str, str],
+    limits: dict[str, str],
+    own: tuple[dict[Any, Any], dict[Any, Any]],
+    ratio: Decimal,
+) -> bool:
+    """Lower a filled limit, else raise a filled request, to keep limit / request within the
+    ratio; whether one was changed. Nothing where either is missing or 0 (the LimitRange
+    refuses that whatever the webhook does) or set by the pod alone."""
+    request = _amount(requests.get(resource, own[0].get(resource)))
+    limit = _amount(limits.get(resource, own[1].get(resource)))
+    if not request or not limit or ratio <= 0 or limit <= request * ratio:
+        return False
+    if resource in limits:
+        limits[resource] = _quantity(resource, request * ratio)
+        return True
+    if resource in requests:
+        requests[resource] = _quantity(resource, limit / ratio, up=True)
+        return True
+    return False
+
+
+def _pod_max(
+    containers: list[Any],
+    every: dict[int, Fill],
+    resource: str,
+    maximum: Decimal,
+    changed: dict[int, set[str]],
+) -> None:
+    """Scale the filled requests of `resource` down together until the containers' requests sum
+    to at most `maximum` (a Pod item's max), and the filled limits until their limits do; a
+    filled limit never below its container's request."""
+    factors = [_factor(fixed, filled, maximum) for fixed, filled in _sums(containers, every, resource)]
+    if factors[0] >= _ONE and factors[1] >= _ONE:
+        return
+    for index, (new_requests, new_limits) in list(every.items()):
+        if resource not in new_requests and resource not in new_limits:
+            continue
+        requests = _scaled(resource, new_requests, factors[0])
+        limits = _scaled(resource, new_limits, factors[1])
+        own = _own(containers[index])[0].get(resource) if index < len(containers) else None
+        floor = _amount(requests.get(resource, own))
+        if floor is not None and resource in limits and (_amount(limits[resource]) or _ZERO) < floor:
+            limits[resource] = _quantity(resource, floor)
+        if (requests, limits) != (new_requests, new_limits):
+            every[index] = (requests, limits)
+            changed.setdefault(index, set()).add(resource)
+
+
+def _factor(fixed: Decimal, filled: Decimal, maximum: Decimal) -> Decimal:
+    """What to scale the filled part by for the sum to be at most `maximum` (1: as it is)."""
+    if not filled or fixed + filled <= maximum:
+        return _ONE
+    return max(_ZERO, maximum - fixed) / filled
+
+
+def _sums(containers: list[Any], every: Mapping[int, Fill], resource: str) -> list[tuple[Decimal, Decimal]]:
+    """Of the containers' requests and of their limits, what the pod sets and what is filled
+    (a container requests its limit where it sets no request: API defaulting)."""
+    own_requests = own_limits = new_requests = new_limits = _ZERO
+    for index, container in enumerate(containers):
+        requests, limits = _own(container)
+        fill_requests, fill_limits = every.get(index, ({}, {}))
+        limit = limits.get(resource)
+        filled_limit = _amount(fill_limits.get(resource)) or _ZERO if limit is None else _ZERO
+        own_limits += _amount(limit) or _ZERO
+        new_limits += filled_limit
+        if resource in requests:
+            own_requests += _amount(requests[resource]) or _ZERO
+        elif resource in fill_requests:
+            new_requests += _amount(fill_requests[resource]) or _ZERO
+        elif limit is not None:
+            own_requests += _amount(limit) or _ZERO
+        else:
+            new_requests += filled_limit
+    return [(own_requests, new_requests), (own_limits, new_limits)]
+
+
+def _scaled(resource: str, section: Mapping[str, str], factor: Decimal) -> dict[str, str]:
+    values = dict(section)
+    if resource in values:
+        amount = _amount(values[resource])
+        if amount is not None:
+            values[resource] = _quantity(resource, amount * factor)
+    return values
+
+
+def _quantity(resource: str, value: Decimal, up: bool = False) -> str:
+    """`value` as a quantity: CPU in millicores, memory in bytes (in Gi, Mi or Ki where whole),
+    rounded down, or up with `up` (a request raised to keep a ratio)."""
+    rounding = ROUND_CEILING if up else ROUND_FLOOR
+    if resource == "cpu":
+        millis = value.quantize(_MILLI, rounding=rounding)
+        whole = millis == millis.to_integral_value()
+        return str(int(millis)) if whole else f"{int(millis * 1000)}m"
+    count = int(value.to_integral_value(rounding=rounding))
+    for suffix, unit in _BINARY:
+        if count and count % unit == 0:
+            return f"{count // int(unit)}{suffix}"
+    return str(count)
+
+
+def _amount(value: object) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        return None

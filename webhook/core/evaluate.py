@@ -75,9 +75,10 @@ def evaluate(
     placement = _placement(spec, template, context)
     quota = quota_for(inventory, namespace, spec, template, bare_pod=base == "spec")
     fills = template_fills(spec, template.inject, inventory.dra_gpu_resources) if template else NO_FILLS
-    if inventory.limit_ranges:
-        fills = bounded_fills(spec, fills, inventory.limit_ranges.get(namespace))
-    plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec, fills)
+    limits = inventory.limit_ranges.get(namespace) if inventory.limit_ranges else None
+    if limits is not None:
+        fills = bounded_fills(spec, fills, limits)
+    plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec, fills, limits)
     env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement, fills)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 

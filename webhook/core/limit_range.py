@@ -234,3 +234,76 @@ def _amount(value: object) -> Decimal | None:
         return parse_quantity(value)
     except ValueError:
         return None
+
+
+_GPU: Final = "nvidia.com/gpu"
+
+
+def bounds_devices(bounds: LimitBounds | None) -> bool:
+    """Whether the LimitRanges bound an NVIDIA resource, which slice choice must then respect."""
+    if bounds is None:
+        return False
+    every = (
+        bounds.container_max,
+        bounds.container_min,
+        bounds.container_ratio,
+        bounds.pod_max,
+        bounds.pod_min,
+        bounds.pod_ratio,
+    )
+    return any(r.startswith("nvidia.com/") for each in every for r in each)
+
+
+def slice_within(resource: str, devices: int, bounds: LimitBounds, spec: Mapping[str, Any] | None) -> bool:
+    """Whether a pod rewritten to `devices` of the slice `resource`, one per container, keeps
+    within the LimitRanges. Renamed (the mixed strategy), its containers no longer limit
+    nvidia.com/gpu: where a Container item bounds it, the LimitRanger refuses a container without
+    it ("no limit is specified"), and a Pod item's max where no other container keeps it (the 0
+    a LimitRange default gives a sidecar does), or its min or ratio. The slice itself must be
+    within a Container item's bounds at 1 and a Pod item's at `devices`."""
+    if resource != _GPU and not _gpu_stays_within(bounds, spec):
+        return False
+    if resource == _GPU:
+        return True
+    one, count = Decimal(1), Decimal(devices)
+    return (
+        bounds.container_max.get(resource, one) >= one
+        and bounds.container_min.get(resource, one) <= one
+        and bounds.pod_max.get(resource, count) >= count
+        and bounds.pod_min.get(resource, count) <= count
+    )
+
+
+def _gpu_stays_within(bounds: LimitBounds, spec: Mapping[str, Any] | None) -> bool:
+    """Whether the pod may lose its nvidia.com/gpu (but a 0 some container limits itself to)."""
+    if _GPU in bounds.container_max or _GPU in bounds.container_min or _GPU in bounds.container_ratio:
+        return False
+    if _GPU in bounds.pod_ratio or bounds.pod_min.get(_GPU, _ZERO) > 0:
+        return False
+    return _GPU not in bounds.pod_max or _keeps_a_zero(spec)
+
+
+def _keeps_a_zero(spec: Mapping[str, Any] | None) -> bool:
+    containers = spec.get("containers") if spec is not None else None
+    for container in containers if isinstance(containers, list) else ():
+        limit = _amount(_own(container)[1].get(_GPU))
+        if limit is not None and limit == 0:
+            return True
+    return False
+
+
+def describe_bounds(bounds: LimitBounds) -> str:
+    """The NVIDIA resources the LimitRanges bound, and how (`nvidia.com/gpu (Container max 1)`)."""
+    parts: list[str] = []
+    for kind, found in (
+        ("Container max", bounds.container_max),
+        ("Container min", bounds.container_min),
+        ("Container maxLimitRequestRatio", bounds.container_ratio),
+        ("Pod max", bounds.pod_max),
+        ("Pod min", bounds.pod_min),
+        ("Pod maxLimitRequestRatio", bounds.pod_ratio),
+    ):
+        parts.extend(f"{r} ({kind} {v:f})" for r, v in sorted(found.items()) if r.startswith("nvidia.com/"))
+    several = len(bounds.names) > 1
+    named = f"LimitRange{'s' if several else ''} {', '.join(bounds.names)}"
+    return f"{named}, which bound{'' if several else 's'} {', '.join(parts)}"

@@ -23,9 +23,11 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final
 
+from webhook.core.limit_range import bounds_devices, describe_bounds, slice_within
 from webhook.core.model import (
     Finding,
     Inventory,
+    LimitBounds,
     Policy,
     SliceOffer,
     Template,
@@ -92,11 +94,13 @@ def plan_slice(
     quota: Mapping[str, int] | None = None,
     spec: Mapping[str, Any] | None = None,
     fills: TemplateFills = NO_FILLS,
+    limits: LimitBounds | None = None,
 ) -> Plan:
     """`placement`: the nodes the pod itself admits (None: any); only their offers are candidates.
     `quota`: what the namespace's ResourceQuotas leave of the NVIDIA resources they limit.
     `spec`: the pod spec, whose own CPU and memory a node of the slice must have room for.
-    `fills`: what the template fills into `spec` (pod_resources.template_fills)."""
+    `fills`: what the template fills into `spec` (pod_resources.template_fills).
+    `limits`: what the namespace's LimitRanges allow (webhook/core/limit_range.py)."""
     if template is None or template.accelerator.mig != "preferred" or not inventory.known:
         return NO_PLAN
     devices = _rewritable_devices(view)
@@ -111,17 +115,15 @@ def plan_slice(
         offers = tuple(original)
     pinned = len(offers) < len(inventory.offers)
     left_out: tuple[SliceOffer, ...] = ()
-    if quota:
-        within = tuple(o for o in offers if _within_quota(o.resource, devices, quota))
-        beyond = _only_beyond_quota(offers, within, need, devices, policy)
-        if beyond:
-            message = f"{_over_quota(need, beyond, quota)}; {_kept(inventory, placement)}"
-            return Plan(findings=(Finding("KeptWholeGpu", _gpu_path(view), message),))
-        left_out = tuple(o for o in offers if o not in within)
-        offers = within
+    left_out_by = "ResourceQuota"
+    if quota or limits is not None:
+        kept = _within_namespace(view, Fit(need, devices, policy), offers, quota, limits, spec)
+        if isinstance(kept, Finding):
+            return Plan(findings=(_with_kept(kept, inventory, placement),))
+        offers, left_out, left_out_by = kept
     own = _own_requests(spec, fills) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
-    sizing = Sizing(inventory.usage_known, pinned, inventory, placement, roomy, left_out)
+    sizing = Sizing(inventory.usage_known, pinned, inventory, placement, roomy, left_out, left_out_by)
     plan = _plan(view, roomy, need, devices, policy, sizing)
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
@@ -329,6 +331,56 @@ def _over_quota(need: Need, beyond: list[SliceOffer], quota: Mapping[str, int]) 
     )
 
 
+NamespaceOffers = tuple[tuple[SliceOffer, ...], tuple[SliceOffer, ...], str]
+"""The offers within the namespace's ResourceQuotas and LimitRanges, those they leave out, and
+which of them leave some out (for the message when no slice is taken)."""
+
+
+def _within_namespace(
+    view: PodView,
+    fit: Fit,
+    offers: tuple[SliceOffer, ...],
+    quota: Mapping[str, int] | None,
+    limits: LimitBounds | None,
+    spec: Mapping[str, Any] | None,
+) -> NamespaceOffers | Finding:
+    """The offers within the namespace's quotas and LimitRanges (`NamespaceOffers`); KeptWholeGpu,
+    but for what the pod keeps, where every slice the policy would take is beyond them."""
+    need, devices, policy = fit.need, fit.devices, fit.policy
+    left_out: tuple[SliceOffer, ...] = ()
+    by = "ResourceQuota"
+    if quota:
+        within = tuple(o for o in offers if _within_quota(o.resource, devices, quota))
+        beyond = _only_beyond_quota(offers, within, need, devices, policy)
+        if beyond:
+            return Finding("KeptWholeGpu", _gpu_path(view), _over_quota(need, beyond, quota))
+        left_out, offers = tuple(o for o in offers if o not in within), within
+    if limits is not None and bounds_devices(limits):
+        within = tuple(o for o in offers if slice_within(o.resource, devices, limits, spec))
+        beyond = _only_beyond_quota(offers, within, need, devices, policy)
+        if beyond:
+            return Finding("KeptWholeGpu", _gpu_path(view), _beyond_limit_range(need, beyond, limits))
+        if len(within) < len(offers):
+            by = "ResourceQuota or LimitRange" if left_out else "LimitRange"
+            left_out, offers = (*left_out, *(o for o in offers if o not in within)), within
+    return offers, left_out, by
+
+
+def _with_kept(finding: Finding, inventory: Inventory, placement: Placement | None) -> Finding:
+    return Finding(finding.code, finding.path, f"{finding.message}; {_kept(inventory, placement)}")
+
+
+def _beyond_limit_range(need: Need, beyond: list[SliceOffer], limits: LimitBounds) -> str:
+    """Where every slice the policy would take breaks the namespace's LimitRanges (a rewrite that
+    drops the nvidia.com/gpu they bound): as with a quota, the pod keeps what it asked for,
+    whatever `whenNoSliceFits` says."""
+    profiles = ", ".join(dict.fromkeys(o.profile for o in beyond))
+    return (
+        f"the MIG slices that fit {describe_need(need)} ({profiles}) would break the namespace's "
+        f"{describe_bounds(limits)}"
+    )
+
+
 def _kept_as_written(view: PodView, inventory: Inventory, placement: Placement | None) -> Plan:
     """No slice for a pod held for a queue manager or one rank of a multi-pod group, and why."""
     code, why = ("QueuedPodKeptAsWritten", _QUEUED) if view.queued else ("KeptWholeGpu", _GROUPED)
@@ -363,8 +415,8 @@ class Sizing:
     """What the slice choice knows beside the offers: `usage_known` (free devices are counted),
     `pinned` (the pod's own node choice left out some offers), and for the message when no slice
     is taken, the inventory and node choice (`placement`), which say what the pod keeps,
-    `offers` (those the choice was among) and `left_out` (those the namespace's ResourceQuotas
-    leave out)."""
+    `offers` (those the choice was among) and `left_out` (those the namespace's ResourceQuotas,
+    or its LimitRanges, `left_out_by`, leave out)."""
 
     usage_known: bool
     pinned: bool
@@ -372,6 +424,7 @@ class Sizing:
     placement: Placement | None
     offers: tuple[SliceOffer, ...] = ()
     left_out: tuple[SliceOffer, ...] = ()
+    left_out_by: str = "ResourceQuota"
 
     def kept(self) -> str:
         """What the pod keeps when it gets no slice (`_kept`): worked out only then."""
@@ -510,7 +563,7 @@ def _no_fit(
     parts = [f"larger: {', '.join(_profiles(fitting))}"] if fitting else []
     over_quota = _profiles(o for o in sizing.left_out if _fits(o, need, devices, policy))
     if over_quota:
-        parts.append(f"{', '.join(over_quota)} beyond the namespace's ResourceQuota")
+        parts.append(f"{', '.join(over_quota)} beyond the namespace's {sizing.left_out_by}")
     barred = _profiles(o for o in sizing.offers if not _allowed(o, policy) and holds(o, need, devices))
     if barred:
         parts.append(f"{', '.join(barred)} not allowed by policy {policy.name}")

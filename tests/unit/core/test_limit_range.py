@@ -174,3 +174,56 @@ def test_the_pods_own_values_are_never_changed() -> None:
     mutated, found = run(catalog({"cpu": "2"}, {"memory": "32Gi"}), inv, pod)
     assert resources(mutated)["limits"]["memory"] == "12Gi"
     assert "InjectionWithinLimitRange" not in {code for code, _ in found}
+
+
+# --- NVIDIA resources a LimitRange bounds ---------------------------------------------------------
+GPU_MAX = {"type": "Container", "max": {"nvidia.com/gpu": "1"}, "default": {"nvidia.com/gpu": "0"}}
+
+
+def slice_catalog() -> Catalog:
+    accelerator = {"gpu": "optional", "mig": "preferred", "gpuMemory": "9Gi"}
+    return make_catalog(template_doc("serving", accelerator, {"images": ["vllm/*"]}))
+
+
+def codes(inv: Inventory, pod: Pod) -> tuple[Pod, list[tuple[str, str]]]:
+    return run(slice_catalog(), inv, pod)
+
+
+GPU_PATH = 'spec.containers[name=main].resources.limits["nvidia.com/gpu"]'
+
+
+def test_a_container_bound_on_gpus_keeps_the_whole_gpu() -> None:
+    """The LimitRanger refuses a container without the nvidia.com/gpu a Container item bounds."""
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, found = codes(inventory(limit_range(GPU_MAX)), pod)
+    assert ("KeptWholeGpu", GPU_PATH) in found
+    assert mutated["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+
+
+def test_a_pod_max_on_gpus_keeps_the_whole_gpu_unless_a_container_keeps_a_zero() -> None:
+    inv = inventory(limit_range({"type": "Pod", "max": {"nvidia.com/gpu": "4"}}))
+    alone = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    assert ("KeptWholeGpu", GPU_PATH) in codes(inv, alone)[1]
+    beside = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .container("proxy", image="envoyproxy/envoy:v1.31", limits={"nvidia.com/gpu": "0"})
+        .build()
+    )
+    mutated, found = codes(inv, beside)
+    assert ("RewrittenToMig", GPU_PATH) in found
+    assert "nvidia.com/mig-1g.10gb" in mutated["spec"]["containers"][0]["resources"]["limits"]
+
+
+def test_a_bound_on_a_slice_leaves_out_only_the_slices_beyond_it() -> None:
+    inv = inventory(limit_range({"type": "Pod", "min": {"nvidia.com/mig-1g.10gb": "2"}}))
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, found = codes(inv, pod)
+    assert ("RewrittenToMig", GPU_PATH) in found
+    assert "nvidia.com/mig-3g.40gb" in mutated["spec"]["containers"][0]["resources"]["limits"]
+
+
+def test_a_gpu_bound_elsewhere_changes_nothing() -> None:
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    _, found = run(slice_catalog(), inventory(limit_range(GPU_MAX, namespace="other")), pod)
+    assert ("RewrittenToMig", GPU_PATH) in found

@@ -66,11 +66,12 @@ def test_the_tightest_bound_of_a_namespaces_limit_ranges_wins() -> None:
 def test_an_inventory_file_may_list_limit_ranges_after_the_nodes() -> None:
     path: Path = ROOT / "tests" / "inventories" / "a100-with-limit-ranges.yaml"
     inventory = load_inventory(path)
-    assert [node.name for node in inventory.nodes] == ["a100-balanced-0"]
+    assert [node.name for node in inventory.nodes] == ["a100-balanced-0", "a100-whole-0"]
     assert inventory.limit_ranges == {
         "notebooks-limited": LimitBounds(
             ("memory-ratio", "pod-memory"),
             container_ratio={"memory": Decimal("1.5")},
             pod_max={"memory": Decimal(10 * 2**30)},
-        )
+        ),
+        "gpu-capped": LimitBounds(("one-gpu-per-container",), container_max={"nvidia.com/gpu": Decimal(1)}),
     }

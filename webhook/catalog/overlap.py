@@ -21,19 +21,25 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache, lru_cache
-from itertools import combinations
+from itertools import groupby
 from typing import Any
 
 from webhook.catalog.apirules import LABEL_CHARS
+from webhook.catalog.tie_index import candidate_pairs
 from webhook.core.catalog_index import glob_tokens, has_wildcard, pattern_rank
 from webhook.core.model import Policy, Template, TemplateMatch
 
 
 def template_ties(templates: Sequence[Template]) -> Iterator[tuple[Template, Template, str]]:
+    """The pairs of one priority a pod could match both of, in the order of a comparison of every
+    pair; only the pairs an index of namespaces and labels leaves are compared (tie_index)."""
     ranked = sorted((t for t in templates if not t.match.is_empty), key=lambda t: (t.priority, t.name))
-    for first, second in combinations(ranked, 2):
-        if first.priority == second.priority and _could_overlap(first.match, second.match):
-            yield first, second, f"same priority {first.priority} and a pod could match both"
+    for _, same in groupby(ranked, key=lambda t: t.priority):
+        group = list(same)
+        for i, j in sorted(candidate_pairs([t.match for t in group])):
+            first, second = group[i], group[j]
+            if _could_overlap(first.match, second.match):
+                yield first, second, f"same priority {first.priority} and a pod could match both"
 
 
 def shadowed_templates(

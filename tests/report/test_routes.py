@@ -6,16 +6,19 @@ import csv
 import io
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import pytest
-from flask import Flask
+from flask import Flask, render_template
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import ROOT
+from webhook.inventory.files import load_inventory
 from webhook.report.files import StaticUsageInventorySource
 from webhook.report.service import ReportService
+from webhook.server import report_routes
 from webhook.server.report_routes import report_blueprint, report_metrics
 from webhook.sources import FileInventorySource, StaticCatalogSource
 
@@ -175,3 +178,53 @@ def test_one_report_per_snapshot() -> None:
     inventory, catalog = sources()
     service = ReportService(inventory, catalog)
     assert service.current() is service.current()
+
+
+class SwitchingInventory(FileInventorySource):
+    """A node list read again on demand, as the live inventory publishes a new snapshot."""
+
+    def read(self, path: Path) -> None:
+        self._inventory = load_inventory(path)
+
+
+def test_the_dashboard_is_rendered_once_per_snapshot_and_shows_each_new_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rendering takes a third of a second at 4,000 nodes: a page is rendered once for what it
+    shows, and the next snapshot, or a Prometheus error, is shown at the next request."""
+    rendered: list[str] = []
+
+    def counted(name: str, **context: Any) -> str:
+        rendered.append(name)
+        return render_template(name, **context)
+
+    monkeypatch.setattr(report_routes, "render_template", counted)
+    inventory, catalog = (
+        SwitchingInventory(NODES),
+        StaticCatalogSource([ROOT / "templates", ROOT / "policies"]),
+    )
+    service = ReportService(inventory, catalog)
+    app = Flask("test")
+    app.register_blueprint(report_blueprint(inventory, catalog, service))
+    client = app.test_client()
+    assert client.get("/dashboard").status_code == 503  # not ready: nothing kept for later
+    inventory.start()
+    catalog.start()
+
+    def node_rows() -> list[str]:
+        page = client.get("/dashboard")
+        assert page.status_code == 200
+        rows = Rows()
+        rows.feed(page.get_data(as_text=True))
+        return rows.nodes
+
+    first = [node_rows() for _ in range(3)]
+    assert first == [first[0]] * 3 and len(first[0]) == 7
+    assert rendered.count("report/dashboard.html") == 1
+    inventory.read(ROOT / "examples" / "inventories" / "gke-a100.yaml")
+    assert node_rows() != first[0]
+    assert node_rows() == [n["name"] for n in client.get("/report").get_json()["nodes"]]
+    assert rendered.count("report/dashboard.html") == 2
+    service.prometheus_error = "Prometheus answered 502"
+    assert "Prometheus answered 502" in client.get("/dashboard").get_data(as_text=True)
+    assert rendered.count("report/dashboard.html") == 3

@@ -25,7 +25,7 @@ from itertools import groupby
 from typing import Any
 
 from webhook.catalog.apirules import LABEL_CHARS
-from webhook.catalog.tie_index import candidate_pairs
+from webhook.catalog.tie_index import PrefixIndex, candidate_pairs
 from webhook.core.catalog_index import glob_tokens, has_wildcard, pattern_rank
 from webhook.core.model import Policy, Template, TemplateMatch
 
@@ -97,30 +97,40 @@ def _kept_apart(above: Template, below: Template, policies: Sequence[Policy]) ->
 def policy_overlaps(policies: Sequence[Policy]) -> Iterator[tuple[Policy, Policy, str, str]]:
     """(first policy, second policy, its pattern, the first's pattern it ties with)."""
     names: dict[str, tuple[str, Policy]] = {}
-    by_rank: dict[Any, list[tuple[str, Policy]]] = {}  # patterns, by rank: only equals can tie
+    by_rank: dict[Any, _Claimed] = {}  # patterns, by rank: only equals can tie
     for policy in policies:
         for pattern in policy.namespaces:
             other = _claimed_by_another(pattern, policy, names, by_rank)
             if other is not None:
                 yield other[1], policy, pattern, other[0]
             if has_wildcard(pattern):
-                by_rank.setdefault(pattern_rank(pattern), []).append((pattern, policy))
+                claimed, index = by_rank.setdefault(pattern_rank(pattern), ([], PrefixIndex()))
+                claimed.append((pattern, policy))
+                index.add(pattern)
             else:
                 names.setdefault(pattern, (pattern, policy))
+
+
+_Claimed = tuple[list[tuple[str, Policy]], PrefixIndex]
+"""The patterns of one rank in the order claimed, with their policies, and indexed by prefix:
+only those the index names are compared, not every one (hundreds of `team-*`-like patterns)."""
 
 
 def _claimed_by_another(
     pattern: str,
     policy: Policy,
     names: Mapping[str, tuple[str, Policy]],
-    by_rank: Mapping[Any, list[tuple[str, Policy]]],
+    by_rank: Mapping[Any, _Claimed],
 ) -> tuple[str, Policy] | None:
     """The first pattern of another policy that could select the same namespace with neither
     ranked above: the same name, or a pattern of the same rank that overlaps."""
     if not has_wildcard(pattern):
         found = names.get(pattern)
         return found if found is not None and found[1].name != policy.name else None
-    same = by_rank.get(pattern_rank(pattern), ())
+    if pattern_rank(pattern) not in by_rank:
+        return None
+    claimed, index = by_rank[pattern_rank(pattern)]
+    same = (claimed[position] for position in index.meeting(pattern))
     return next((c for c in same if c[1].name != policy.name and patterns_overlap(c[0], pattern)), None)
 
 

@@ -1,4 +1,5 @@
-"""Which templates of one priority could tie, found without comparing every pair.
+"""Which templates of one priority could tie, and which policies' namespace patterns, found
+without comparing every pair.
 
 Lint compares two templates exactly (webhook.catalog.overlap); with hundreds at one priority,
 comparing every pair took most of a lint or a load. Two indexes name, for each template, the
@@ -121,3 +122,30 @@ def pinned_values(match: TemplateMatch) -> Mapping[str, frozenset[str]]:
         refused = frozenset().union(*(values for operator, values in requirements if operator == "NotIn"))
         pinned[key] = frozenset.intersection(*listed) - refused
     return pinned
+
+
+class PrefixIndex:
+    """Namespace patterns by position in the order added, found again by the patterns that could
+    match a namespace with them: two can only when the literal text before the first wildcard of
+    one starts the other's (fnmatch reads those characters literally)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._prefixes: dict[str, list[int]] = {}
+        self._starting: dict[str, list[int]] = {}  # by every start of a literal prefix
+
+    def add(self, pattern: str) -> None:
+        prefix = literal_prefix(pattern)
+        self._prefixes.setdefault(prefix, []).append(self._count)
+        for end in range(len(prefix) + 1):
+            self._starting.setdefault(prefix[:end], []).append(self._count)
+        self._count += 1
+
+    def meeting(self, pattern: str) -> list[int]:
+        """The positions, in the order added, of the patterns that could match a namespace this
+        one matches: every one that does, and as few others as the prefixes allow."""
+        prefix = literal_prefix(pattern)
+        found = set(self._starting.get(prefix, ()))
+        for end in range(len(prefix)):
+            found.update(self._prefixes.get(prefix[:end], ()))
+        return sorted(found)

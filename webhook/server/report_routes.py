@@ -43,6 +43,8 @@ def report_blueprint(
     service = service or ReportService(inventory_source, catalog_source)
     blueprint = Blueprint("gpu_report", __name__, template_folder=str(TEMPLATES))
 
+    bodies = _Reports(service)
+
     @blueprint.get("/report")
     def report() -> Response:
         output = request.args.get("format", "json").lower()
@@ -51,7 +53,7 @@ def report_blueprint(
             return _error(400, "BadFormat", "format", message)
         if not service.ready():
             return _error(503, "NotReady", "", "the inventory or catalog has not loaded yet; see /readyz")
-        return Response(render(service.current(), output), 200, content_type=_TYPES[output])
+        return Response(bodies.body(output), 200, content_type=_TYPES[output])
 
     pages = _Dashboard(service)
 
@@ -75,6 +77,25 @@ def report_metrics(
 ) -> CollectorRegistry:
     """A registry with the inventory gauges (allocatable/allocated/free devices, idle cost per hour)."""
     return inventory_registry(service or ReportService(inventory_source, catalog_source))
+
+
+class _Reports:
+    """/report's answers, rendered once for each report (one per snapshot: ReportService) in each
+    format asked: at 4,000 nodes the JSON takes up to a quarter of a second, the text and the CSV
+    up to a tenth, and a request against the same snapshot is answered with the body rendered."""
+
+    def __init__(self, service: ReportService) -> None:
+        self._service = service
+        self._last: tuple[Report | None, dict[str, str]] = (None, {})
+
+    def body(self, output: str) -> str:
+        report = self._service.current()
+        last = self._last
+        if last[0] is not report:
+            last = self._last = (report, {})
+        if output not in last[1]:
+            last[1][output] = render(report, output)
+        return last[1][output]
 
 
 class _Dashboard:

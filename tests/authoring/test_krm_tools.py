@@ -201,6 +201,39 @@ def test_kubectl_kustomize_validates_only_with_mutate_false(tmp_path: Path) -> N
     assert "error: Pod/half: FractionalGpu" in done.stderr
 
 
+def test_relative_paths_are_read_from_the_folder_the_tools_start_the_function_in(tmp_path: Path) -> None:
+    """README's script (`exec gpu-webhook krm "$@"`, no `cd`) reads the `./templates` and
+    `./policies` defaults and a relative `inventory` from the kustomization's folder under
+    kustomize, and from kpt's working directory under kpt; README did not say, and its
+    GpuWebhook example, run from a kustomization without a catalog beside it, failed with `no
+    such templates/policies folder` (found by QA)."""
+    plain = f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m webhook krm "$@"\n'
+    home = exec_plugin_home(tmp_path)
+    (home / "gpu.aethervirt.io" / "v1" / "gpuwebhook" / "GpuWebhook").write_text(plain)
+    app = kustomization(tmp_path / "app", "transformers", {"inventory": "nodes.yaml"}, ("vllm.yaml", VLLM))
+    for folder in (app, tmp_path):
+        (folder / "templates").symlink_to(ROOT / "templates")
+        (folder / "policies").symlink_to(ROOT / "policies")
+        shutil.copy(INVENTORY, folder / "nodes.yaml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"KUSTOMIZE_PLUGIN_HOME": str(home)}
+    built = run([kubectl_with_plugins(), "kustomize", "--enable-alpha-plugins", str(app)], elsewhere, env)
+    assert built.returncode == 0, built.stderr
+    annotations = yaml.safe_load(built.stdout)["metadata"]["annotations"]
+    assert annotations["gpu.aethervirt.io/mig-profile"] == "3g.40gb"
+    if KPT is None:
+        return
+    fn = tmp_path / "fn.sh"
+    fn.write_text(plain)
+    fn.chmod(0o755)
+    pkg = package(tmp_path / "pkg", ("vllm.yaml", VLLM))
+    done = run([KPT, "fn", "eval", str(pkg), "--exec", str(fn), "--", "inventory=nodes.yaml"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    pod = yaml.safe_load((pkg / "vllm.yaml").read_text())
+    assert pod["metadata"]["annotations"]["gpu.aethervirt.io/mig-profile"] == "3g.40gb"
+
+
 def kustomize_with_exec() -> list[str] | None:
     """A kustomize build command that can run exec KRM functions, if one is installed."""
     candidates = [[shutil.which("kustomize") or "", "build"], [KUBECTL or "", "kustomize"]]

@@ -683,3 +683,15 @@ def test_a_kind_not_read_that_embeds_pods_is_not_said_to_hold_none(
     notes = capsys.readouterr().err.splitlines()
     assert any("AppWrapper aw is a kind gpu-webhook does not read" in line for line in notes), notes
     assert any("Service svc holds no pod template" in line for line in notes), notes
+
+
+def test_an_admission_review_is_not_said_to_make_pods(capsys: pytest.CaptureFixture[str]) -> None:
+    """The example review serve's curl line posts, given to check, was skipped as a kind that
+    makes pods, "checked when created" (found by QA): it is a request, its pod in request.object."""
+    from webhook.cli import main
+
+    assert main(["check", str(EXAMPLES / "admission" / "pod-review.json")]) == 0  # nothing judged
+    notes = capsys.readouterr().err.splitlines()
+    skipped = [line for line in notes if line.startswith("skipped ")]
+    assert len(skipped) == 1 and "AdmissionReview" in skipped[0], notes
+    assert "request.object" in skipped[0] and "checked when created" not in skipped[0], notes

@@ -152,14 +152,23 @@ def _decisions_text(output: str, results: list[Result]) -> str:
 def _notes(skipped: list[Manifest], known: bool) -> None:
     for manifest in skipped:
         kind = manifest.kind or "no kind"
-        what = (
-            "is a kind gpu-webhook does not read (the pods it makes are checked when created)"
-            if _embeds_containers(manifest.obj)
-            else "holds no pod template"
-        )
-        print(f"skipped {manifest.source}: {kind} {manifest.name} {what}", file=sys.stderr)
+        print(f"skipped {manifest.source}: {kind} {manifest.name} {_why_skipped(manifest)}", file=sys.stderr)
     if not known:
         print("note: no --inventory given; slice choice and node checks were skipped", file=sys.stderr)
+
+
+def _why_skipped(manifest: Manifest) -> str:
+    """An AdmissionReview (such as examples/admission/pod-review.json, which serve's curl line
+    posts) is a request that carries an object, not one that makes pods: the note said its pods
+    are checked when created."""
+    api_version = manifest.obj.get("apiVersion")
+    if manifest.kind == "AdmissionReview" and str(api_version).startswith("admission.k8s.io/"):
+        return (
+            "is a request to the webhook, not an object: give check its request.object, or post it to serve"
+        )
+    if _embeds_containers(manifest.obj):
+        return "is a kind gpu-webhook does not read (the pods it makes are checked when created)"
+    return "holds no pod template"
 
 
 _EMBED_DEPTH: Final = 32

@@ -250,6 +250,22 @@ def test_a_count_that_is_no_whole_number_is_refused_as_such(
     assert "_positive" not in err and "_not_negative" not in err
 
 
+@pytest.mark.parametrize(("option", "bound"), [("--workers", 64), ("--threads", 256)])
+def test_a_count_past_its_bound_is_refused_before_anything_forks(
+    capsys: pytest.CaptureFixture[str], taken_port: int, option: str, bound: int
+) -> None:
+    """`--workers 100000` made gunicorn fork until the machine ran out of memory; the bound itself
+    passes the parser, and the taken port stops the run after it."""
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", option, "100000", "--bind", f"127.0.0.1:{taken_port}"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and str(bound) in err and "100000" in err
+    assert main(["serve", option, str(bound), "--bind", f"127.0.0.1:{taken_port}"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot listen there" in err and option not in err
+
+
 def test_inventory_and_kubeconfig_exclude_each_other(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["serve", "--inventory", "a.yaml", "--kubeconfig", "b"])

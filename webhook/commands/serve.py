@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from cryptography import x509
 
@@ -108,9 +108,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--client-ca", metavar="FILE", help="require client certificates signed by this CA")
     parser.add_argument(
-        "--workers", type=_positive, metavar="N", help="processes (default: CPU count, at most 4)"
+        "--workers",
+        type=_workers,
+        metavar="N",
+        help=f"processes, 1 to {MAX_WORKERS} (default: CPU count, at most 4)",
     )
-    parser.add_argument("--threads", type=_positive, metavar="N", help="threads per worker (default: 4)")
+    parser.add_argument(
+        "--threads", type=_threads, metavar="N", help=f"threads per worker, 1 to {MAX_THREADS} (default: 4)"
+    )
     parser.add_argument(
         "--decision-cache",
         type=_not_negative,
@@ -522,6 +527,27 @@ def _positive(text: str) -> int:
     value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+MAX_WORKERS: Final = 64
+MAX_THREADS: Final = 256
+"""Bounds of `--workers` and `--threads`: gunicorn takes any count and forks that many processes,
+so a typo (`--workers 100000`) filled the machine's memory until its OOM killer killed processes
+of other pods; an admission webhook that needs more scales by replicas."""
+
+
+def _workers(text: str) -> int:
+    return _at_most(_positive(text), MAX_WORKERS)
+
+
+def _threads(text: str) -> int:
+    return _at_most(_positive(text), MAX_THREADS)
+
+
+def _at_most(value: int, bound: int) -> int:
+    if value > bound:
+        raise argparse.ArgumentTypeError(f"must be at most {bound}, got {value}")
     return value
 
 

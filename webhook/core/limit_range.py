@@ -9,10 +9,10 @@ So a filled value is brought within them, never past what the pod sets itself:
 - a container's filled request and limit at most its `max`, at least its `min`;
 - then its filled limit at most `maxLimitRequestRatio` times its request (or, where only the
   request is filled, that request raised to the limit over the ratio);
-- the pod's `max` over the sum of its containers' limits, and of their requests (a lone limit
-  is the request, after API defaulting): the filled requests of the resource scaled down
-  together until their sum fits, and the filled limits until theirs does, a filled limit never
-  below its container's request.
+- the pod's `max` over the sum of its containers' and native sidecars' limits, and of their
+  requests (a lone limit is the request, after API defaulting): the filled requests of the
+  resource scaled down together until their sum fits, and the filled limits until theirs does, a
+  filled limit never below its container's request.
 
 What the pod sets itself is never changed: a pod whose own values break the LimitRange is refused
 as it would be without the webhook.
@@ -63,7 +63,7 @@ def within_limit_range(
     changed: dict[int, set[str]] = {}
     for resource in NODE_RESOURCES:
         if resource in bounds.pod_max:
-            _pod_max(containers, every, resource, bounds.pod_max[resource], changed)
+            _pod_max(containers, every, resource, bounds.pod_max[resource], changed, _sidecars(spec))
     for index, fill in list(every.items()):
         own = _own(containers[index]) if index < len(containers) else ({}, {})
         clamped, resources = _container(fill, own, bounds)
@@ -153,11 +153,13 @@ def _pod_max(
     resource: str,
     maximum: Decimal,
     changed: dict[int, set[str]],
+    sidecars: list[Any],
 ) -> None:
     """Scale the filled requests of `resource` down together until the containers' requests sum
     to at most `maximum` (a Pod item's max), and the filled limits until their limits do; a
-    filled limit never below its container's request."""
-    factors = [_factor(fixed, filled, maximum) for fixed, filled in _sums(containers, every, resource)]
+    filled limit never below its container's request. The native `sidecars` count with them."""
+    sums = _sums(containers, every, resource, sidecars)
+    factors = [_factor(fixed, filled, maximum) for fixed, filled in sums]
     if factors[0] >= _ONE and factors[1] >= _ONE:
         return
     for index, (new_requests, new_limits) in list(every.items()):
@@ -181,10 +183,25 @@ def _factor(fixed: Decimal, filled: Decimal, maximum: Decimal) -> Decimal:
     return max(_ZERO, maximum - fixed) / filled
 
 
-def _sums(containers: list[Any], every: Mapping[int, Fill], resource: str) -> list[tuple[Decimal, Decimal]]:
-    """Of the containers' requests and of their limits, what the pod sets and what is filled
-    (a container requests its limit where it sets no request: API defaulting)."""
+def _sidecars(spec: Mapping[str, Any]) -> list[Any]:
+    """The native sidecars (init containers with `restartPolicy: Always`): they run beside the
+    containers, and the LimitRanger adds theirs to the containers' sum (podLimits, podRequests)."""
+    init = spec.get("initContainers")
+    if not isinstance(init, list):
+        return []
+    return [c for c in init if lenient_object(c).get("restartPolicy") == "Always"]
+
+
+def _sums(
+    containers: list[Any], every: Mapping[int, Fill], resource: str, sidecars: list[Any]
+) -> list[tuple[Decimal, Decimal]]:
+    """Of the containers' and native sidecars' requests and of their limits, what the pod sets and
+    what is filled (a container requests its limit where it sets no request: API defaulting)."""
     own_requests = own_limits = new_requests = new_limits = _ZERO
+    for sidecar in sidecars:
+        requests, limits = _own(sidecar)
+        own_limits += _amount(limits.get(resource)) or _ZERO
+        own_requests += _amount(requests.get(resource, limits.get(resource))) or _ZERO
     for index, container in enumerate(containers):
         requests, limits = _own(container)
         fill_requests, fill_limits = every.get(index, ({}, {}))

@@ -138,6 +138,22 @@ def test_the_pods_max_scales_the_fills_to_what_its_own_values_leave() -> None:
     assert CLAMPED in found
 
 
+def test_a_native_sidecars_own_values_count_against_the_pods_max() -> None:
+    """The LimitRanger adds a native sidecar's (an istio-proxy's) limits to the containers' sum:
+    a fill within the max alone, but not beside the sidecar, would have the pod refused."""
+    inv = inventory(limit_range({"type": "Pod", "max": {"memory": "10Gi"}}))
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    proxy = {"requests": {"memory": "128Mi"}, "limits": {"memory": "2Gi"}}
+    pod["spec"]["initContainers"] = [
+        {"name": "proxy", "image": "istio/proxyv2:1.24", "restartPolicy": "Always", "resources": proxy}
+    ]
+    mutated, found = run(catalog({"memory": "8Gi"}, {"memory": "16Gi"}), inv, pod)
+    assert resources(mutated)["limits"]["memory"] == "8Gi"  # 8Gi + the sidecar's 2Gi fit the 10Gi
+    assert resources(mutated)["requests"]["memory"] == "8Gi"
+    assert mutated["spec"]["initContainers"][0]["resources"] == proxy
+    assert CLAMPED in found
+
+
 def test_the_tightest_of_several_limit_ranges_counts() -> None:
     inv = inventory(
         limit_range({"type": "Container", "max": {"memory": "24Gi"}}, name="wide"),

@@ -13,6 +13,8 @@ So a filled value is brought within them, never past what the pod sets itself:
   requests (a lone limit is the request, after API defaulting): the filled requests of the
   resource scaled down together until their sum fits, and the filled limits until theirs does, a
   filled limit never below its container's request.
+- then the pod's `maxLimitRequestRatio` as a `max` on the sum of its limits: the ratio times the
+  sum of its requests.
 
 What the pod sets itself is never changed: a pod whose own values break the LimitRange is refused
 as it would be without the webhook.
@@ -61,15 +63,19 @@ def within_limit_range(
     if not isinstance(containers, list):
         return {}
     changed: dict[int, set[str]] = {}
+    sidecars = _sidecars(spec)
     for resource in NODE_RESOURCES:
         if resource in bounds.pod_max:
-            _pod_max(containers, every, resource, bounds.pod_max[resource], changed, _sidecars(spec))
+            _pod_max(containers, every, resource, bounds.pod_max[resource], changed, sidecars)
     for index, fill in list(every.items()):
         own = _own(containers[index]) if index < len(containers) else ({}, {})
         clamped, resources = _container(fill, own, bounds)
         if resources:
             every[index] = clamped
             changed.setdefault(index, set()).update(resources)
+    for resource in NODE_RESOURCES:
+        if resource in bounds.pod_ratio:
+            _pod_ratio(containers, every, resource, bounds.pod_ratio[resource], changed, sidecars)
     return {index: tuple(sorted(resources)) for index, resources in sorted(changed.items())}
 
 
@@ -174,6 +180,21 @@ def _pod_max(
         if (requests, limits) != (new_requests, new_limits):
             every[index] = (requests, limits)
             changed.setdefault(index, set()).add(resource)
+
+
+def _pod_ratio(
+    containers: list[Any],
+    every: dict[int, Fill],
+    resource: str,
+    ratio: Decimal,
+    changed: dict[int, set[str]],
+    sidecars: list[Any],
+) -> None:
+    """Lower the filled limits of `resource` together until the pod's limits sum to at most
+    `ratio` (a Pod item's maxLimitRequestRatio) times its requests: a Pod item's max of that."""
+    fixed, filled = _sums(containers, every, resource, sidecars)[0]
+    if fixed + filled > 0 and ratio >= _ONE:
+        _pod_max(containers, every, resource, (fixed + filled) * ratio, changed, sidecars)
 
 
 def _factor(fixed: Decimal, filled: Decimal, maximum: Decimal) -> Decimal:

@@ -154,6 +154,24 @@ def test_a_native_sidecars_own_values_count_against_the_pods_max() -> None:
     assert CLAMPED in found
 
 
+def test_a_pods_ratio_lowers_the_filled_limits_to_it() -> None:
+    """A Pod item's maxLimitRequestRatio bounds the pod's limits over its requests (the sums of
+    its containers' and sidecars'): a fill beyond it would have the pod refused."""
+    inv = inventory(limit_range({"type": "Pod", "maxLimitRequestRatio": {"memory": "1.5"}}))
+    proxy = {"requests": {"memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    pod = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .container("proxy", image="envoyproxy/envoy:v1.31", **proxy)
+        .build()
+    )
+    mutated, found = run(catalog({"memory": "8Gi"}, {"memory": "16Gi"}), inv, pod)
+    assert resources(mutated)["limits"]["memory"] == "12800Mi"  # 1.5 x 9Gi, less the proxy's 1Gi
+    assert resources(mutated)["requests"]["memory"] == "8Gi"
+    assert resources(mutated, 1)["limits"] == {"memory": "1Gi"}
+    assert CLAMPED in found
+
+
 def test_the_tightest_of_several_limit_ranges_counts() -> None:
     inv = inventory(
         limit_range({"type": "Container", "max": {"memory": "24Gi"}}, name="wide"),

@@ -1,0 +1,322 @@
+"""The opt-in component deploy/components/monitoring: a ServiceMonitor and a PrometheusRule.
+
+Rendered with the real `kubectl kustomize` in an overlay over each install. The Prometheus
+Operator's CRDs are in no Kubernetes OpenAPI schema, so their shape is checked by hand against the
+fields the operator requires. Every metric and label each alert's PromQL names must be one the
+server exports (read from the metric definitions, with the suffixes prometheus-client adds) or one
+Prometheus and kube-state-metrics provide: a typo in a name would leave an alert that never fires.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from tests.conftest import ROOT
+from tests.deploy.conftest import DEPLOY, Objects, one, render_path
+from webhook.catalog.reload import CatalogMetrics
+from webhook.report.files import StaticUsageInventorySource
+from webhook.report.metrics import inventory_registry
+from webhook.report.service import ReportService
+from webhook.server.metrics import LATENCY_BUCKETS, create_metrics
+from webhook.sources import StaticCatalogSource
+from webhook.tls.bundle import service_hosts
+
+MONITORING = "monitoring.coreos.com/v1"
+INSTALLS = {"default": "deploy", "cert-manager": "deploy/overlays/cert-manager"}
+TARGET_LABELS = {"job", "instance", "namespace", "service", "pod", "container", "endpoint"}
+"""What the Prometheus Operator labels each ServiceMonitor target with."""
+EXTERNAL = {
+    "up": set(),  # Prometheus: 1 when the scrape succeeded; target labels only
+    "kube_deployment_status_replicas_available": {"namespace", "deployment"},  # kube-state-metrics
+}
+INVENTORY = ROOT / "examples" / "inventories"
+SEVERITIES = {"critical", "warning"}
+
+
+@pytest.fixture(scope="module", params=sorted(INSTALLS))
+def monitored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Objects:
+    """An overlay of an install with the component, as README says to write it."""
+    root = tmp_path_factory.mktemp("monitored")
+    shutil.copytree(DEPLOY, root / "deploy")
+    overlay = root / "overlay"
+    overlay.mkdir()
+    install = Path("..") / INSTALLS[str(request.param)]
+    kustomization = {"resources": [str(install)], "components": ["../deploy/components/monitoring"]}
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return render_path(overlay)
+
+
+def exported_metrics() -> dict[str, set[str]]:
+    """Every series name /metrics can serve, with its labels: the review metrics, the catalog
+    reload metrics and the inventory gauges (computed from the example cluster)."""
+    metrics = create_metrics()
+    wrappers: list[Counter | Histogram] = [
+        getattr(metrics, name)
+        for name in vars(metrics)
+        if isinstance(getattr(metrics, name), Counter | Histogram)
+    ]
+    catalog = CatalogMetrics.create(CollectorRegistry())
+    wrappers += [catalog.reloads, catalog.last_success, catalog.last_success_time]  # type: ignore[list-item]
+    found: dict[str, set[str]] = {}
+    for wrapper in wrappers:
+        labels = set(wrapper._labelnames)
+        for name, extra in _series(wrapper._name, wrapper._type):
+            found[name] = labels | extra
+    inventory = StaticUsageInventorySource(
+        INVENTORY / "mixed-cluster.yaml", INVENTORY / "mixed-cluster-pods.yaml"
+    )
+    catalog_source = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
+    inventory.start()
+    catalog_source.start()
+    for family in inventory_registry(ReportService(inventory, catalog_source)).collect():
+        found[family.name] = set(family._labelnames)  # type: ignore[attr-defined]
+    return found
+
+
+def _series(name: str, kind: str) -> list[tuple[str, set[str]]]:
+    """The series names prometheus-client writes for a metric (_created left out: the server
+    runs in multiprocess mode, which does not export it)."""
+    if kind == "counter":
+        return [(f"{name}_total", set())]
+    if kind == "histogram":
+        return [(f"{name}_bucket", {"le"}), (f"{name}_count", set()), (f"{name}_sum", set())]
+    return [(name, set())]
+
+
+@dataclass
+class Expression:
+    selectors: list[tuple[str, set[str]]] = field(default_factory=list)
+    """Each metric selected, with the labels its matchers name."""
+    grouping: set[str] = field(default_factory=set)
+    """Labels named in by/without/on/ignoring/group_left/group_right."""
+
+
+TOKEN = re.compile(
+    r"""(?P<string>"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`[^`]*`)
+    |(?P<range>\[[^\]]*\])
+    |(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)
+    |(?P<number>[0-9][0-9.]*(?:e[+-]?[0-9]+)?[a-z]*)
+    |(?P<punct>=~|!~|!=|==|>=|<=|[{}(),=<>+\-*/^%])
+    |(?P<space>\s+)""",
+    re.VERBOSE,
+)
+GROUPING = {"by", "without", "on", "ignoring", "group_left", "group_right"}
+KEYWORDS = {"and", "or", "unless", "offset", "bool", "inf", "nan"}
+
+
+def parse(expr: str) -> Expression:
+    """The metrics and labels a PromQL expression names (enough PromQL for alerting rules)."""
+    tokens: list[tuple[str, str]] = []
+    position = 0
+    while position < len(expr):
+        match = TOKEN.match(expr, position)
+        assert match, f"cannot read {expr[position:]!r}"
+        position = match.end()
+        if match.lastgroup != "space":
+            tokens.append((str(match.lastgroup), match.group()))
+    parsed = Expression()
+    i = 0
+    while i < len(tokens):
+        kind, text = tokens[i]
+        following = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        if kind != "name" or text.lower() in KEYWORDS:
+            i += 1
+        elif text.lower() in GROUPING and following == "(":
+            end = _closing(tokens, i + 1)
+            parsed.grouping |= {t for k, t in tokens[i + 2 : end] if k == "name"}
+            i = end + 1
+        elif following == "(" or following.lower() in ("by", "without"):  # a function or an aggregation
+            i += 1
+        elif following == "{":
+            end = next(j for j in range(i + 1, len(tokens)) if tokens[j][1] == "}")
+            matchers = tokens[i + 2 : end]
+            parsed.selectors.append(
+                (text, {t for j, (k, t) in enumerate(matchers) if k == "name" and j % 4 == 0})
+            )
+            i = end + 1
+        else:
+            parsed.selectors.append((text, set()))
+            i += 1
+    return parsed
+
+
+def _closing(tokens: list[tuple[str, str]], opening: int) -> int:
+    depth = 0
+    for j in range(opening, len(tokens)):
+        depth += {"(": 1, ")": -1}.get(tokens[j][1], 0)
+        if depth == 0:
+            return j
+    raise AssertionError("unbalanced parentheses")
+
+
+def rules(objects: Objects) -> list[dict[str, Any]]:
+    rule = one(objects, "PrometheusRule")
+    return [r for group in rule["spec"]["groups"] for r in group["rules"]]
+
+
+def target_labels(objects: Objects) -> set[str]:
+    """The operator's target labels, less those the ServiceMonitor drops before the scrape."""
+    (endpoint,) = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    dropped = {r["regex"] for r in endpoint.get("relabelings", []) if r.get("action") == "labeldrop"}
+    return {label for label in TARGET_LABELS if not any(re.fullmatch(d, label) for d in dropped)}
+
+
+def test_the_parser_reads_metrics_matchers_and_grouping() -> None:
+    parsed = parse(
+        'histogram_quantile(0.99, sum by (le, endpoint) (rate(a_bucket{dry_run="false", x=~"y"}[5m])))'
+        " > 2.5 or on (pod) b offset 10m"
+    )
+    assert parsed.selectors == [("a_bucket", {"dry_run", "x"}), ("b", set())]
+    assert parsed.grouping == {"le", "endpoint", "pod"}
+
+
+def test_every_metric_and_label_an_alert_names_is_exported(monitored: Objects) -> None:
+    exported = exported_metrics()
+    assert "gpu_webhook_review_duration_seconds_bucket" in exported  # the suffixes are added
+    targets = target_labels(monitored)
+    for rule in rules(monitored):
+        parsed = parse(rule["expr"])
+        assert parsed.selectors, rule["alert"]
+        for metric, matched in parsed.selectors:
+            known = exported.get(metric, EXTERNAL.get(metric))
+            assert known is not None, f"{rule['alert']}: {metric} is not a metric anything exports"
+            labels = known | targets
+            assert matched <= labels, f"{rule['alert']}: {metric} has no label {matched - labels}"
+            assert parsed.grouping <= labels, (
+                f"{rule['alert']}: {metric} has no label {parsed.grouping - labels}"
+            )
+
+
+def test_no_exported_label_clashes_with_a_target_label(monitored: Objects) -> None:
+    """Prometheus renames a scraped label that a target label also has to exported_<name>: the
+    operator's `endpoint` (the port's name) would hide the metrics' own (mutate, validate)."""
+    targets = target_labels(monitored)
+    for metric, labels in exported_metrics().items():
+        assert not labels & targets, f"{metric}: {labels & targets}"
+
+
+def test_the_service_monitor_scrapes_the_service_over_verified_https(monitored: Objects) -> None:
+    monitor = one(monitored, "ServiceMonitor")
+    service = one(monitored, "Service", "gpu-webhook")
+    assert monitor["apiVersion"] == MONITORING
+    spec = monitor["spec"]
+    assert spec["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert spec["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    (endpoint,) = spec["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert (endpoint["scheme"], endpoint.get("path", "/metrics")) == ("https", "/metrics")
+    tls = endpoint["tlsConfig"]
+    assert not tls.get("insecureSkipVerify")
+    deployment = one(monitored, "Deployment", "gpu-webhook")
+    (volume,) = [v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls"]
+    assert tls["ca"]["secret"] == {"name": volume["secret"]["secretName"], "key": "ca.crt"}
+    assert tls["serverName"] in service_hosts("gpu-webhook", "gpu-webhook")
+
+
+def test_each_alert_has_a_severity_and_says_what_to_do(monitored: Objects) -> None:
+    rule = one(monitored, "PrometheusRule")
+    assert rule["apiVersion"] == MONITORING
+    assert rule["metadata"]["namespace"] == "gpu-webhook"
+    found = rules(monitored)
+    names = [r["alert"] for r in found]
+    assert len(names) == len(set(names))
+    for alert in found:
+        assert alert["expr"].strip() and alert["labels"]["severity"] in SEVERITIES, alert["alert"]
+        assert alert["annotations"]["summary"] and alert["annotations"]["description"], alert["alert"]
+        assert re.fullmatch(r"[0-9]+[smh]", alert.get("for", "0s")), alert["alert"]
+
+
+def test_the_latency_alert_fires_below_the_webhook_timeout_at_a_bucket_bound(monitored: Objects) -> None:
+    """The API server gives up at timeoutSeconds; a threshold on a bucket bound is exact."""
+    (alert,) = [r for r in rules(monitored) if "gpu_webhook_review_duration_seconds_bucket" in r["expr"]]
+    threshold = float(re.search(r">\s*([0-9.]+)\s*$", alert["expr"]).group(1))  # type: ignore[union-attr]
+    timeouts = [
+        w["timeoutSeconds"]
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for w in one(monitored, kind)["webhooks"]
+    ]
+    assert threshold in LATENCY_BUCKETS
+    assert threshold < min(timeouts)
+
+
+def promtool() -> str:
+    found = shutil.which("promtool")
+    if found is None:
+        pytest.skip("promtool is not installed (Debian package prometheus); cannot check the rules")
+    return found
+
+
+def test_promtool_accepts_the_rules(monitored: Objects, tmp_path: Path) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(one(monitored, "PrometheusRule")["spec"]))
+    result = subprocess.run(
+        [promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+ERRORS = (
+    'gpu_webhook_internal_errors_total{namespace="gpu-webhook",pod="a",endpoint="mutate",dry_run="false"}'
+)
+SKIPPED = (
+    'gpu_webhook_violations_total{namespace="gpu-webhook",pod="b",endpoint="mutate",'
+    'code="MutationSkipped",outcome="warn",dry_run="false"}'
+)
+POD_A, POD_B = ({"severity": "warning", "namespace": "gpu-webhook", "pod": pod} for pod in "ab")
+FIRST_ERRORS = {
+    "rule_files": ["rules.yaml"],
+    "evaluation_interval": "1m",
+    "tests": [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": ERRORS, "values": "_x5 1x30"},  # absent 5 minutes, then 1
+                {"series": SKIPPED, "values": "_x3 2x40"},
+            ],
+            "alert_rule_test": [
+                {
+                    "eval_time": "8m",
+                    "alertname": "GpuWebhookInternalErrors",
+                    "exp_alerts": [{"exp_labels": {**POD_A, "endpoint": "mutate"}}],
+                },
+                {
+                    "eval_time": "8m",
+                    "alertname": "GpuWebhookMutationsFailingOpen",
+                    "exp_alerts": [{"exp_labels": POD_A}, {"exp_labels": POD_B}],
+                },
+                {"eval_time": "25m", "alertname": "GpuWebhookInternalErrors", "exp_alerts": []},
+                {"eval_time": "25m", "alertname": "GpuWebhookMutationsFailingOpen", "exp_alerts": []},
+            ],
+        }
+    ],
+}
+
+
+def test_the_first_error_of_a_pod_fires_the_error_alerts(monitored: Objects, tmp_path: Path) -> None:
+    """A counter appears at its first count, 1, where increase() sees nothing: the error alerts
+    must fire on it, and stop once it is 10 minutes old (`promtool test rules`)."""
+    spec = one(monitored, "PrometheusRule")["spec"]
+    for group in spec["groups"]:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)  # promtool compares them too; checked above
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(FIRST_ERRORS))
+    result = subprocess.run(
+        [promtool(), "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_alert_is_explained_in_the_readme(monitored: Objects) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for alert in rules(monitored):
+        assert f"| `{alert['alert']}`" in readme, alert["alert"]

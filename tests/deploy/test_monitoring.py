@@ -1,14 +1,17 @@
-"""The opt-in component deploy/components/monitoring: a ServiceMonitor and a PrometheusRule.
+"""The opt-in component deploy/components/monitoring: a ServiceMonitor, a PrometheusRule and a
+Grafana dashboard.
 
 Rendered with the real `kubectl kustomize` in an overlay over each install. The Prometheus
 Operator's CRDs are in no Kubernetes OpenAPI schema, so their shape is checked by hand against the
-fields the operator requires. Every metric and label each alert's PromQL names must be one the
-server exports (read from the metric definitions, with the suffixes prometheus-client adds) or one
+fields the operator requires. Every metric and label each alert's and panel's PromQL names must
+be one the server exports (read from the metric definitions, with the suffixes prometheus-client adds) or one
 Prometheus and kube-state-metrics provide: a typo in a name would leave an alert that never fires.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 import shutil
 import subprocess
@@ -163,6 +166,22 @@ def rules(objects: Objects) -> list[dict[str, Any]]:
     return [r for group in rule["spec"]["groups"] for r in group["rules"]]
 
 
+def dashboard(objects: Objects) -> dict[str, Any]:
+    config_map = one(objects, "ConfigMap", "gpu-webhook-grafana-dashboard")
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    (text,) = config_map["data"].values()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def expressions(objects: Objects) -> list[tuple[str, str]]:
+    """(where, PromQL) of every alert and every dashboard panel's query."""
+    found = [(r["alert"], r["expr"]) for r in rules(objects)]
+    for panel in dashboard(objects)["panels"]:
+        found += [(f"panel {panel['title']}", t["expr"]) for t in panel["targets"]]
+    return found
+
+
 def target_labels(objects: Objects) -> set[str]:
     """The operator's target labels, less those the ServiceMonitor drops before the scrape."""
     (endpoint,) = one(objects, "ServiceMonitor")["spec"]["endpoints"]
@@ -179,21 +198,32 @@ def test_the_parser_reads_metrics_matchers_and_grouping() -> None:
     assert parsed.grouping == {"le", "endpoint", "pod"}
 
 
-def test_every_metric_and_label_an_alert_names_is_exported(monitored: Objects) -> None:
+def test_every_metric_and_label_an_expression_names_is_exported(monitored: Objects) -> None:
     exported = exported_metrics()
     assert "gpu_webhook_review_duration_seconds_bucket" in exported  # the suffixes are added
     targets = target_labels(monitored)
-    for rule in rules(monitored):
-        parsed = parse(rule["expr"])
-        assert parsed.selectors, rule["alert"]
+    for where, expr in expressions(monitored):
+        parsed = parse(expr)
+        assert parsed.selectors, where
         for metric, matched in parsed.selectors:
             known = exported.get(metric, EXTERNAL.get(metric))
-            assert known is not None, f"{rule['alert']}: {metric} is not a metric anything exports"
+            assert known is not None, f"{where}: {metric} is not a metric anything exports"
             labels = known | targets
-            assert matched <= labels, f"{rule['alert']}: {metric} has no label {matched - labels}"
-            assert parsed.grouping <= labels, (
-                f"{rule['alert']}: {metric} has no label {parsed.grouping - labels}"
-            )
+            assert matched <= labels, f"{where}: {metric} has no label {matched - labels}"
+            assert parsed.grouping <= labels, f"{where}: {metric} has no label {parsed.grouping - labels}"
+
+
+def test_the_dashboard_s_legends_name_labels_its_queries_keep(monitored: Objects) -> None:
+    board = dashboard(monitored)
+    variables = {v["name"] for v in board["templating"]["list"]}
+    ids = [panel["id"] for panel in board["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in board["panels"]:
+        for target in [panel, *panel["targets"]]:
+            assert target["datasource"]["uid"].strip("${}") in variables, panel["title"]
+        for target in panel["targets"]:
+            named = set(re.findall(r"{{\s*(\w+)\s*}}", target.get("legendFormat", "")))
+            assert named <= parse(target["expr"]).grouping, f"{panel['title']}: {named}"
 
 
 def test_no_exported_label_clashes_with_a_target_label(monitored: Objects) -> None:
@@ -255,9 +285,15 @@ def promtool() -> str:
     return found
 
 
-def test_promtool_accepts_the_rules(monitored: Objects, tmp_path: Path) -> None:
+def test_promtool_accepts_the_rules_and_the_dashboard_s_queries(monitored: Objects, tmp_path: Path) -> None:
+    """The panels' queries as recording rules: promtool parses their PromQL as it does the alerts'."""
+    spec = copy.deepcopy(one(monitored, "PrometheusRule")["spec"])
+    queries = [e for where, e in expressions(monitored) if where.startswith("panel ")]
+    spec["groups"].append(
+        {"name": "dashboard", "rules": [{"record": f"panel_{i}", "expr": e} for i, e in enumerate(queries)]}
+    )
     path = tmp_path / "rules.yaml"
-    path.write_text(yaml.safe_dump(one(monitored, "PrometheusRule")["spec"]))
+    path.write_text(yaml.safe_dump(spec))
     result = subprocess.run(
         [promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False
     )
@@ -304,7 +340,7 @@ FIRST_ERRORS = {
 def test_the_first_error_of_a_pod_fires_the_error_alerts(monitored: Objects, tmp_path: Path) -> None:
     """A counter appears at its first count, 1, where increase() sees nothing: the error alerts
     must fire on it, and stop once it is 10 minutes old (`promtool test rules`)."""
-    spec = one(monitored, "PrometheusRule")["spec"]
+    spec = copy.deepcopy(one(monitored, "PrometheusRule")["spec"])
     for group in spec["groups"]:
         for rule in group["rules"]:
             rule.pop("annotations", None)  # promtool compares them too; checked above

@@ -99,3 +99,21 @@ def test_every_review_metric_says_whether_the_review_was_a_dry_run(served: Serve
     for name in names:
         moved = {(e, d): after[name, e, d] - before[name, e, d] for e, d in sent}
         assert moved == {key: float(count) for key, count in sent.items()}, name
+
+
+def test_what_the_monitoring_component_is_checked_against_is_what_a_scrape_serves(served: Served) -> None:
+    """tests/deploy/test_monitoring.py checks the alerts' and dashboard's PromQL against the metric
+    definitions; a real scrape (gunicorn, multiprocess) serves no series or label they leave out."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.deploy.test_monitoring import exported_metrics
+
+    assert post_review(served, "monitoring-names") == 200
+    served.client.post("/validate", b"not json")  # a refused request: gpu_webhook_bad_requests_total
+    exported = exported_metrics()
+    text = scrape_when(served.client, lambda text: "\ngpu_webhook_reviews_total{" in text)
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+    assert samples
+    for sample in samples:
+        assert sample.name in exported, sample.name
+        assert set(sample.labels) <= exported[sample.name], f"{sample.name}: {sample.labels}"

@@ -315,15 +315,12 @@ def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> di
     terms = required.get("nodeSelectorTerms")
     if not any(record) or not isinstance(terms, list):
         return spec
+    record = _aligned(record, terms)
     kept_terms = []
     for index, term in enumerate(terms):
         place = record[index] if index < len(record) else None
+        start = _steering_in(term, place)
         expressions = term.get("matchExpressions") if isinstance(term, dict) else None
-        start = (
-            _steering_from(expressions, *place)
-            if place is not None and isinstance(expressions, list)
-            else None
-        )
         if place is None or start is None or not isinstance(expressions, list):
             kept_terms.append(term)
             continue
@@ -334,6 +331,37 @@ def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> di
         if rest.get("matchExpressions") or rest.get("matchFields"):
             kept_terms.append(rest)
     return _with_terms(spec, affinity, node_affinity, required, kept_terms)
+
+
+def _aligned(record: list[tuple[int, int] | None], terms: list[Any]) -> list[tuple[int, int] | None]:
+    """The record as it reads on the terms now: a later webhook that inserted whole terms before
+    the rewrite's (`nodeSelectorTerms/0`) moved them on, and read in place, the first recorded
+    place fell on the inserted term, and the rewrite's own term stayed as a pin of the pod's own.
+    Where the record does not read in place and reads in full further on, from there."""
+    extra = len(terms) - len(record)
+    if extra <= 0 or _reads_at(record, terms, 0):
+        return record
+    for offset in range(1, extra + 1):
+        if _reads_at(record, terms, offset):
+            return [*[None] * offset, *record]
+    return record
+
+
+def _reads_at(record: list[tuple[int, int] | None], terms: list[Any], offset: int) -> bool:
+    """Whether each recorded place finds the rewrite's requirements in the term `offset` on."""
+    return all(
+        _steering_in(terms[index + offset], place) is not None
+        for index, place in enumerate(record)
+        if place is not None
+    )
+
+
+def _steering_in(term: object, place: tuple[int, int] | None) -> int | None:
+    """Where in the term the rewrite's requirements recorded at `place` are now, if anywhere."""
+    expressions = term.get("matchExpressions") if isinstance(term, dict) else None
+    if place is None or not isinstance(expressions, list):
+        return None
+    return _steering_from(expressions, *place)
 
 
 def _steering_from(expressions: list[Any], start: int, count: int) -> int | None:

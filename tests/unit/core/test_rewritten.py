@@ -234,6 +234,30 @@ def test_the_rewrites_requirements_are_found_after_a_later_webhook_inserted_one_
     assert terms == [{"matchExpressions": [zone]}]
 
 
+@pytest.mark.parametrize("inventory_name", ["mixed-cluster", "h100-single", "gke-a100"])
+def test_the_rewrites_term_is_found_after_a_later_webhook_inserted_a_term_before_it(
+    catalog: Catalog, inventories: dict[str, Inventory], inventory_name: str
+) -> None:
+    """A later webhook added a term of its own at the front (`nodeSelectorTerms/0`): the record's
+    place is the rewrite's term, now second, and not the inserted one. Read in place, the
+    rewrite's product pin stayed as a term of the pod's own, and the pod kept its slice where a
+    single pass over the changed pod would not."""
+    inventory = inventories[inventory_name]
+    pod = copy.deepcopy(rewritten(catalog, inventory))
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}
+    zone_only = {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}
+    pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"].insert(
+        0, {"matchExpressions": [zone]}
+    )
+    assert as_first_asked(pod)["spec"]["affinity"]["nodeAffinity"][REQUIRED] == zone_only
+    single = vllm_pod()
+    single["spec"]["affinity"] = {"nodeAffinity": {REQUIRED: copy.deepcopy(zone_only)}}
+    again, once = decide(pod, context(catalog, inventory)), decide(single, context(catalog, inventory))
+    assert again.mutated is not None and once.mutated is not None
+    assert again.mutated["spec"] == once.mutated["spec"]
+    assert PROFILE_ANNOTATION not in again.mutated["metadata"].get("annotations", {})
+
+
 def test_a_pods_own_requirement_moved_onto_the_recorded_place_stays(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:

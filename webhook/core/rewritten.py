@@ -368,14 +368,33 @@ def _steering_from(expressions: list[Any], start: int, count: int) -> int | None
     """Where the `count` requirements the rewrite recorded at `start` are now: there, or further
     on where a later webhook inserted requirements before them (a policy adding a zone at the
     front); None when no such block is at or after its place. The rewrite writes them last in
-    the term, each `In`: the last such block from its place on is taken, so a requirement of
-    the pod's own that the insertion moved onto the recorded place (`gpu.product Exists`) stays."""
-    for at in range(len(expressions) - count, start - 1, -1):
-        if _steering_at(expressions, at, count) and all(
-            e.get("operator") == "In" for e in expressions[at : at + count]
-        ):
+    the term, each `In`, and never wider than a requirement of the pod's own on the same key: of
+    the blocks from its place on, the last that every earlier one admits is taken. So a pod's own
+    requirement that the insertion moved onto the recorded place (`gpu.product Exists`, or `In`
+    A100 or H100 before the rewrite's A100) stays, and so does a pin a later webhook appended
+    after the rewrite's (`In` H100 after its A100), which the rewrite's requirement does not admit."""
+    blocks = [
+        at
+        for at in range(start, len(expressions) - count + 1)
+        if _steering_at(expressions, at, count)
+        and all(e.get("operator") == "In" for e in expressions[at : at + count])
+    ]
+    for at in reversed(blocks):
+        block = expressions[at : at + count]
+        if all(_admits(expressions[b : b + count], block) for b in blocks if b < at):
             return at
     return None
+
+
+def _admits(wider: list[Any], block: list[Any]) -> bool:
+    """Whether every value each requirement of `block` allows, the requirements of `wider` on its
+    key allow too."""
+    return all(
+        all(value in _list(w.get("values")) for value in _list(e.get("values")))
+        for e in block
+        for w in wider
+        if w.get("key") == e.get("key")
+    )
 
 
 def _steering_at(expressions: list[Any], start: int, count: int) -> bool:

@@ -258,6 +258,46 @@ def test_the_rewrites_term_is_found_after_a_later_webhook_inserted_a_term_before
     assert PROFILE_ANNOTATION not in again.mutated["metadata"].get("annotations", {})
 
 
+def test_a_later_webhooks_own_product_pin_after_the_rewrites_stays(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """A later webhook appended a pin of its own to the term (`matchExpressions/-`, a policy that
+    keeps the namespace on H100 nodes), after the rewrite's A100 requirement: read again, the
+    pin stays and the rewrite's requirement goes, as a single pass over the pinned pod has it.
+    Taken as the last `In` block, the pin was taken for the rewrite's and removed, and the pod
+    kept its A100 slice against the later webhook's pin."""
+    inventory = inventories["mixed-cluster"]
+    pod = copy.deepcopy(rewritten(catalog, inventory))
+    h100 = product("NVIDIA-H100-80GB-HBM3")
+    pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0]["matchExpressions"].append(h100)
+    assert as_first_asked(pod)["spec"]["affinity"]["nodeAffinity"][REQUIRED] == {
+        "nodeSelectorTerms": [{"matchExpressions": [h100]}]
+    }
+    again = decide(pod, context(catalog, inventory))
+    once = decide(pinned([[h100]]), context(catalog, inventory))
+    assert again.mutated is not None and once.mutated is not None
+    assert again.mutated["spec"] == once.mutated["spec"]
+
+
+def test_a_pods_own_wider_product_requirement_moved_onto_the_recorded_place_stays(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """The pod required A100 or H100 nodes itself; the rewrite appended its A100 after it. A zone
+    inserted at the front moves the pod's own onto the recorded place: it stays, the rewrite's goes."""
+    inventory = inventories["mixed-cluster"]
+    own = product("NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3")
+    first = decide(pinned([[own]]), context(catalog, inventory))
+    assert first.mutated is not None
+    mutated = copy.deepcopy(first.mutated)
+    term = mutated["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"] == [own, product("NVIDIA-A100-SXM4-80GB")]
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a"]}
+    term["matchExpressions"].insert(0, zone)
+    assert as_first_asked(mutated)["spec"]["affinity"]["nodeAffinity"][REQUIRED] == {
+        "nodeSelectorTerms": [{"matchExpressions": [zone, own]}]
+    }
+
+
 def test_a_pods_own_requirement_moved_onto_the_recorded_place_stays(
     catalog: Catalog, inventories: dict[str, Inventory]
 ) -> None:

@@ -373,28 +373,24 @@ def _steering_from(expressions: list[Any], start: int, count: int) -> int | None
     requirement that the insertion moved onto the recorded place (`gpu.product Exists`, or `In`
     A100 or H100 before the rewrite's A100) stays, and so does a pin a later webhook appended
     after the rewrite's (`In` H100 after its A100), which the rewrite's requirement does not admit."""
-    blocks = [
-        at
-        for at in range(start, len(expressions) - count + 1)
-        if _steering_at(expressions, at, count)
-        and all(e.get("operator") == "In" for e in expressions[at : at + count])
-    ]
-    for at in reversed(blocks):
+    found = None
+    allowed: dict[str, set[str]] = {}  # per key, the values every block before admits
+    for at in range(start, len(expressions) - count + 1):
         block = expressions[at : at + count]
-        if all(_admits(expressions[b : b + count], block) for b in blocks if b < at):
-            return at
-    return None
+        if not _steering_at(expressions, at, count) or any(e.get("operator") != "In" for e in block):
+            continue
+        values = [(e["key"], {_value(v) for v in _list(e.get("values"))}) for e in block]
+        if all(key not in allowed or within <= allowed[key] for key, within in values):
+            found = at
+        for key, within in values:
+            allowed[key] = allowed[key] & within if key in allowed else within
+    return found
 
 
-def _admits(wider: list[Any], block: list[Any]) -> bool:
-    """Whether every value each requirement of `block` allows, the requirements of `wider` on its
-    key allow too."""
-    return all(
-        all(value in _list(w.get("values")) for value in _list(e.get("values")))
-        for e in block
-        for w in wider
-        if w.get("key") == e.get("key")
-    )
+def _value(value: object) -> str:
+    """A requirement's value as a set member (a value that is no string, which no API server
+    sends, by its repr)."""
+    return value if isinstance(value, str) else repr(value)
 
 
 def _steering_at(expressions: list[Any], start: int, count: int) -> bool:

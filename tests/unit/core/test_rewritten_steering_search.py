@@ -1,0 +1,72 @@
+"""Where the rewrite's node requirements are found in a term a later webhook changed: the
+single pass of `_steering_from` against the rule it states, written as plainly as it reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from webhook.core.mutators.mig_affinity import STEERING_KEYS
+from webhook.core.rewritten import _steering_at, _steering_from
+
+KEYS = [*sorted(STEERING_KEYS)[:2], "topology.kubernetes.io/zone"]
+
+
+def by_the_rule(expressions: list[Any], start: int, count: int) -> int | None:
+    """Of the blocks of `count` `In` requirements on keys a rewrite writes, from `start` on, the
+    last that every earlier block admits (its values, key by key, within theirs)."""
+    blocks = [
+        at
+        for at in range(start, len(expressions) - count + 1)
+        if _steering_at(expressions, at, count)
+        and all(e.get("operator") == "In" for e in expressions[at : at + count])
+    ]
+
+    def admits(wider: list[Any], block: list[Any]) -> bool:
+        return all(
+            all(v in w.get("values", []) for v in e.get("values", []))
+            for e in block
+            for w in wider
+            if w["key"] == e["key"]
+        )
+
+    for at in reversed(blocks):
+        block = expressions[at : at + count]
+        if all(admits(expressions[b : b + count], block) for b in blocks if b < at):
+            return at
+    return None
+
+
+requirements = st.lists(
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(KEYS),
+            "operator": st.sampled_from(["In", "In", "In", "NotIn", "Exists"]),
+            "values": st.lists(st.sampled_from(["A100", "H100", "L4"]), max_size=3),
+        }
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=400, derandomize=True)
+@given(requirements, st.integers(0, 3), st.integers(1, 2))
+def test_the_single_pass_finds_the_block_the_rule_names(
+    expressions: list[Any], start: int, count: int
+) -> None:
+    assert _steering_from(expressions, start, count) == by_the_rule(expressions, start, count)
+
+
+def test_a_forged_record_over_wide_then_narrow_requirements_is_read_in_one_pass() -> None:
+    """Each block was checked against every earlier one, value by value in lists: 500 wide `In`
+    requirements of 500 values then 500 narrow ones (1 MB) took 1.2 s to read pure; the answer
+    is the same (the first narrow one: the wide ones admit it, and it admits no later one)."""
+    key = sorted(STEERING_KEYS)[0]
+    for size in (20, 500):
+        values = [f"z{i}" for i in range(size)]
+        wide = [{"key": key, "operator": "In", "values": values} for _ in range(size)]
+        narrow = [{"key": key, "operator": "In", "values": [v]} for v in values]
+        assert _steering_from(wide + narrow, 0, 1) == size
+    assert by_the_rule(wide[:20] + narrow[:20], 0, 1) == 20

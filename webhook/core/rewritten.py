@@ -333,12 +333,18 @@ def _unsteered(spec: dict[str, Any], record: list[tuple[int, int] | None]) -> di
     return _with_terms(spec, affinity, node_affinity, required, kept_terms)
 
 
+MAX_INSERTED_TERMS: Final = 16
+"""Node selector terms a later webhook may have inserted before the rewrite's for it to be found."""
+
+
 def _aligned(record: list[tuple[int, int] | None], terms: list[Any]) -> list[tuple[int, int] | None]:
     """The record as it reads on the terms now: a later webhook that inserted whole terms before
     the rewrite's (`nodeSelectorTerms/0`) moved them on, and read in place, the first recorded
     place fell on the inserted term, and the rewrite's own term stayed as a pin of the pod's own.
-    Where the record does not read in place and reads in full further on, from there."""
-    extra = len(terms) - len(record)
+    Where the record does not read in place and reads in full further on, from there, up to
+    `MAX_INSERTED_TERMS` on: each offset reads the whole record, and a forged record over a
+    few thousand terms, read at every offset, took 9 s."""
+    extra = min(len(terms) - len(record), MAX_INSERTED_TERMS)
     if extra <= 0 or _reads_at(record, terms, 0):
         return record
     for offset in range(1, extra + 1):

@@ -296,9 +296,9 @@ def slice_within(resource: str, devices: int, bounds: LimitBounds, spec: Mapping
     """Whether a pod rewritten to `devices` of the slice `resource`, one per container, keeps
     within the LimitRanges. Renamed (the mixed strategy), its containers no longer limit
     nvidia.com/gpu: where a Container item bounds it, the LimitRanger refuses a container without
-    it ("no limit is specified"), and a Pod item's max where no other container keeps it (the 0
-    a LimitRange default gives a sidecar does), or its min or ratio. The slice itself must be
-    within a Container item's bounds at 1 and a Pod item's at `devices`."""
+    it ("no limit is specified"), and a Pod item's max or min of 0 where no other container keeps
+    it (the 0 a LimitRange default gives a sidecar does), or its min above 0 or ratio. The slice
+    itself must be within a Container item's bounds at 1 and a Pod item's at `devices`."""
     if resource != _GPU and not _gpu_stays_within(bounds, spec):
         return False
     if resource == _GPU:
@@ -318,7 +318,8 @@ def _gpu_stays_within(bounds: LimitBounds, spec: Mapping[str, Any] | None) -> bo
         return False
     if _GPU in bounds.pod_ratio or bounds.pod_min.get(_GPU, _ZERO) > 0:
         return False
-    return _GPU not in bounds.pod_max or _keeps_a_zero(spec)
+    named = _GPU in bounds.pod_max or _GPU in bounds.pod_min  # a min of 0 still wants the key
+    return not named or _keeps_a_zero(spec)
 
 
 def _keeps_a_zero(spec: Mapping[str, Any] | None) -> bool:

@@ -261,3 +261,20 @@ def test_a_gpu_bound_elsewhere_changes_nothing() -> None:
     pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
     _, found = run(slice_catalog(), inventory(limit_range(GPU_MAX, namespace="other")), pod)
     assert ("RewrittenToMig", GPU_PATH) in found
+
+
+def test_a_pod_min_of_zero_gpus_keeps_the_whole_gpu_unless_a_container_keeps_a_zero() -> None:
+    """The LimitRanger refuses a pod whose containers no longer name nvidia.com/gpu under a Pod
+    item's min, a min of 0 too ("No request is specified")."""
+    inv = inventory(limit_range({"type": "Pod", "min": {"nvidia.com/gpu": "0"}}))
+    alone = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    mutated, found = codes(inv, alone)
+    assert ("KeptWholeGpu", GPU_PATH) in found
+    assert mutated["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    beside = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .container("proxy", image="envoyproxy/envoy:v1.31", limits={"nvidia.com/gpu": "0"})
+        .build()
+    )
+    assert ("RewrittenToMig", GPU_PATH) in codes(inv, beside)[1]

@@ -292,17 +292,17 @@ def bounds_devices(bounds: LimitBounds | None) -> bool:
     return any(r.startswith("nvidia.com/") for each in every for r in each)
 
 
-def slice_within(resource: str, devices: int, bounds: LimitBounds, spec: Mapping[str, Any] | None) -> bool:
+def slice_within(resource: str, devices: int, bounds: LimitBounds) -> bool:
     """Whether a pod rewritten to `devices` of the slice `resource`, one per container, keeps
     within the LimitRanges. Renamed (the mixed strategy), its containers no longer limit
-    nvidia.com/gpu: where a Container item bounds it, the LimitRanger refuses a container without
-    it ("no limit is specified"), and a Pod item's max or min of 0 where no other container keeps
-    it (the 0 a LimitRange default gives a sidecar does), or its min above 0 or ratio. The slice
-    itself must be within a Container item's bounds at 1 and a Pod item's at `devices`."""
-    if resource != _GPU and not _gpu_stays_within(bounds, spec):
-        return False
+    nvidia.com/gpu, not even one at 0 (the rewrite renames a 0 along): where a Container item
+    bounds it, the LimitRanger refuses a container without it ("no limit is specified"), and where
+    a Pod item does, a pod without it. The slice itself must be within a Container item's bounds
+    at 1 and a Pod item's at `devices`."""
     if resource == _GPU:
         return True
+    if not _gpu_stays_within(bounds):
+        return False
     one, count = Decimal(1), Decimal(devices)
     return (
         bounds.container_max.get(resource, one) >= one
@@ -312,23 +312,17 @@ def slice_within(resource: str, devices: int, bounds: LimitBounds, spec: Mapping
     )
 
 
-def _gpu_stays_within(bounds: LimitBounds, spec: Mapping[str, Any] | None) -> bool:
-    """Whether the pod may lose its nvidia.com/gpu (but a 0 some container limits itself to)."""
-    if _GPU in bounds.container_max or _GPU in bounds.container_min or _GPU in bounds.container_ratio:
-        return False
-    if _GPU in bounds.pod_ratio or bounds.pod_min.get(_GPU, _ZERO) > 0:
-        return False
-    named = _GPU in bounds.pod_max or _GPU in bounds.pod_min  # a min of 0 still wants the key
-    return not named or _keeps_a_zero(spec)
-
-
-def _keeps_a_zero(spec: Mapping[str, Any] | None) -> bool:
-    containers = spec.get("containers") if spec is not None else None
-    for container in containers if isinstance(containers, list) else ():
-        limit = _amount(_own(container)[1].get(_GPU))
-        if limit is not None and limit == 0:
-            return True
-    return False
+def _gpu_stays_within(bounds: LimitBounds) -> bool:
+    """Whether the pod may lose its nvidia.com/gpu: no item bounds it (a Pod min of 0 included)."""
+    every = (
+        bounds.container_max,
+        bounds.container_min,
+        bounds.container_ratio,
+        bounds.pod_max,
+        bounds.pod_min,
+        bounds.pod_ratio,
+    )
+    return not any(_GPU in each for each in every)
 
 
 def describe_bounds(bounds: LimitBounds) -> str:

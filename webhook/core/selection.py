@@ -117,7 +117,7 @@ def plan_slice(
     left_out: tuple[SliceOffer, ...] = ()
     left_out_by = "ResourceQuota"
     if quota or limits is not None:
-        kept = _within_namespace(view, Fit(need, devices, policy), offers, quota, limits, spec)
+        kept = _within_namespace(view, Fit(need, devices, policy), offers, quota, limits)
         if isinstance(kept, Finding):
             return Plan(findings=(_with_kept(kept, inventory, placement),))
         offers, left_out, left_out_by = kept
@@ -342,7 +342,6 @@ def _within_namespace(
     offers: tuple[SliceOffer, ...],
     quota: Mapping[str, int] | None,
     limits: LimitBounds | None,
-    spec: Mapping[str, Any] | None,
 ) -> NamespaceOffers | Finding:
     """The offers within the namespace's quotas and LimitRanges (`NamespaceOffers`); KeptWholeGpu,
     but for what the pod keeps, where every slice the policy would take is beyond them."""
@@ -356,7 +355,7 @@ def _within_namespace(
             return Finding("KeptWholeGpu", _gpu_path(view), _over_quota(need, beyond, quota))
         left_out, offers = tuple(o for o in offers if o not in within), within
     if limits is not None and bounds_devices(limits):
-        within = tuple(o for o in offers if slice_within(o.resource, devices, limits, spec))
+        within = tuple(o for o in offers if slice_within(o.resource, devices, limits))
         beyond = _only_beyond_quota(offers, within, need, devices, policy)
         if beyond:
             return Finding("KeptWholeGpu", _gpu_path(view), _beyond_limit_range(need, beyond, limits))

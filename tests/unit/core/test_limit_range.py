@@ -234,8 +234,14 @@ def test_a_container_bound_on_gpus_keeps_the_whole_gpu() -> None:
     assert mutated["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
 
 
-def test_a_pod_max_on_gpus_keeps_the_whole_gpu_unless_a_container_keeps_a_zero() -> None:
-    inv = inventory(limit_range({"type": "Pod", "max": {"nvidia.com/gpu": "4"}}))
+@pytest.mark.parametrize(
+    "item", [{"max": {"nvidia.com/gpu": "4"}}, {"min": {"nvidia.com/gpu": "0"}}], ids=["max", "min-0"]
+)
+def test_a_pod_bound_on_gpus_keeps_the_whole_gpu_beside_a_zero_too(item: dict[str, Any]) -> None:
+    """The LimitRanger refuses a pod that no longer names nvidia.com/gpu under a Pod item's max
+    ("no limit is specified") or min, a min of 0 too ("no request is specified"); the mixed
+    strategy's rename renames a sidecar's nvidia.com/gpu: 0 along, so that keeps none either."""
+    inv = inventory(limit_range({"type": "Pod", **item}))
     alone = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
     assert ("KeptWholeGpu", GPU_PATH) in codes(inv, alone)[1]
     beside = (
@@ -245,8 +251,11 @@ def test_a_pod_max_on_gpus_keeps_the_whole_gpu_unless_a_container_keeps_a_zero()
         .build()
     )
     mutated, found = codes(inv, beside)
-    assert ("RewrittenToMig", GPU_PATH) in found
-    assert "nvidia.com/mig-1g.10gb" in mutated["spec"]["containers"][0]["resources"]["limits"]
+    assert ("KeptWholeGpu", GPU_PATH) in found
+    assert [c["resources"]["limits"] for c in mutated["spec"]["containers"]] == [
+        {"nvidia.com/gpu": 1},
+        {"nvidia.com/gpu": "0"},
+    ]
 
 
 def test_a_bound_on_a_slice_leaves_out_only_the_slices_beyond_it() -> None:
@@ -261,20 +270,3 @@ def test_a_gpu_bound_elsewhere_changes_nothing() -> None:
     pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
     _, found = run(slice_catalog(), inventory(limit_range(GPU_MAX, namespace="other")), pod)
     assert ("RewrittenToMig", GPU_PATH) in found
-
-
-def test_a_pod_min_of_zero_gpus_keeps_the_whole_gpu_unless_a_container_keeps_a_zero() -> None:
-    """The LimitRanger refuses a pod whose containers no longer name nvidia.com/gpu under a Pod
-    item's min, a min of 0 too ("No request is specified")."""
-    inv = inventory(limit_range({"type": "Pod", "min": {"nvidia.com/gpu": "0"}}))
-    alone = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
-    mutated, found = codes(inv, alone)
-    assert ("KeptWholeGpu", GPU_PATH) in found
-    assert mutated["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
-    beside = (
-        make_pod()
-        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3")
-        .container("proxy", image="envoyproxy/envoy:v1.31", limits={"nvidia.com/gpu": "0"})
-        .build()
-    )
-    assert ("RewrittenToMig", GPU_PATH) in codes(inv, beside)[1]

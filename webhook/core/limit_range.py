@@ -14,7 +14,9 @@ So a filled value is brought within them, never past what the pod sets itself:
   resource scaled down together until their sum fits, and the filled limits until theirs does, a
   filled limit never below its container's request.
 - then the pod's `maxLimitRequestRatio` as a `max` on the sum of its limits: the ratio times the
-  sum of its requests.
+  sum of its requests;
+- where the pod still breaks a Pod item's max, min or ratio on a resource, its filled limits of
+  it are left out, then its filled requests.
 
 What the pod sets itself is never changed: a pod whose own values break the LimitRange is refused
 as it would be without the webhook.
@@ -76,7 +78,68 @@ def within_limit_range(
     for resource in NODE_RESOURCES:
         if resource in bounds.pod_ratio:
             _pod_ratio(containers, every, resource, bounds.pod_ratio[resource], changed, sidecars)
+        if _pod_bounded(resource, bounds):
+            _left_out_beyond_pod(containers, every, resource, bounds, changed, sidecars)
     return {index: tuple(sorted(resources)) for index, resources in sorted(changed.items())}
+
+
+def _pod_bounded(resource: str, bounds: LimitBounds) -> bool:
+    return resource in bounds.pod_max or resource in bounds.pod_min or resource in bounds.pod_ratio
+
+
+def _left_out_beyond_pod(
+    containers: list[Any],
+    every: dict[int, Fill],
+    resource: str,
+    bounds: LimitBounds,
+    changed: dict[int, set[str]],
+    sidecars: list[Any],
+) -> None:
+    """Leave out the filled limits of `resource`, then its filled requests, where the pod would
+    still break a Pod item's bounds: the scaling cannot bring every fill within them (a limit is
+    never scaled below its request, a Container min raises what a Pod max lowered, a filled limit
+    is the first the pod sets of it and sums to less than the Pod min). Left out, the resource is
+    as the pod sets it, which the LimitRanger judges as it would without the webhook."""
+    for section in (1, 0):
+        if _within_pod(containers, every, resource, bounds, sidecars):
+            return
+        for index, fill in list(every.items()):
+            if resource in fill[section]:
+                left = {k: v for k, v in fill[section].items() if k != resource}
+                every[index] = (left, fill[1]) if section == 0 else (fill[0], left)
+                changed.setdefault(index, set()).add(resource)
+
+
+def _within_pod(
+    containers: list[Any], every: Mapping[int, Fill], resource: str, bounds: LimitBounds, sidecars: list[Any]
+) -> bool:
+    """Whether the pod's requests and limits of `resource`, with the fills, are within the Pod
+    items' max, min and ratio as the LimitRanger checks them (a sum no container names is absent:
+    a max wants it, a min a request, a ratio both, above 0)."""
+    totals: list[Decimal | None] = [None, None]
+    for own, fill in [*((_own(s), ({}, {})) for s in sidecars), *_with_fills(containers, every)]:
+        limit = fill[1].get(resource, own[1].get(resource))
+        request = own[0].get(resource, fill[0].get(resource, limit))
+        for at, value in ((0, request), (1, limit)):
+            if value is not None:
+                totals[at] = (totals[at] or _ZERO) + (_amount(value) or _ZERO)
+    requests, limits = totals
+    high, low, ratio = (
+        bounds.pod_max.get(resource),
+        bounds.pod_min.get(resource),
+        bounds.pod_ratio.get(resource),
+    )
+    if high is not None and (limits is None or limits > high or (requests or _ZERO) > high):
+        return False
+    if low is not None and (requests is None or requests < low or (limits is not None and limits < low)):
+        return False
+    return ratio is None or bool(requests and limits and limits <= requests * ratio)
+
+
+def _with_fills(
+    containers: list[Any], every: Mapping[int, Fill]
+) -> list[tuple[tuple[dict[Any, Any], dict[Any, Any]], Fill]]:
+    return [(_own(container), every.get(index, ({}, {}))) for index, container in enumerate(containers)]
 
 
 def _own(container: object) -> tuple[dict[Any, Any], dict[Any, Any]]:

@@ -270,3 +270,34 @@ def test_a_gpu_bound_elsewhere_changes_nothing() -> None:
     pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
     _, found = run(slice_catalog(), inventory(limit_range(GPU_MAX, namespace="other")), pod)
     assert ("RewrittenToMig", GPU_PATH) in found
+
+
+def test_a_filled_limit_the_pods_ratio_cannot_take_is_left_out() -> None:
+    """A filled limit is never scaled below its container's request: where the Pod item's ratio
+    still cannot take it, it is left out, not filled past the ratio."""
+    inv = inventory(limit_range({"type": "Pod", "maxLimitRequestRatio": {"cpu": "1"}}))
+    pod = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3", requests={"cpu": "500m"})
+        .container("proxy", image="envoyproxy/envoy:v1.31", requests={"cpu": "250m"}, limits={"cpu": "500m"})
+        .build()
+    )
+    mutated, found = run(catalog({"memory": "2Gi"}, {"cpu": "500m"}), inv, pod)
+    assert "cpu" not in resources(mutated)["limits"]
+    assert resources(mutated)["requests"] == {"cpu": "500m", "memory": "2Gi"}
+    assert CLAMPED in found
+
+
+def test_a_filled_limit_that_sums_below_the_pods_min_is_left_out() -> None:
+    """The first limit of a resource the pod sets is summed against a Pod item's min: a fill
+    below it would have the pod refused, which set no limit of it and kept within it."""
+    inv = inventory(limit_range({"type": "Pod", "min": {"cpu": "2"}}))
+    pod = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3", requests={"cpu": "1"})
+        .container("proxy", image="envoyproxy/envoy:v1.31", requests={"cpu": "1"})
+        .build()
+    )
+    mutated, found = run(catalog({"memory": "2Gi"}, {"cpu": "1", "memory": "4Gi"}), inv, pod)
+    assert resources(mutated)["limits"] == {"nvidia.com/gpu": 1, "memory": "4Gi"}
+    assert CLAMPED in found

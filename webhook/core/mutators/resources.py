@@ -104,7 +104,7 @@ def _got(resource: str, requests: Mapping[str, str], limits: Mapping[str, str]) 
         for kind, section in (("request", requests), ("limit", limits))
         if resource in section
     ]
-    return f"{resource} " + ", ".join(parts)
+    return f"{resource} " + (", ".join(parts) or "left out")
 
 
 def _read_pod_level(pod: Pod, base: str) -> None:

@@ -308,8 +308,9 @@ def _scaled(resource: str, section: Mapping[str, str], factor: Decimal) -> dict[
     values = dict(section)
     if resource in values:
         amount = _amount(values[resource])
-        if amount is not None:
-            values[resource] = _quantity(resource, amount * factor)
+        scaled = _quantity(resource, amount * factor) if amount is not None else None
+        if scaled is not None and _amount(scaled) != amount:  # as it was: spelled as it was
+            values[resource] = scaled
     return values
 
 

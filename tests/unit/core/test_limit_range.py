@@ -301,3 +301,32 @@ def test_a_filled_limit_that_sums_below_the_pods_min_is_left_out() -> None:
     mutated, found = run(catalog({"memory": "2Gi"}, {"cpu": "1", "memory": "4Gi"}), inv, pod)
     assert resources(mutated)["limits"] == {"nvidia.com/gpu": 1, "memory": "4Gi"}
     assert CLAMPED in found
+
+
+def test_a_fill_the_pods_max_leaves_as_it_is_is_neither_respelled_nor_named() -> None:
+    """Only the other container's filled limit is lowered to the Pod max: the request filled
+    below main's own limit keeps its value and its spelling, and main is not named."""
+    inv = inventory(limit_range({"type": "Pod", "max": {"cpu": "10"}}))
+    pod = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3", limits={"cpu": "8"})
+        .container("worker", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .build()
+    )
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "serving", "namespace": TEAM},
+        "spec": {"selector": {"matchLabels": {"app": "serving"}}, "template": pod},
+    }
+    inject = {"resources": {"perGpu": {"requests": {"cpu": "0.5"}, "limits": {"cpu": "8"}}}}
+    serving = template_doc("serving", {"gpu": "optional"}, {"images": ["vllm/*"]}, inject)
+    cat = make_catalog(serving, policy_doc("all", ["*"], mutate="templates"))
+    decision = decide_object(deployment, context(cat, inv, TEAM))
+    assert decision.mutated is not None
+    main, worker = (c["resources"] for c in decision.mutated["spec"]["template"]["spec"]["containers"])
+    assert main["requests"] == {"cpu": "0.5"}
+    assert worker["limits"]["cpu"] == "2"
+    found = [(v.code, v.path) for v in decision.violations]
+    assert ("InjectionWithinLimitRange", "spec.template.spec.containers[name=worker]") in found
+    assert ("InjectionWithinLimitRange", "spec.template.spec.containers[name=main]") not in found

@@ -402,5 +402,13 @@ def describe_bounds(bounds: LimitBounds) -> str:
     ):
         parts.extend(f"{r} ({kind} {v:f})" for r, v in sorted(found.items()) if r.startswith("nvidia.com/"))
     several = len(bounds.names) > 1
-    named = f"LimitRange{'s' if several else ''} {', '.join(bounds.names)}"
-    return f"{named}, which bound{'' if several else 's'} {', '.join(parts)}"
+    return f"{named_limit_ranges(bounds.names)}, which bound{'' if several else 's'} {', '.join(parts)}"
+
+
+def named_limit_ranges(names: tuple[str, ...]) -> str:
+    """`LimitRanges a, b` for messages; an unnamed one (an inventory file may list one) is
+    `(unnamed)`, not an empty name."""
+    shown = [name or "(unnamed)" for name in names]
+    if not shown:
+        return "the namespace's LimitRange"
+    return f"LimitRange{'s' if len(shown) > 1 else ''} {', '.join(shown)}"

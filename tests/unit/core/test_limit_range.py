@@ -330,3 +330,16 @@ def test_a_fill_the_pods_max_leaves_as_it_is_is_neither_respelled_nor_named() ->
     found = [(v.code, v.path) for v in decision.violations]
     assert ("InjectionWithinLimitRange", "spec.template.spec.containers[name=worker]") in found
     assert ("InjectionWithinLimitRange", "spec.template.spec.containers[name=main]") not in found
+
+
+def test_an_unnamed_limit_range_is_not_shown_as_an_empty_name() -> None:
+    """An inventory file may list a LimitRange without a name: messages say so, not `LimitRange ,`."""
+    gpu_bound = limit_range(GPU_MAX, name="")
+    cpu_bound = limit_range({"type": "Container", "min": {"cpu": "500m"}}, name="")
+    pod = make_pod().container("main", gpu=1, image="vllm/vllm-openai:v0.6.3").build()
+    kept = decide(pod, context(slice_catalog(), inventory(gpu_bound), TEAM))
+    named = inventory(cpu_bound, limit_range({"type": "Container", "min": {"cpu": "1"}}, name="team"))
+    within = decide(pod, context(catalog({"cpu": "250m"}), named, TEAM))
+    messages = [v.message for v in (*kept.violations, *within.violations) if "LimitRange" in v.message]
+    assert len(messages) == 2
+    assert all("(unnamed)" in m and "LimitRange ," not in m and "LimitRanges ," not in m for m in messages)

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from webhook.core.env import Env
+from webhook.core.limit_range import named_limit_ranges
 from webhook.core.model import Finding, Pod
 from webhook.core.mutators._pod import (
     child,
@@ -77,7 +78,7 @@ def _within_limit_range(
     """InjectionWithinLimitRange at each container filled with a value brought within the
     namespace's LimitRanges (webhook/core/limit_range.py), naming what it got."""
     bounds = env.inventory.limit_ranges.get(env.namespace)
-    names = _limit_ranges(bounds.names if bounds is not None else ())
+    names = named_limit_ranges(bounds.names if bounds is not None else ())
     findings = []
     for index, where, container, requests, limits, _ in filled:
         resources = [r for r in env.fills.clamped.get(index, ()) if r not in skipped]
@@ -90,12 +91,6 @@ def _within_limit_range(
         )
         findings.append(Finding("InjectionWithinLimitRange", where, message))
     return findings
-
-
-def _limit_ranges(names: tuple[str, ...]) -> str:
-    if not names:
-        return "the namespace's LimitRange"
-    return f"LimitRange{'s' if len(names) > 1 else ''} {', '.join(names)}"
 
 
 def _got(resource: str, requests: Mapping[str, str], limits: Mapping[str, str]) -> str:

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -65,6 +65,14 @@ def _as_decided(review: Review, decision: Decision, catalog: Catalog, inventory:
     return decision
 
 
+@runtime_checkable
+class Exposed(Protocol):
+    """A registry that makes its own text (webhook.report.metrics.InventoryRegistry: kept from the
+    last scrape until its snapshot changes), served instead of `generate_latest` of it."""
+
+    def exposition(self) -> bytes: ...
+
+
 def create_app(
     catalog_source: CatalogSource,
     inventory_source: InventorySource,
@@ -76,8 +84,9 @@ def create_app(
 ) -> Flask:
     """A new app around the sources; they are started by `start_sources` (gunicorn: post_worker_init).
 
-    `extra_metrics`: registries appended to /metrics as they are (e.g. gauges computed from this
-    worker's inventory at scrape time); blueprints (e.g. /report) register on the returned app.
+    `extra_metrics`: registries appended to /metrics as they are (e.g. gauges of this worker's
+    inventory, their text made once per snapshot: `Exposed`); blueprints (e.g. /report) register
+    on the returned app.
     `decision_cache`: how many decisions to remember (`webhook.server.decision_cache`; 0: none).
     """
     app = Flask("gpu_webhook")
@@ -145,7 +154,7 @@ class Routes:
         return _json(report, 200 if report["ready"] else 503)
 
     def metrics(self) -> Response:
-        body = self._metrics.exposition() + b"".join(generate_latest(r) for r in self._extra_metrics)
+        body = self._metrics.exposition() + b"".join(_exposition(r) for r in self._extra_metrics)
         return Response(body, 200, content_type=CONTENT_TYPE_LATEST)
 
     def _review(
@@ -337,6 +346,10 @@ def _review_fields(
     fields["cache"] = cache
     fields["latencyMs"] = round(seconds * 1_000_000) / 1000  # to the microsecond; round(x, 3) is slower
     return fields
+
+
+def _exposition(registry: CollectorRegistry) -> bytes:
+    return registry.exposition() if isinstance(registry, Exposed) else generate_latest(registry)
 
 
 def _json(body: dict[str, Any], status: int) -> Response:

@@ -1,7 +1,7 @@
 """GET /report (JSON, or ?format=text|csv) and GET /dashboard (a server-rendered page).
 
 Register on the app: `app.register_blueprint(report_blueprint(inventory_source, catalog_source))`;
-serve the inventory gauges with `generate_latest(report_metrics(...))` on /metrics. Pass one
+serve the inventory gauges with `report_metrics(...).exposition()` on /metrics. Pass one
 ReportService to both to build each snapshot's report once.
 """
 
@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, render_template, request
-from prometheus_client import CollectorRegistry
 
 from webhook.admission import as_status
-from webhook.report.metrics import inventory_registry
+from webhook.report.metrics import InventoryRegistry, inventory_registry
 from webhook.report.model import HOURS_PER_MONTH, UNACCOUNTED_WHY, Report
 from webhook.report.render import render
 from webhook.report.service import ReportService
@@ -74,7 +73,7 @@ def report_blueprint(
 
 def report_metrics(
     inventory_source: InventorySource, catalog_source: CatalogSource, service: ReportService | None = None
-) -> CollectorRegistry:
+) -> InventoryRegistry:
     """A registry with the inventory gauges (allocatable/allocated/free devices, idle cost per hour)."""
     return inventory_registry(service or ReportService(inventory_source, catalog_source))
 

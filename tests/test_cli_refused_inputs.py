@@ -120,3 +120,24 @@ def test_check_refuses_pod_level_resources_it_cannot_decode_naming_them(
     assert main(["check", str(manifest), "--templates", TEMPLATES, "--policies", POLICIES]) == 2
     out = capsys.readouterr()
     assert "spec.resources.limits" in out.err and "ALLOWED" not in out.out
+
+
+NO_INVENTORY_NOTE = "no --inventory given"
+CATALOG = ["--templates", TEMPLATES, "--policies", POLICIES]
+
+
+@pytest.mark.parametrize(
+    ("given", "code"),
+    [("missing.yaml", 2), (str(ROOT / "examples" / "admission" / "pod-review.json"), 0)],
+    ids=["mistyped-path", "nothing-checkable"],
+)
+def test_check_notes_skipped_node_checks_only_when_something_was_checked(
+    given: str, code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped path exited 2 saying slice choice and node checks were skipped, though nothing
+    had been checked at all."""
+    assert main(["check", given, *CATALOG]) == code
+    assert NO_INVENTORY_NOTE not in capsys.readouterr().err
+    pod = str(ROOT / "examples" / "pods" / "vllm-server.yaml")
+    assert main(["check", pod, given, *CATALOG]) == code
+    assert NO_INVENTORY_NOTE in capsys.readouterr().err

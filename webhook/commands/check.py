@@ -135,7 +135,7 @@ def _print(output: str, results: list[Result], skipped: list[Manifest], known: b
     False when they could not be written (`emit`)."""
     if not emit(_decisions_text(output, results), "the decisions"):
         return False
-    _notes(skipped, known)
+    _notes(skipped, node_checks_skipped=bool(results) and not known)
     return True
 
 
@@ -149,11 +149,13 @@ def _decisions_text(output: str, results: list[Result]) -> str:
     return "".join(_text(*result) + "\n" for result in results)
 
 
-def _notes(skipped: list[Manifest], known: bool) -> None:
+def _notes(skipped: list[Manifest], node_checks_skipped: bool) -> None:
+    """`node_checks_skipped`: an object was checked without --inventory. With none checked (a
+    mistyped path, only kinds that are skipped) the note said checks were skipped that never ran."""
     for manifest in skipped:
         kind = manifest.kind or "no kind"
         print(f"skipped {manifest.source}: {kind} {manifest.name} {_why_skipped(manifest)}", file=sys.stderr)
-    if not known:
+    if node_checks_skipped:
         print("note: no --inventory given; slice choice and node checks were skipped", file=sys.stderr)
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
-from webhook.cli import build_parser
+from webhook.cli import build_parser, main
 from webhook.core.reasons import REASONS
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -81,3 +86,72 @@ def test_the_report_s_trimmed_pod_is_said_to_keep_what_tells_a_rank_of_a_group()
     assert kept, "the report's trimmed pod is not described in the README"
     for name in sorted({*GROUP_VARS, *GROUP_SIZE_ANNOTATIONS}):
         assert f"`{name}`" in kept[1], name
+
+
+CATALOG = ["--templates", str(ROOT / "templates"), "--policies", str(ROOT / "policies")]
+NOT_SENT_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: nginx, namespace: prod-web}
+spec:
+  containers: [{name: nginx, image: nginx}]
+"""
+
+
+def test_the_not_sent_example_is_what_check_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README's block left out the line under `DENY  NoMatchingTemplate` saying what to do."""
+    example = re.search(r"```\n(NOT SENT \(DENIED if sent\)  Pod nginx .*?)```", README, re.DOTALL)
+    assert example, "the NOT SENT example is not in the README"
+    monkeypatch.chdir(tmp_path)
+    Path("nginx.yaml").write_text(NOT_SENT_POD, encoding="utf-8")
+    assert main(["check", "nginx.yaml", *CATALOG]) == 0
+    assert capsys.readouterr().out == example[1]
+
+
+def _quoted(sentence: str) -> list[str]:
+    return [" ".join(q.split()) for q in re.findall(r"\(`([^`]+)`\)", sentence)]
+
+
+def _printed(quote: str, printed: str) -> bool:
+    """Whether a line, after any folder, starts as `quote` does, `...` standing for what it leaves out."""
+    pattern = r"(^|/)" + ".*".join(re.escape(part) for part in quote.split("..."))
+    return re.search(pattern, printed, re.M) is not None
+
+
+def test_the_whole_file_problems_quoted_are_what_lint_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A problem of a whole file or folder is printed with `(document)` where a field's path would
+    be; README quoted them without it."""
+    sentence = re.search(r"A folder that cannot be listed(.*?)reports them the same way", README, re.DOTALL)
+    assert sentence, "the catalog's whole-file problems are not in the README"
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(ROOT / "templates", "a/templates", ignore=shutil.ignore_patterns("tests"))
+    Path("a/templates/zz.yaml").symlink_to("/nonexistent")
+    Path("a/templates/b.yaml").touch()
+    Path("a/policies").mkdir()
+    assert main(["lint", "a/templates", "a/policies"]) == 2
+    unreadable = Path("b/templates")
+    unreadable.mkdir(parents=True)
+    unreadable.chmod(0)
+    main(["lint", str(unreadable), str(ROOT / "policies")])
+    unreadable.chmod(0o755)
+    printed = capsys.readouterr()
+    quotes = _quoted(sentence[1])
+    assert len(quotes) == 4
+    for quote in quotes:
+        if "cannot read" in quote and os.geteuid() == 0:
+            continue  # root lists any folder
+        assert _printed(quote, printed.out + printed.err), f"{quote} is not what lint prints"
+
+
+def test_a_whole_suite_file_problem_is_quoted_as_test_prints_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = re.search(r"2: a suite is invalid \(`file:line: field: problem`; `file: (.*?)`\s+when", README)
+    assert said and said[1] == "(document): problem", "README does not say how a whole suite file is named"
+    (tmp_path / "e.yaml").touch()
+    assert main(["test", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'e.yaml'}: (document): no TemplateTestSuite document" in capsys.readouterr().out

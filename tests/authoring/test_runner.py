@@ -325,3 +325,19 @@ def test_a_folder_without_suites_is_bad_input_not_a_pass(
     assert problem.source == str(tmp_path / "tests") and "no test suites found" in problem.message
     assert main(["test", str(tmp_path / "tests")]) == EXIT_BAD_SUITE
     assert "no test suites found" in capsys.readouterr().out
+
+
+def test_a_suite_symlinked_to_nothing_in_a_folder_is_a_bad_suite_not_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The folder's other suites passed and the run exited 0 with it untested, where lint and
+    check call a dangling symlink an error."""
+    suite(tmp_path, case("allowed: true\n"))
+    gone = tmp_path / "zz.yaml"
+    gone.symlink_to(tmp_path / "nowhere.yaml")
+    run = run_paths([tmp_path])
+    assert run.exit_code == EXIT_BAD_SUITE
+    assert [(p.source, p.path) for p in run.problems] == [(str(gone), "")]
+    assert [r.passed for r in run.results] == [True]
+    assert main(["test", str(tmp_path)]) == EXIT_BAD_SUITE
+    assert f"{gone}: (document): no such file or directory" in capsys.readouterr().out

@@ -8,6 +8,7 @@ Every problem names the file, line and field path; a suite with any problem is n
 from __future__ import annotations
 
 import json
+import os
 from argparse import ArgumentTypeError
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -93,18 +94,29 @@ def suite_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = [p for p in sorted(path.iterdir()) if p.suffix in SUITE_SUFFIXES and p.is_file()]
-            if not found:  # a mistyped CI path must not pass with nothing tested, as with check
+            named = [p for p in sorted(path.iterdir()) if p.suffix in SUITE_SUFFIXES]
+            found = [p for p in named if p.is_file()]
+            dangling = [_missing(p) for p in named if p.is_symlink() and not p.exists()]
+            if not found and not dangling:  # a mistyped CI path must not pass with nothing tested
                 suffixes = ", ".join(f"*{suffix}" for suffix in SUITE_SUFFIXES)
                 problems.append(
                     Problem(str(path), None, "", f"no test suites found: no {suffixes} file in it")
                 )
             files.extend(found)
+            problems.extend(dangling)
         elif path.is_file():
             files.append(path)
         else:
-            problems.append(Problem(str(path), None, "", "no such file or directory"))
+            problems.append(_missing(path))
     return files, problems
+
+
+def _missing(path: Path) -> Problem:
+    """A path that is not there. A suite symlinked from a folder whose target is gone (a ConfigMap
+    without the key) was left out of the folder's suites without a word, and the run passed; it
+    is a suite that does not load, as a dangling symlink is to lint and check."""
+    target = f" (a symlink to {os.readlink(path)})" if path.is_symlink() else ""
+    return Problem(str(path), None, "", f"no such file or directory{target}")
 
 
 def load_suites(paths: Sequence[str | Path]) -> Loaded:

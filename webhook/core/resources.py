@@ -25,8 +25,8 @@ class Kind(Enum):
     NONE = "none"
 
 
-# Accelerator resources of other vendors and of GPU-sharing schedulers (HAMi, GPUShare) that
-# are real names even where this cluster does not advertise them.
+# Accelerator resources of other vendors and of GPU-sharing schedulers (HAMi, GPUShare, Volcano's
+# vGPU and GPU-share device plugins) that are real names even where this cluster does not advertise them.
 KNOWN_OTHER_PREFIXES: Final = (
     "amd.com/",
     "gpu.intel.com/",
@@ -38,6 +38,8 @@ KNOWN_OTHER_PREFIXES: Final = (
     "nvidia.com/gpucores",
     "nvidia.com/priority",
     "nvidia.com/vgpu",
+    "volcano.sh/vgpu-",
+    "volcano.sh/gpu-",
 )
 DEVICE_CLASS_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
 """Every DRA DeviceClass can be asked for as this prefix and its name (DRAExtendedResource)."""

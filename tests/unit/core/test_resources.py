@@ -55,6 +55,11 @@ REAL_OTHER = [
     "nvidia.com/priority",
     "nvidia.com/vgpu",
     "aliyun.com/gpu-mem",
+    "volcano.sh/vgpu-number",
+    "volcano.sh/vgpu-memory",
+    "volcano.sh/vgpu-cores",
+    "volcano.sh/gpu-memory",
+    "volcano.sh/gpu-number",
 ]
 NOT_ACCELERATORS = [
     "cpu",

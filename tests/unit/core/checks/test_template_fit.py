@@ -42,6 +42,23 @@ def test_a_kai_scheduler_gpu_fraction_annotation_counts_as_a_gpu(unit_catalog: C
     assert run(template_fit.check, unit_catalog, pod) == []
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"nvidia.com/gpumem": 3000},
+        {"aliyun.com/gpu-mem": 8},
+        {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 10240},
+        {"volcano.sh/gpu-memory": 1024},
+    ],
+)
+def test_a_gpu_sharing_schedulers_resource_satisfies_a_gpu_template(
+    unit_catalog: Catalog, limits: dict[str, int]
+) -> None:
+    """HAMi's, GPUShare's and Volcano's vGPU device plugins serve a share of a GPU by these names."""
+    pod = make_pod().container("server", image="vllm/vllm-openai", limits=limits).build()
+    assert run(template_fit.check, unit_catalog, pod) == []
+
+
 def test_an_optional_gpu_template_accepts_pods_without_gpus(unit_catalog: Catalog) -> None:
     pod = make_pod().label("app", "jupyter").container("nb").build()
     assert run(template_fit.check, unit_catalog, pod) == []

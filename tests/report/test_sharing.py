@@ -97,6 +97,21 @@ def test_a_share_of_a_gpu_is_not_a_whole_gpu_a_slice_would_serve() -> None:
     assert report.costs.wasteful_per_hour == 0
 
 
+def test_gpus_a_device_plugin_splits_without_a_label_count_as_the_physical_gpus() -> None:
+    """HAMi's device plugin advertises each GPU 10 times (deviceSplitCount) and labels nothing; GFD's
+    gpu.count still counts the GPUs."""
+    node = make_node(
+        "hami", {"nvidia.com/gpu.product": H100, "nvidia.com/gpu.count": "4"}, {"nvidia.com/gpu": 40}
+    )
+    report = _report([node], [_pod("a", "hami", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000})])
+    (device,) = _devices(report)["hami"]
+    assert (device["allocatable"], device["allocated"], device["free"]) == (4, 0.1, 3.9)
+    assert (device["sharing"]["strategy"], device["sharing"]["replicas"]) == ("shared", 10)
+    assert report.gpu_equivalents() == pytest.approx((4, 0.1, 3.9))
+    assert report.costs.unallocated_per_hour == pytest.approx(3.9 * PRICE)
+    assert report.wasteful == ()
+
+
 def test_renamed_shared_gpus_are_in_the_report() -> None:
     node = _shared("ren", H100, {"nvidia.com/gpu.shared": 80}, **{"nvidia.com/gpu.sharing-strategy": "mps"})
     report = _report([node], [_pod("a", "ren", {"nvidia.com/gpu.shared": 5})])

@@ -24,6 +24,7 @@ SHARING_STRATEGIES: Final = ("time-slicing", "mps")
 GKE_SHARING_LABEL: Final = "cloud.google.com/gke-gpu-sharing-strategy"
 GKE_CLIENTS_LABEL: Final = "cloud.google.com/gke-max-shared-clients-per-gpu"
 _GKE_STRATEGIES: Final = {"time-sharing": "time-slicing", "mps": "mps"}
+GPU_COUNT_LABEL: Final = "nvidia.com/gpu.count"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +38,12 @@ class Sharing:
 NOT_SHARED: Final = Sharing("none", 1)
 
 
-def sharing_of(labels: Mapping[str, str], product: str, resource: str) -> Sharing:
+def sharing_of(labels: Mapping[str, str], product: str, resource: str, advertised: int = 0) -> Sharing:
     """How the node with these labels and product shares `resource` (`nvidia.com/gpu`,
-    `nvidia.com/mig-1g.10gb`, or either renamed `.shared`)."""
+    `nvidia.com/mig-1g.10gb`, or either renamed `.shared`). `advertised`: how many of it the node
+    has; nvidia.com/gpu beyond GFD's `nvidia.com/gpu.count`, with no label saying why, is split by a
+    device plugin that labels nothing (HAMi's advertises each GPU `deviceSplitCount` times, 10 by
+    default): counted as GPUs, a 4-GPU node was 40 GPU-equivalents and cost ten times its price."""
     base = resource.removesuffix(SHARED_SUFFIX)
     if base == GPU and labels.get(GKE_SHARING_LABEL):
         strategy = _GKE_STRATEGIES.get(str(labels[GKE_SHARING_LABEL]), "shared")
@@ -53,6 +57,9 @@ def sharing_of(labels: Mapping[str, str], product: str, resource: str) -> Sharin
     )
     if strategy in SHARING_STRATEGIES or replicas > 1 or marked:
         return Sharing(strategy if strategy in SHARING_STRATEGIES else "shared", max(1, replicas))
+    gpus = _int(labels.get(GPU_COUNT_LABEL))
+    if resource == GPU and 0 < gpus < advertised:
+        return Sharing("shared", advertised // gpus)
     return NOT_SHARED
 
 

@@ -8,9 +8,7 @@ from webhook.core.matching import policy_for
 from webhook.core.model import Catalog, GpuNode
 from webhook.core.profiles import GPU, SHARED_SUFFIX, canonical_profile, gpu_share, profile_from_resource
 from webhook.inventory.nodes import node_model
-from webhook.inventory.sharing import sharing_of
-
-GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+from webhook.inventory.sharing import GPU_COUNT_LABEL, sharing_of
 
 
 def merged_prices(catalog: Catalog) -> dict[str, float]:
@@ -62,4 +60,5 @@ def mixed_scale(node: GpuNode) -> float:
 
 def _physical(node: GpuNode, resource: str) -> float:
     """The physical devices behind a resource: what the node has of it over its sharing replicas."""
-    return node.has(resource) / sharing_of(node.labels, node.product, resource).replicas
+    has = node.has(resource)
+    return has / sharing_of(node.labels, node.product, resource, has).replicas

@@ -59,7 +59,7 @@ def device_kinds(node: GpuNode) -> list[DeviceKind]:
 
 
 def sharing_of(node: GpuNode, resource: str) -> Sharing:
-    return sharing_of_labels(node.labels, node.product, resource)
+    return sharing_of_labels(node.labels, node.product, resource, node.has(resource))
 
 
 def _kinds(node: GpuNode) -> Iterator[tuple[str, str, float]]:

@@ -41,6 +41,9 @@ KNOWN_OTHER_PREFIXES: Final = (
     "volcano.sh/vgpu-",
     "volcano.sh/gpu-",
 )
+GPU_COUNTING_NAMES: Final = frozenset({"volcano.sh/vgpu-number", "volcano.sh/gpu-number"})
+"""Volcano's device plugins' counts of GPUs: vGPUs, each of a container on its own GPU (as HAMi's
+nvidia.com/gpu are), and whole GPUs. Their memory and core names are no count of GPUs."""
 DEVICE_CLASS_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
 """Every DRA DeviceClass can be asked for as this prefix and its name (DRAExtendedResource)."""
 SHARING_PREFIXES: Final = ("nvidia.com/gpumem", "nvidia.com/gpucores", "aliyun.com/gpu")

@@ -5,20 +5,22 @@ from __future__ import annotations
 from webhook.core.env import Env
 from webhook.core.model import Finding
 from webhook.core.podview import AccelRequest, PodView
-from webhook.core.resources import Kind
+from webhook.core.resources import GPU_COUNTING_NAMES, Kind
 
 
 def pod_gpus(view: PodView, dra_gpus: frozenset[str] = frozenset()) -> int:
     """GPUs and MIG slices the pod holds at once, counted the way the scheduler counts; with the
     names DRA serves from NVIDIA GPU DeviceClasses (`deviceclass.resource.kubernetes.io/gpu.nvidia.com`),
     and time-sliced replicas renamed `*.shared`: where time-slicing keeps the name they are
-    `nvidia.com/gpu`, counted so, and the device plugin spreads a pod's replicas over the GPUs."""
+    `nvidia.com/gpu`, counted so, and the device plugin spreads a pod's replicas over the GPUs; and
+    Volcano's GPU counts (GPU_COUNTING_NAMES)."""
     resources = {a.resource for c in view.containers for a in c.accel if _counted(a, dra_gpus)}
     return sum(view.effective(r) for r in resources)
 
 
 def _counted(accel: AccelRequest, dra_gpus: frozenset[str]) -> bool:
-    return accel.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) or accel.resource in dra_gpus
+    counted = accel.kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED) or accel.resource in dra_gpus
+    return counted or accel.resource in GPU_COUNTING_NAMES
 
 
 def largest_request_path(view: PodView, dra_gpus: frozenset[str] = frozenset()) -> str:

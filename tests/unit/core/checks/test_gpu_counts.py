@@ -94,3 +94,15 @@ def test_time_sliced_replicas_count_like_gpus(unit_catalog: Catalog) -> None:
     assert run(gpu_counts.check, unit_catalog, pod, namespace="lab-1") == [
         ("ExceedsPolicyMaxGpus", limit("a", "nvidia.com/gpu.shared"))
     ]
+
+
+def test_volcano_gpu_counts_count_like_gpus(unit_catalog: Catalog) -> None:
+    """Volcano's vGPUs (each of a container on its own GPU) and GPUs count as HAMi's
+    nvidia.com/gpu do: 8 of them are no way around a maximum of 2; their memory is no count."""
+    vgpus = {"volcano.sh/vgpu-number": 8, "volcano.sh/vgpu-memory": 1024}
+    pod = make_pod().container("a", limits=vgpus).container("b", limits={"volcano.sh/gpu-number": 1}).build()
+    assert run(gpu_counts.check, unit_catalog, pod, namespace="lab-1") == [
+        ("ExceedsPolicyMaxGpus", limit("a", "volcano.sh/vgpu-number"))
+    ]
+    memory = make_pod().container("a", limits={"volcano.sh/gpu-memory": 4096}).build()
+    assert run(gpu_counts.check, unit_catalog, memory, namespace="lab-1") == []

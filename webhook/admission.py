@@ -6,7 +6,8 @@ core; `mutation_response` / `validation_response` build the AdmissionReview the 
 expects, following /work/shared/reference/admission/PROTOCOL.md: the same apiVersion, kind and
 uid; `patchType` only with a non-empty base64 JSONPatch and never from validation; a denial
 with status code 403 listing the violations in at most 16 KiB; warnings kept under the API
-server's 4096-rune budget; audit annotations without the webhook prefix (the API server adds it).
+server's 4096-rune budget; audit annotations without the webhook prefix (the API server adds it),
+and /mutate's also as `redecided-` keys on an object an earlier decision marked (see `redecided`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ import pybase64
 from webhook import jsoncodec
 from webhook.core.clone import JSON_SCALARS
 from webhook.core.decide import MAX_WARNING, decide
-from webhook.core.model import Catalog, Context, Decision, Inventory, Violation
+from webhook.core.model import (
+    APPLIED_TEMPLATE_ANNOTATION,
+    PROFILE_ANNOTATION,
+    Catalog,
+    Context,
+    Decision,
+    Inventory,
+    Violation,
+)
 from webhook.core.reasons import UNCHECKED_NOTES
 from webhook.core.rewritten import without_rewrite_record
 from webhook.core.workloads import (
@@ -30,6 +39,7 @@ from webhook.core.workloads import (
     api_group,
     decide_workload,
     home_group,
+    pod_sites,
 )
 from webhook.core.workloads import is_supported as is_supported_group_kind
 
@@ -40,6 +50,10 @@ MAX_DEPTH: Final = 100
 """Deeper objects are refused: no Kubernetes object nests anywhere near this."""
 WARNINGS_BUDGET: Final = 4096 - 96
 """The API server cuts every warning to 256 runes once all of them pass 4096 runes."""
+REDECIDED: Final = "redecided-"
+"""Prefix of the audit annotation keys that also carry /mutate's decision on an object that
+carries an earlier decision's marks (see `redecided`)."""
+EARLIER_DECISION_MARKS: Final = (PROFILE_ANNOTATION, APPLIED_TEMPLATE_ANNOTATION)
 MAX_LINE: Final = 400
 """A denial lists a violation on each line; a line longer than this is cut."""
 DENIAL_BUDGET: Final = 16 * 1024
@@ -321,7 +335,10 @@ def mutation_response(review: Review, decision: Decision) -> dict[str, Any]:
     with an error that no failurePolicy softens)."""
     patchable = decision.allowed and review.operation in ("CREATE", "UPDATE") and bool(review.obj)
     patch = decision.patch if patchable else ()
-    return _response(review, decision, decision.warnings, patch, decision.violations)
+    answer = _response(review, decision, decision.warnings, patch, decision.violations)
+    if carries_earlier_decision(review):
+        answer["response"]["auditAnnotations"] = redecided(answer["response"]["auditAnnotations"])
+    return answer
 
 
 def validation_response(review: Review, decision: Decision) -> dict[str, Any]:
@@ -467,6 +484,36 @@ def audit_annotations(decision: Decision, violations: Iterable[Violation]) -> di
     if codes:
         annotations["codes"] = codes
     return annotations
+
+
+def redecided(annotations: dict[str, str]) -> dict[str, str]:
+    """/mutate's audit annotations on an object that carries an earlier decision's marks: each
+    also under `redecided-<key>`. The API server keeps the first value a key gets in one
+    request and refuses any other (admission.attributesRecord.AddAnnotation), and it calls /mutate
+    again after a later webhook changed the pod (reinvocationPolicy: IfNeeded): when that pass
+    decides otherwise (a new image whose template forbids MIG: the slice goes, the pod is whole
+    again), the plain keys keep claiming the first pass's template and `RewrittenToMig`. Every
+    first pass that applies a template leaves a mark, so the second pass's `redecided-` keys,
+    which that first pass never sets, record the decision the pod ended up with. (A first pass
+    that matched no template leaves none: a second pass that then decides otherwise is refused
+    its plain keys, and /validate's `template` is the last word.)"""
+    return {**annotations, **{REDECIDED + key: value for key, value in annotations.items()}}
+
+
+def carries_earlier_decision(review: Review) -> bool:
+    """Whether the pod, or a pod template of the workload, carries what only this webhook writes
+    when it changes one: a rewrite's record (webhook/core/rewritten.py) or the applied template."""
+    if review.group_kind == ("", "Pod"):
+        pods = [review.obj]
+    else:
+        pods = [site.pod for site in pod_sites(review.obj, review.group_kind)]
+    return any(_marked(pod) for pod in pods)
+
+
+def _marked(pod: dict[str, Any]) -> bool:
+    metadata = pod.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return isinstance(annotations, dict) and any(key in annotations for key in EARLIER_DECISION_MARKS)
 
 
 def _unique(texts: list[str]) -> list[str]:

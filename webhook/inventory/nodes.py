@@ -489,14 +489,21 @@ def _offer_across(parts: tuple[SliceOffer, ...], nodes: tuple[GpuNode, ...]) -> 
 def _plain_before_variants(keyed: list[tuple[tuple[str, str, str], SliceOffer]]) -> tuple[SliceOffer, ...]:
     """A variant (`+me`, `+gfx`, `+me.all`, `-me`) moved right after the plain profile of the same
     size and GPU model when both are offered: a media or graphics extension is for pods that need
-    it, and a variant can have a little less memory (its GFD `.memory` label), which would put it first."""
+    it, and a variant can have a little less memory (its GFD `.memory` label), which would put it first.
+    Among the variants of a size, `-me` (no media engine: nothing another pod could need) comes
+    before the extensions, where the plain profile is offered or not: `1g.24gb+me.all` sorts before
+    `1g.24gb-me` by name, and took the one slice per GPU with the media engines."""
     position = {key: index for index, (key, _) in enumerate(keyed)}
+    first: dict[tuple[str, str, str], int] = {}
+    for index, ((strategy, profile, model_key), _) in enumerate(keyed):
+        first.setdefault((strategy, plain_profile(profile), model_key), index)
 
     def rank(index: int) -> tuple[int, int, int]:
         strategy, profile, model_key = keyed[index][0]
-        plain = plain_profile(profile)
-        sibling = position.get((strategy, plain, model_key)) if plain != profile else None
-        return (index, 0, index) if sibling is None else (sibling, 1, index)
+        family = (strategy, plain_profile(profile), model_key)
+        if family[1] == profile:
+            return (index, 0, index)
+        return (position.get(family, first[family]), 2 if "+" in profile else 1, index)
 
     return tuple(keyed[index][1] for index in sorted(range(len(keyed)), key=rank))
 

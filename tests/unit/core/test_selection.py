@@ -327,6 +327,30 @@ def test_a_variant_alone_is_still_offered(unit_catalog: Catalog) -> None:
     assert plan(unit_catalog, tei(), inventory)[0] == "1g.24gb+gfx"
 
 
+@pytest.mark.parametrize(
+    "slices",
+    [
+        {"1g.24gb+me.all": (1, None), "1g.24gb-me": (3, None)},
+        {"1g.24gb+me": (1, None), "1g.24gb+gfx": (2, None), "1g.24gb-me": (1, None)},
+        {"1g.24gb+me.all": (1, 23000), "1g.24gb-me": (3, 23500)},
+    ],
+    ids=["me-all", "me-and-gfx", "gfd-memory"],
+)
+def test_without_a_plain_slice_the_one_without_media_engines_comes_before_the_extended(
+    unit_catalog: Catalog, slices: dict[str, tuple[int, int | None]]
+) -> None:
+    """A GPU cut into one all-media-engines slice and three without: a pod that needs no media
+    engines took the one slice a video pod can use."""
+    inventory = make_inventory(mixed_node("rtx", RTX, slices))
+    assert plan(unit_catalog, tei(), inventory)[0] == "1g.24gb-me"
+
+
+def test_the_slice_without_media_engines_is_next_when_no_plain_slice_is_free(unit_catalog: Catalog) -> None:
+    node = mixed_node("rtx", RTX, {"1g.24gb": (2, None), "1g.24gb+me": (1, None), "1g.24gb-me": (1, None)})
+    full = build_inventory([node], [_bound("rtx", "nvidia.com/mig-1g.24gb", 2)])
+    assert plan(unit_catalog, tei(), full)[0] == "1g.24gb-me"
+
+
 def test_on_gke_a_slice_is_right_sized_among_the_partition_sizes_gke_makes(unit_catalog: Catalog) -> None:
     """A 15Gi need on GKE A100 80GB pools of 1g.10gb and 2g.20gb: 2g.20gb is the smallest fit GKE
     can partition (its list has no 1g.20gb for the A100), so `whenNoSliceFits: whole` keeps no

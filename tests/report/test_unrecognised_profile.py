@@ -57,8 +57,10 @@ def test_an_unknown_profile_keeps_its_devices_and_pods_with_a_note(profile: str)
     assert f"'{profile}'" in rows[0]["notes"]
 
 
-def test_a_sanitised_variant_is_the_models_profile() -> None:
-    node = single_node("rtx", RTX, "1g.24gbgfx", 8)
+@pytest.mark.parametrize("written", ["1g.24gbgfx", "1g.24gb.gfx"])
+def test_a_sanitised_variant_is_the_models_profile(written: str) -> None:
+    """`1g.24gb.gfx`: the device plugin names a MIG device by its profile spelled as its resource."""
+    node = single_node("rtx", RTX, written, 8)
     report = _report([node], [_pod("holder", "rtx", 3)])
     (data,) = report.to_dict()["nodes"]
     (device,) = data["devices"]

@@ -57,23 +57,30 @@ def is_profile_syntax(profile: str) -> bool:
 
 
 def labelled_profile(written: str, model: ModelInfo | None) -> str:
-    """The profile a single-strategy product label's `-MIG-<profile>` names. GPU Feature Discovery
-    sanitises each part of that label, dropping what a label value cannot hold (MIG.md §2.2,
-    `[^A-Za-z0-9-_. ]`), so `1g.24gb+gfx` is written `1g.24gbgfx` and `1g.10gb+me` `1g.10gbme`:
-    the model's profile so written, else any reference model's (a model not known yet, as when
-    it is being found by this very profile); a profile as written stays as written."""
-    if is_profile_syntax(written):
-        return written
+    """The profile a single-strategy product label's `-MIG-<profile>` names. A label value cannot
+    hold `+`: the device plugin names a MIG device by its profile with `+` written as `.`, as its
+    resource (`1g.24gb.gfx`; NVIDIA/k8s-device-plugin nvml-mig-device.go), and GPU Feature
+    Discovery's sanitising drops what is left (MIG.md §2.2, `[^A-Za-z0-9-_. ]`: `1g.24gbgfx`).
+    The model's profile so written, else any reference model's (a model not known yet, as when
+    it is being found by this very profile); any other profile stays as written."""
     names = model.profiles if model is not None else ()
-    found = next((name for name in names if name.replace("+", "") == written), None)
+    found = next((name for name in names if written in _label_spellings(name)), None)
     return found or _unsanitised().get(written, written)
+
+
+def _label_spellings(name: str) -> tuple[str, str]:
+    return name.replace("+", "."), name.replace("+", "")
 
 
 @lru_cache(maxsize=1)
 def _unsanitised() -> dict[str, str]:
-    """Every reference profile with a `+`, by its spelling without it (`1g.24gbgfx`)."""
+    """Every reference profile with a `+`, by its spellings without it (`1g.24gb.gfx`, `1g.24gbgfx`)."""
     return {
-        str(name).replace("+", ""): str(name) for model in MODELS for name in model["profiles"] if "+" in name
+        spelled: str(name)
+        for model in MODELS
+        for name in model["profiles"]
+        if "+" in name
+        for spelled in _label_spellings(str(name))
     }
 
 

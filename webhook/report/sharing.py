@@ -88,13 +88,11 @@ def _present(node: GpuNode, resource: str) -> bool:
 
 def single_profile(node: GpuNode) -> str:
     """`1g.10gb` of a single-strategy `<model>-MIG-1g.10gb` or `<model>-MIG-1g.10gb-SHARED`; a
-    profile GPU Feature Discovery wrote without its `+` (it drops the characters a label value
-    cannot hold: `1g.24gbgfx`) by the model's own name (`1g.24gb+gfx`); else the suffix as written."""
+    profile written without its `+` (a label value cannot hold it: `1g.24gb.gfx`, `1g.24gbgfx`) by
+    the model's own name (`1g.24gb+gfx`); else the suffix as written."""
     product = node.product
     written = product.split("-MIG-", 1)[1].removesuffix(SHARED_PRODUCT_SUFFIX) if "-MIG-" in product else ""
-    if not written or is_profile_syntax(written):
-        return written
-    return labelled_profile(written, node_model(node))  # as the inventory reads it
+    return labelled_profile(written, node_model(node)) if written else ""  # as the inventory reads it
 
 
 def unrecognised_profile(node: GpuNode) -> str | None:

@@ -21,7 +21,7 @@ from tests.builders import (
     template_doc,
     whole_node,
 )
-from tests.unit.core.conftest import SERVING
+from tests.unit.core.conftest import SERVING, SMALL
 from webhook.core.decide import decide
 from webhook.core.model import MEMORY_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
 from webhook.inventory.nodes import build_inventory
@@ -464,3 +464,24 @@ def test_a_gke_a100_40gb_3g20gb_partition_holds_what_nvidia_smi_shows_it_has(uni
         gke_node("gke-7g", "nvidia-tesla-a100", "7g.40gb", 8),
     )
     assert plan(unit_catalog, vllm("19Gi"), gke) == ("3g.20gb", "gke", True, [])
+
+
+# --- a single-strategy product the device plugin spells with `.` for `+` ----------------------
+# Its MIG device's name, which GFD appends after `-MIG-`, is the profile with `+` written as `.`
+# (NVIDIA/k8s-device-plugin internal/resource/nvml-mig-device.go GetName): `-MIG-1g.24gb.gfx`.
+
+
+def test_a_variant_spelled_as_its_resource_is_that_variant_where_the_policy_allows_it() -> None:
+    """Read as a profile `1g.24gb.me.all`, which allowedProfiles cannot name (lint refuses it), the
+    slice was never allowed: a policy allowing 1g.24gb+me.all kept every pod whole."""
+    allowed = make_catalog(SMALL, policy_doc("media", ["*"], mig={"allowedProfiles": ["1g.24gb+me.all"]}))
+    inventory = make_inventory(single_node("rtx-media", RTX, "1g.24gb.me.all", 8))
+    assert plan(allowed, tei(), inventory)[:3] == ("1g.24gb+me.all", "single", True)
+
+
+def test_a_variant_spelled_as_its_resource_still_comes_after_the_plain_profile(unit_catalog: Catalog) -> None:
+    """Read as a plain profile, the variant with a little less memory (its gpu.memory label) came first."""
+    inventory = make_inventory(
+        single_node("rtx-gfx", RTX, "1g.24gb.gfx", 4, 23500), single_node("rtx", RTX, "1g.24gb", 4, 24000)
+    )
+    assert plan(unit_catalog, tei(), inventory)[0] == "1g.24gb"

@@ -10,6 +10,7 @@ from jsonschema import Draft202012Validator
 from tests.conftest import ROOT
 from webhook.authoring.reference import MISSING_EXAMPLE, fields, load_schemas, render_reference
 from webhook.catalog import lint_paths
+from webhook.core.resources import GPU_COUNTING_NAMES
 
 
 def test_checked_in_reference_matches_the_schemas() -> None:
@@ -122,3 +123,14 @@ def test_the_compute_share_bounds_are_typed_as_the_load_reads_them(tmp_path: Pat
         "spec.accelerator.podOverrides.computeShare.min",
         "spec.accelerator.podOverrides.computeShare.max",
     }
+
+
+def test_max_gpus_per_pod_names_every_count_of_gpus_it_bounds() -> None:
+    """`maxGpusPerPod` counts Volcano's `volcano.sh/vgpu-number` and `volcano.sh/gpu-number` as
+    GPUs (test_volcano_gpu_counts_count_like_gpus), but the reference named only
+    time-slicing's `*.shared` among the names it counts beside GPUs and slices: an author reading
+    it took a Volcano count for a way around the maximum, or for unbounded."""
+    described = _described("policy")["spec.maxGpusPerPod"]
+    for name in sorted(GPU_COUNTING_NAMES):
+        assert name in described, name
+    assert "*.shared" in described

@@ -10,6 +10,7 @@ from jsonschema import Draft202012Validator
 from tests.conftest import ROOT
 from webhook.authoring.reference import MISSING_EXAMPLE, fields, load_schemas, render_reference
 from webhook.catalog import lint_paths
+from webhook.core.podview import GROUP_SIZE_ANNOTATIONS, GROUP_SIZE_VARS, TF_CONFIG_VAR
 from webhook.core.resources import GPU_COUNTING_NAMES
 
 
@@ -134,3 +135,18 @@ def test_max_gpus_per_pod_names_every_count_of_gpus_it_bounds() -> None:
     for name in sorted(GPU_COUNTING_NAMES):
         assert name in described, name
     assert "*.shared" in described
+
+
+def test_authoring_names_every_sign_of_a_rank_that_keeps_whole_gpus() -> None:
+    """authoring.md lists what makes a pod a rank of a multi-pod group, which keeps its whole GPU
+    (KeptWholeGpu), but left out JobSet's ranks (`jobset.sigs.k8s.io/replicatedjob-replicas`
+    above 1, README "How a slice is chosen"): an author reading it expected a JAX JobSet's
+    ranks cut to slices. Each group annotation is named by its project, each variable by name."""
+    text = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
+    section = text.split("## How a slice is chosen")[1].split("1. **The need per device**")[0]
+    flat = " ".join(section.split()).lower()
+    for annotation in GROUP_SIZE_ANNOTATIONS:
+        project = annotation.split(".", 1)[0]
+        assert project in flat, annotation
+    for variable in (*sorted(GROUP_SIZE_VARS), TF_CONFIG_VAR):
+        assert f"`{variable.lower()}`" in flat, variable

@@ -4,7 +4,8 @@ The reloading source polls every N seconds in each gunicorn worker. A poll reads
 files; only a changed digest pays for a load. Figures for the shipped catalog and a synthetic one
 of --templates templates laid out as a mounted ConfigMap (`..data` symlink): each with its own
 priority, and all at one priority kept apart by their own namespaces (one team's each), which the
-load's tie check must compare pair by pair. Also the cost of `current()` on the request path,
+load's tie check compared pair by pair before its index (webhook/catalog/tie_index.py) named the
+pairs that could tie. Also the cost of `current()` on the request path,
 against a plain attribute read.
 
     python benchmarks/bench_catalog_reload.py [--templates 200] [--rounds 50]

@@ -155,3 +155,13 @@ def test_a_whole_suite_file_problem_is_quoted_as_test_prints_it(
     (tmp_path / "e.yaml").touch()
     assert main(["test", str(tmp_path)]) == 2
     assert f"{tmp_path / 'e.yaml'}: (document): no TemplateTestSuite document" in capsys.readouterr().out
+
+
+def test_the_reload_figures_say_the_tie_check_compares_only_the_pairs_that_could_tie() -> None:
+    """Live reload's figures said the load's tie check compares 200 templates of one priority pair
+    by pair, the reason one priority loaded slower; since its index (webhook/catalog/tie_index.py)
+    it compares only the pairs that could tie: a reader sizing a catalog of teams kept apart by
+    namespace was told the load grows with every pair of them."""
+    reload = README.split("## Live reload of templates and policies")[1].split("\n## ")[0]
+    assert "compares pair by pair" not in reload
+    assert "tests/unit/catalog/test_tie_index.py" in reload

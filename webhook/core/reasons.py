@@ -74,7 +74,7 @@ _TABLE: Final = (
     Reason("InjectedResources", "info", "CPU/memory requests or limits were filled from the template."),
     Reason("ExceedsNodeResources", "warn", "The pod's CPU and memory, with the template's fills, are more than any GPU node it may run on has together; it would stay Pending."),
     Reason("InjectionExceedsNodes", "warn", "The template's CPU or memory for this pod is more than any GPU node it may run on has; that resource was not filled in."),
-    Reason("InjectionWithinLimitRange", "warn", "The template's CPU or memory for this container would break the namespace's LimitRange (max, min, ratio); a value within it was filled in."),
+    Reason("InjectionWithinLimitRange", "warn", "The template's CPU or memory for this container would break the namespace's LimitRange (max, min, ratio); a value within it, or none, was filled in."),
     Reason("InjectedSharedMemory", "info", "A memory-backed /dev/shm volume was added."),
     Reason("InjectedMetadata", "info", "Labels or annotations were set from the template, and the name of the template applied."),
     Reason("InjectedScheduling", "info", "priorityClassName or runtimeClassName was set from the template."),

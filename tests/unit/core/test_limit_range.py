@@ -19,6 +19,7 @@ from tests.builders import (
 )
 from webhook.core.decide import decide
 from webhook.core.model import Catalog, Inventory, Pod
+from webhook.core.reasons import REASONS
 from webhook.core.workloads import decide_object
 from webhook.inventory.nodes import build_inventory
 
@@ -343,3 +344,20 @@ def test_an_unnamed_limit_range_is_not_shown_as_an_empty_name() -> None:
     messages = [v.message for v in (*kept.violations, *within.violations) if "LimitRange" in v.message]
     assert len(messages) == 2
     assert all("(unnamed)" in m and "LimitRange ," not in m and "LimitRanges ," not in m for m in messages)
+
+
+def test_the_code_of_a_fill_left_out_does_not_say_a_value_was_filled() -> None:
+    """Where no value within the Pod item would do, the fill is left out and
+    InjectionWithinLimitRange says so (`cpu left out`), but the reason table, and README's copy,
+    said a value within the LimitRange was filled in: a user looking for the container's filled
+    CPU limit found none and no word of it in the summary."""
+    inv = inventory(limit_range({"type": "Pod", "maxLimitRequestRatio": {"cpu": "1"}}))
+    pod = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3", requests={"cpu": "500m"})
+        .container("proxy", image="envoyproxy/envoy:v1.31", requests={"cpu": "250m"}, limits={"cpu": "500m"})
+        .build()
+    )
+    mutated, found = run(catalog({"memory": "2Gi"}, {"cpu": "500m"}), inv, pod)
+    assert CLAMPED in found and "cpu" not in resources(mutated)["limits"]
+    assert "or none" in REASONS[CLAMPED[0]].summary

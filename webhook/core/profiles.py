@@ -104,6 +104,22 @@ def canonical_profile(spelled: str, model: ModelInfo | None) -> str:
     return spelled
 
 
+def policy_spelling(spelled: str) -> str:
+    """A resource spelling (`1g.24gb.gfx`) as a policy's allowedProfiles and nvidia-smi write the
+    profile (`1g.24gb+gfx`), for any reference model; any other spelling as it is."""
+    return _by_resource_spelling().get(spelled, spelled)
+
+
+@lru_cache(maxsize=1)
+def _by_resource_spelling() -> dict[str, str]:
+    return {
+        str(name).replace("+", "."): str(name)
+        for model in MODELS
+        for name in model["profiles"]
+        if "+" in name
+    }
+
+
 def profile_from_resource(resource: str) -> str | None:
     """The profile a mixed-strategy resource name stands for, in its resource spelling."""
     if not resource.startswith(MIG_PREFIX):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from webhook.core.checks.largest_node import reaches_pending_node
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer
-from webhook.core.profiles import profile_from_resource
+from webhook.core.profiles import policy_spelling, profile_from_resource
 from webhook.core.resources import Kind, mig_profile_known
 
 
@@ -39,7 +39,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
     allowed = env.policy.allowed_profiles
     if allowed is not None and not allows(allowed, profile):
         message = (
-            f"container {container}: slice {profile} is not allowed in this namespace; "
+            f"container {container}: slice {policy_spelling(profile)} is not allowed in this namespace; "
             f"allowed: {', '.join(sorted(allowed)) or 'none'}"
         )
         findings.append(Finding("MigProfileNotAllowed", path, message))

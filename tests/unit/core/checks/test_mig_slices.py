@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.builders import make_env, make_pod
+from tests.builders import make_catalog, make_env, make_pod, policy_doc
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import mig_slices
 from webhook.core.model import Catalog, Inventory
@@ -79,3 +79,14 @@ def test_a_slice_single_strategy_nodes_offer_says_how_to_ask_for_it(
     findings = mig_slices.check(make_env(pod, unit_catalog, single, "default"))
     assert [(f.code, f.path) for f in findings] == [("MigProfileUnavailable", path("nvidia.com/mig-1g.10gb"))]
     assert "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-MIG-1g.10gb" in findings[0].message
+
+
+def test_a_variant_not_allowed_is_named_as_a_policy_writes_it() -> None:
+    """A policy can only list `1g.24gb+gfx` (lint refuses the resource spelling `1g.24gb.gfx`), so
+    the denial of `nvidia.com/mig-1g.24gb.gfx` names the profile so: the name to add."""
+    catalog = make_catalog(policy_doc("plain", mig={"allowedProfiles": ["1g.24gb"]}))
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.24gb.gfx": 1}).build()
+    findings = mig_slices.check(make_env(pod, catalog))
+    resource = "nvidia.com/mig-1g.24gb.gfx"
+    assert [(f.code, f.path) for f in findings] == [("MigProfileNotAllowed", path(resource))]
+    assert "slice 1g.24gb+gfx " in findings[0].message

@@ -123,6 +123,10 @@ def _unknown_profile(profile: str) -> str:
     spelled = [name for name in KNOWN_PROFILES if name.replace("+", ".") == profile]
     if spelled:
         return f"{message}: {profile} is how a resource name spells profile {spelled[0]}; write {spelled[0]}"
+    labelled = [name for name in KNOWN_PROFILES if name.replace("+", "") == profile]
+    if labelled:  # the schema lets `1g.24gbgfx` through for this hint
+        meant = labelled[0]
+        return f"{message}: {profile} is how a product label spells profile {meant}; write {meant}"
     plain = plain_profile(profile)
     closest = _closest_profile(profile)
     near_variant = closest is not None and plain_profile(closest) == plain

@@ -126,6 +126,19 @@ def test_an_unknown_allowed_profile_names_the_closest_known_one() -> None:
     assert "1g.10gb+me" in messages["spec.mig.allowedProfiles[1]"]
 
 
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [("1g.24gbgfx", "1g.24gb+gfx"), ("1g.24gbme.all", "1g.24gb+me.all"), ("1g.24gb.gfx", "1g.24gb+gfx")],
+)
+def test_a_variant_written_as_a_label_spells_it_names_the_profile(written: str, meant: str) -> None:
+    """A product label cannot hold `+` (`-MIG-1g.24gbgfx`): copied from one, the entry got only the
+    schema's pattern, not the profile to write."""
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": ["1g.24gb", written]}))
+    assert [p.path for p in caught.value.problems] == ["spec.mig.allowedProfiles[1]"]
+    assert caught.value.problems[0].message.endswith(f"write {meant}")
+
+
 def test_a_variant_no_gpu_has_of_a_known_size_names_the_plain_profile() -> None:
     with pytest.raises(CatalogError) as caught:
         make_catalog(policy_doc("p", ["*"], mig={"allowedProfiles": ["3g.40gb+me"]}))

@@ -13,6 +13,8 @@ from webhook.core.profiles import (
     SHARED_SUFFIX,
     is_known_profile_spelling,
     is_profile_syntax,
+    labelled_profile,
+    resource_for_profile,
 )
 
 
@@ -148,7 +150,17 @@ def suggestion(
             f"{GPU}: no node advertises nvidia.com/mig-* names; the MIG nodes (single strategy or "
             "GKE) offer their slices as nvidia.com/gpu, on nodes labelled with the profile"
         )
-    return "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"
+    example = "a MIG resource such as nvidia.com/mig-1g.10gb (the profile the node advertises)"
+    return _unlabelled(name) or example
+
+
+def _unlabelled(name: str) -> str | None:
+    """The resource of a variant written as a product label writes it, without its `+`
+    (`nvidia.com/mig-1g.24gbgfx`: profile 1g.24gb+gfx), or None."""
+    profile = labelled_profile(name.removeprefix(MIG_PREFIX), None) if name.startswith(MIG_PREFIX) else ""
+    if "+" not in profile:
+        return None
+    return f"{resource_for_profile(profile)}: the resource of profile {profile}, '+' written as '.'"
 
 
 def suggestion_cost(name: str, offered: Sequence[str], offered_chars: int) -> int:

@@ -161,6 +161,26 @@ def test_a_profile_name_with_plus_is_not_its_resource_name(
         assert resource in findings[0].message
 
 
+@pytest.mark.parametrize(
+    ("name", "resource"),
+    [
+        ("nvidia.com/mig-1g.24gbgfx", "nvidia.com/mig-1g.24gb.gfx"),
+        ("nvidia.com/mig-1g.24gbme.all", "nvidia.com/mig-1g.24gb.me.all"),
+        ("nvidia.com/mig-1g.10gbme", "nvidia.com/mig-1g.10gb.me"),
+    ],
+)
+def test_a_variant_without_its_plus_is_pointed_at_its_resource_name(
+    unit_catalog: Catalog, name: str, resource: str
+) -> None:
+    """As a product label writes it (`-MIG-1g.24gbgfx`): with no MIG name to measure against (no
+    inventory), the finding named nvidia.com/mig-1g.10gb as an example, not the variant meant."""
+    pod = make_pod().container("c", limits={name: 1}).build()
+    findings = resource_names.check(make_env(pod, unit_catalog))
+    path = f'spec.containers[name=c].resources.limits["{name}"]'
+    assert [(f.code, f.path) for f in findings] == [("UnknownAcceleratorResource", path)]
+    assert f"use {resource}" in findings[0].message
+
+
 def test_a_profile_name_with_plus_is_not_checked_as_a_slice(unit_catalog: Catalog, mixed: Inventory) -> None:
     """Only the resource-name finding: no MigProfileUnavailable for a name no node could advertise."""
     pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb+me": 1}).build()

@@ -127,10 +127,11 @@ def suggestion(
     has (nvidia.com/mig-* names nodes advertise, or DeviceClasses); `slices_as_gpu`: other nodes
     offer slices as nvidia.com/gpu (single strategy, GKE); `measure`: False names the first of
     `offered` as an example instead of measuring which is closest (see `suggestion_cost`)."""
-    if name.startswith(MIG_PREFIX) and "+" in name:
+    resource = _profile_resource(name, offered)
+    if resource is not None:
         profile = name[len(MIG_PREFIX) :]
         return (
-            f"{name.replace('+', '.')}: the device plugin (mixed strategy) advertises profile {profile} "
+            f"{resource}: the device plugin (mixed strategy) advertises profile {profile} "
             "with its '+' written as '.', and a resource name cannot contain '+'"
         )
     lower = name.lower()
@@ -154,11 +155,23 @@ def suggestion(
     return _unlabelled(name) or example
 
 
+def _profile_resource(name: str, offered: Sequence[str]) -> str | None:
+    """The resource of a profile's name written in a resource (`nvidia.com/mig-1g.10gb+me`: '+'
+    written as '.'), where some GPU has that profile or the cluster serves the name; None for
+    any other name (`nvidia.com/mig-3g.40gb+me`: its dotted name is no profile either)."""
+    if not name.startswith(MIG_PREFIX) or "+" not in name:
+        return None
+    resource = name.replace("+", ".")
+    spelled = resource[len(MIG_PREFIX) :].removesuffix(SHARED_SUFFIX)
+    return resource if resource in offered or is_known_profile_spelling(spelled) else None
+
+
 def _unlabelled(name: str) -> str | None:
     """The resource of a variant written as a product label writes it, without its `+`
     (`nvidia.com/mig-1g.24gbgfx`: profile 1g.24gb+gfx), or None."""
-    profile = labelled_profile(name.removeprefix(MIG_PREFIX), None) if name.startswith(MIG_PREFIX) else ""
-    if "+" not in profile:
+    spelled = name[len(MIG_PREFIX) :] if name.startswith(MIG_PREFIX) else ""
+    profile = labelled_profile(spelled, None)
+    if profile == spelled:
         return None
     return f"{resource_for_profile(profile)}: the resource of profile {profile}, '+' written as '.'"
 
@@ -168,7 +181,7 @@ def suggestion_cost(name: str, offered: Sequence[str], offered_chars: int) -> in
     the name's characters times `offered_chars` (those of all the names offered, each starting
     with its kind's prefix), the prefix left out where the name has it too (`edit_distance`
     leaves it out of its table)."""
-    if not offered or len(name) > MAX_RESOURCE_NAME or (name.startswith(MIG_PREFIX) and "+" in name):
+    if not offered or len(name) > MAX_RESOURCE_NAME or _profile_resource(name, offered) is not None:
         return 0
     lower = name.lower()
     if name.startswith(DEVICE_CLASS_PREFIX):

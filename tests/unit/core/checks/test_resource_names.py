@@ -181,6 +181,24 @@ def test_a_variant_without_its_plus_is_pointed_at_its_resource_name(
     assert f"use {resource}" in findings[0].message
 
 
+@pytest.mark.parametrize("name", ["nvidia.com/mig-3g.40gb+me", "nvidia.com/mig-1g.24gb+gfx.all"])
+def test_a_variant_no_gpu_has_is_not_pointed_at_its_dotted_name(
+    unit_catalog: Catalog, mixed: Inventory, name: str
+) -> None:
+    """No GPU has 3g.40gb+me: the finding said to use nvidia.com/mig-3g.40gb.me, which is
+    UnknownMigProfile in turn. It is pointed at a name the cluster serves, as another misspelling is."""
+    pod = make_pod().container("c", limits={name: 1}).build()
+    path = f'spec.containers[name=c].resources.limits["{name}"]'
+    dotted = name.replace("+", ".")
+    for inventory in (UNKNOWN_INVENTORY, mixed):
+        findings = resource_names.check(make_env(pod, unit_catalog, inventory))
+        assert [(f.code, f.path) for f in findings] == [("UnknownAcceleratorResource", path)]
+        assert dotted not in findings[0].message
+    served = make_pod().container("c", limits={dotted: 1}).build()
+    found = resource_names.check(make_env(served, unit_catalog, mixed))
+    assert [f.code for f in found] == ["UnknownMigProfile"]
+
+
 def test_a_profile_name_with_plus_is_not_checked_as_a_slice(unit_catalog: Catalog, mixed: Inventory) -> None:
     """Only the resource-name finding: no MigProfileUnavailable for a name no node could advertise."""
     pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb+me": 1}).build()

@@ -84,9 +84,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--policies", metavar="DIR", help="policies folder (default: policies)")
     nodes = parser.add_mutually_exclusive_group()
     nodes.add_argument("--inventory", metavar="FILE", help=f"node list YAML (default: {DEFAULT_INVENTORY})")
-    nodes.add_argument("--kubeconfig", metavar="FILE", help="watch the cluster's nodes instead of a file")
     nodes.add_argument(
-        "--in-cluster", action="store_true", help="watch the nodes with the pod's service account"
+        "--kubeconfig",
+        metavar="FILE",
+        help="watch the cluster (nodes, pods, quotas, LimitRanges, DeviceClasses) instead of a file",
+    )
+    nodes.add_argument(
+        "--in-cluster", action="store_true", help="watch the cluster with the pod's service account"
     )
     parser.add_argument(
         "--node-templates",

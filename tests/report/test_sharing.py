@@ -221,3 +221,13 @@ def test_every_format_tells_the_two_resources_apart() -> None:
     assert len(rows) == 2 and "as nvidia.com/gpu.shared" in rows[1] and "as nvidia" not in rows[0]
     devices = [r for r in csv.DictReader(io.StringIO(render(report, "csv"))) if r["section"] == "device"]
     assert [r["resource"] for r in devices] == ["nvidia.com/gpu", "nvidia.com/gpu.shared"]
+
+
+def test_a_count_label_past_any_count_is_no_count() -> None:
+    """`1e4000` made the node's 4 GPUs a 10^-4000th of one; `1e999999999` (a valid label value
+    too, here or in nvidia.com/gpu.count) made an int did not return, and the report hung."""
+    node = make_node(
+        "n", {"nvidia.com/gpu.product": H100, "nvidia.com/gpu.replicas": "1e4000"}, {"nvidia.com/gpu": 4}
+    )
+    (device,) = _devices(_report([node], []))["n"]
+    assert (device["allocatable"], device["sharing"]) == (4, None)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from decimal import Decimal
 from itertools import combinations
 from sys import intern
 from typing import Any, Final
@@ -37,7 +36,7 @@ from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import dra_gpu_resources, dra_resources
 from webhook.inventory.limit_ranges import limit_range_entry, limit_range_fields
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
-from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared
+from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared, label_int
 from webhook.inventory.usage import pod_usage, usage_by_node
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -547,10 +546,7 @@ def blocking_taints(taints: Iterable[Mapping[str, Any]]) -> tuple[Taint, ...]:
 
 
 def _int_label(labels: Mapping[str, str], key: str) -> int | None:
-    try:
-        return int(Decimal(str(labels[key])))
-    except (KeyError, ArithmeticError, ValueError):
-        return None
+    return label_int(labels[key]) if key in labels else None
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

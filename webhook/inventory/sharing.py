@@ -25,6 +25,7 @@ GKE_SHARING_LABEL: Final = "cloud.google.com/gke-gpu-sharing-strategy"
 GKE_CLIENTS_LABEL: Final = "cloud.google.com/gke-max-shared-clients-per-gpu"
 _GKE_STRATEGIES: Final = {"time-sharing": "time-slicing", "mps": "mps"}
 GPU_COUNT_LABEL: Final = "nvidia.com/gpu.count"
+MAX_LABEL_INT: Final = Decimal(2**63)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,14 @@ def is_shared(labels: Mapping[str, str], product: str, resource: str) -> bool:
 
 
 def _int(value: object) -> int:
+    return label_int(value) or 0
+
+
+def label_int(value: object) -> int | None:
+    """A label's count, None where it is none. A count past MAX_LABEL_INT is none either: `1e999999999`
+    is a valid label value, and making it an int did not return (a report, an inventory hung on it)."""
     try:
-        return int(Decimal(str(value)))
+        number = Decimal(str(value))
+        return int(number) if abs(number) < MAX_LABEL_INT else None
     except (ArithmeticError, ValueError):
-        return 0
+        return None

@@ -315,3 +315,11 @@ def test_an_offer_says_whether_its_nodes_carry_the_product_label() -> None:
         ("2g.10gb", ("unknown",)): False,
         ("3g.20gb", (A100_40,)): True,
     }
+
+
+def test_a_memory_label_past_any_count_is_unknown() -> None:
+    """`1e999999999` is a valid label value: made an int, it did not return (the inventory hung);
+    `1e4000` was 10^4000 MiB."""
+    labels = {**H100_MIXED_LABELS, "nvidia.com/gpu.memory": "1e4000"}
+    (node,) = make_inventory(make_node("h100", labels, H100_MIXED_ALLOCATABLE, [GPU_TAINT])).nodes
+    assert node.gpu_memory_mib is None

@@ -65,6 +65,19 @@ def test_all_balanced_gpus_count_no_more_than_the_node_has() -> None:
     assert report.nodes[0].unallocated_cost_per_hour == pytest.approx(8 * PRICE)
 
 
+@pytest.mark.parametrize("count", ["²", "9" * 5000])
+def test_a_gpu_count_that_is_no_count_leaves_the_slices_as_they_are(count: str) -> None:
+    """A hand-written inventory's `²` passed `isdigit` and `int` raised: the report was a traceback."""
+    balanced = {"1g.10gb": (16, 9856), "2g.20gb": (8, 19968), "3g.40gb": (8, 40192)}
+    node = mixed_node("a100", A100, balanced)
+    node["metadata"]["labels"]["nvidia.com/gpu.count"] = count
+    assert report_gpus(node) == pytest.approx(16 / 7 + 8 * 2 / 7 + 8 * 4 / 8)
+
+
+def report_gpus(node: dict[str, Any]) -> float:
+    return _report([node]).gpu_equivalents()[0]
+
+
 def test_whole_gpus_beside_slices_keep_their_own_count() -> None:
     """4 whole GPUs and 4 all-balanced ones: only the 4 MIG GPUs are shared among the slices."""
     balanced = {"1g.10gb": (8, 9856), "2g.20gb": (4, 19968), "3g.40gb": (4, 40192)}

@@ -8,7 +8,7 @@ from webhook.core.matching import policy_for
 from webhook.core.model import Catalog, GpuNode
 from webhook.core.profiles import GPU, SHARED_SUFFIX, canonical_profile, gpu_share, profile_from_resource
 from webhook.inventory.nodes import node_model
-from webhook.inventory.sharing import GPU_COUNT_LABEL, sharing_of
+from webhook.inventory.sharing import GPU_COUNT_LABEL, label_int, sharing_of
 
 
 def merged_prices(catalog: Catalog) -> dict[str, float]:
@@ -45,7 +45,8 @@ def mixed_scale(node: GpuNode) -> float:
     on a GPU cut into slices of both kinds (all-balanced: 1g.10gb x2, 2g.20gb and 3g.40gb make
     2/7 + 2/7 + 4/8) each keeps less from the others than alone, so the node's GPUs
     (`nvidia.com/gpu.count` less its whole GPUs) are shared among its slices in proportion."""
-    if node.strategy != "mixed" or not node.labels.get(GPU_COUNT_LABEL, "").isdigit():
+    gpus = label_int(node.labels.get(GPU_COUNT_LABEL))
+    if node.strategy != "mixed" or gpus is None:
         return 1.0
     model = node_model(node)
     whole = sum(_physical(node, r) for r in (GPU, GPU + SHARED_SUFFIX))
@@ -54,7 +55,7 @@ def mixed_scale(node: GpuNode) -> float:
         spelled = profile_from_resource(resource)
         if spelled is not None:
             sliced += _physical(node, resource) * gpu_share(canonical_profile(spelled, model), model)
-    mig_gpus = int(node.labels[GPU_COUNT_LABEL]) - whole
+    mig_gpus = gpus - whole
     return mig_gpus / sliced if 0 < mig_gpus < sliced else 1.0
 
 

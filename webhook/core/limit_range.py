@@ -79,7 +79,9 @@ def within_limit_range(
         if resource in bounds.pod_ratio:
             _pod_ratio(containers, every, resource, bounds.pod_ratio[resource], changed, sidecars)
         if _pod_bounded(resource, bounds):
-            _left_out_beyond_pod(containers, every, resource, bounds, changed, sidecars)
+            _left_out_beyond_pod(
+                containers, every, resource, bounds, changed, _list(spec.get("initContainers"))
+            )
     return {index: tuple(sorted(resources)) for index, resources in sorted(changed.items())}
 
 
@@ -93,7 +95,7 @@ def _left_out_beyond_pod(
     resource: str,
     bounds: LimitBounds,
     changed: dict[int, set[str]],
-    sidecars: list[Any],
+    init: list[Any],
 ) -> None:
     """Leave out the filled limits of `resource`, then its filled requests, where the pod would
     still break a Pod item's bounds: the scaling cannot bring every fill within them (a limit is
@@ -101,7 +103,7 @@ def _left_out_beyond_pod(
     is the first the pod sets of it and sums to less than the Pod min). Left out, the resource is
     as the pod sets it, which the LimitRanger judges as it would without the webhook."""
     for section in (1, 0):
-        if _within_pod(containers, every, resource, bounds, sidecars):
+        if _within_pod(containers, every, resource, bounds, init):
             return
         for index, fill in list(every.items()):
             if resource in fill[section]:
@@ -111,19 +113,12 @@ def _left_out_beyond_pod(
 
 
 def _within_pod(
-    containers: list[Any], every: Mapping[int, Fill], resource: str, bounds: LimitBounds, sidecars: list[Any]
+    containers: list[Any], every: Mapping[int, Fill], resource: str, bounds: LimitBounds, init: list[Any]
 ) -> bool:
     """Whether the pod's requests and limits of `resource`, with the fills, are within the Pod
     items' max, min and ratio as the LimitRanger checks them (a sum no container names is absent:
     a max wants it, a min a request, a ratio both, above 0)."""
-    totals: list[Decimal | None] = [None, None]
-    for own, fill in [*((_own(s), ({}, {})) for s in sidecars), *_with_fills(containers, every)]:
-        limit = fill[1].get(resource, own[1].get(resource))
-        request = own[0].get(resource, fill[0].get(resource, limit))
-        for at, value in ((0, request), (1, limit)):
-            if value is not None:
-                totals[at] = (totals[at] or _ZERO) + (_amount(value) or _ZERO)
-    requests, limits = totals
+    requests, limits = _pod_totals(containers, every, resource, init)
     high, low, ratio = (
         bounds.pod_max.get(resource),
         bounds.pod_min.get(resource),
@@ -134,6 +129,47 @@ def _within_pod(
     if low is not None and (requests is None or requests < low or (limits is not None and limits < low)):
         return False
     return ratio is None or bool(requests and limits and limits <= requests * ratio)
+
+
+def _pod_totals(
+    containers: list[Any], every: Mapping[int, Fill], resource: str, init: list[Any]
+) -> list[Decimal | None]:
+    """The pod's requests and limits of `resource`, with the fills, as the LimitRanger sums them
+    (podRequests, podLimits): the containers' and native sidecars', or a plain init container's
+    with the sidecars started before it where that is more (an init container that downloads a
+    model with 4 CPUs meets a Pod min of 2 the containers' filled 1 alone does not)."""
+    totals: list[Decimal | None] = [None, None]
+    sidecars: list[Decimal | None] = [None, None]
+    largest_init: list[Decimal | None] = [None, None]
+    for container in init:
+        values = _values(_own(container), ({}, {}), resource)
+        if lenient_object(container).get("restartPolicy") == "Always":
+            totals, sidecars = _plus(totals, values), _plus(sidecars, values)
+        else:
+            largest_init = [_larger(a, b) for a, b in zip(largest_init, _plus(values, sidecars), strict=True)]
+    for own, fill in _with_fills(containers, every):
+        totals = _plus(totals, _values(own, fill, resource))
+    return [_larger(a, b) for a, b in zip(totals, largest_init, strict=True)]
+
+
+def _values(own: tuple[dict[Any, Any], dict[Any, Any]], fill: Fill, resource: str) -> list[Decimal | None]:
+    """A container's request and limit of `resource` with its fill (a lone limit is the request:
+    API defaulting); None where it names none."""
+    limit = fill[1].get(resource, own[1].get(resource))
+    request = own[0].get(resource, fill[0].get(resource, limit))
+    return [None if value is None else _amount(value) or _ZERO for value in (request, limit)]
+
+
+def _plus(sums: list[Decimal | None], values: list[Decimal | None]) -> list[Decimal | None]:
+    return [a if b is None else (a or _ZERO) + b for a, b in zip(sums, values, strict=True)]
+
+
+def _larger(a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _with_fills(

@@ -361,3 +361,18 @@ def test_the_code_of_a_fill_left_out_does_not_say_a_value_was_filled() -> None:
     mutated, found = run(catalog({"memory": "2Gi"}, {"cpu": "500m"}), inv, pod)
     assert CLAMPED in found and "cpu" not in resources(mutated)["limits"]
     assert "or none" in REASONS[CLAMPED[0]].summary
+
+
+def test_a_plain_init_containers_request_counts_toward_the_pods_min() -> None:
+    """The LimitRanger takes the larger of the containers' sum and a plain init container's: an
+    init container that downloads with 4 CPUs meets a Pod min of 2, and the filled 1 was left out."""
+    inv = inventory(limit_range({"type": "Pod", "min": {"cpu": "2"}}))
+    pod = (
+        make_pod()
+        .init_container("download", requests={"cpu": "4"}, limits={"cpu": "4"})
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .build()
+    )
+    mutated, found = run(catalog({"cpu": "1", "memory": "2Gi"}), inv, pod)
+    assert resources(mutated)["requests"] == {"cpu": "1", "memory": "2Gi"}
+    assert CLAMPED not in found

@@ -343,16 +343,14 @@ def _aligned(record: list[tuple[int, int] | None], terms: list[Any]) -> list[tup
     """The record as it reads on the terms now: a later webhook that inserted whole terms before
     the rewrite's (`nodeSelectorTerms/0`) moved them on, and read in place, the first recorded
     place fell on the inserted term, and the rewrite's own term stayed as a pin of the pod's own.
-    Where the record does not read in place and reads in full further on, from there, up to
-    `MAX_INSERTED_TERMS` on: each offset reads the whole record, and a forged record over a
-    few thousand terms, read at every offset, took 9 s."""
-    extra = min(len(terms) - len(record), MAX_INSERTED_TERMS)
-    if extra <= 0 or _reads_at(record, terms, 0):
+    Where the record does not read in place and reads in full as many terms on as were added
+    (up to `MAX_INSERTED_TERMS`), from there. Each offset tried reads the whole record: a forged
+    record over a few thousand terms, read at every offset, took 9 s, and one of 10,000 terms
+    read at each of 16 took 0.4 s of each review."""
+    offset = len(terms) - len(record)
+    if not 0 < offset <= MAX_INSERTED_TERMS or _reads_at(record, terms, 0):
         return record
-    for offset in range(1, extra + 1):
-        if _reads_at(record, terms, offset):
-            return [*[None] * offset, *record]
-    return record
+    return [*[None] * offset, *record] if _reads_at(record, terms, offset) else record
 
 
 def _reads_at(record: list[tuple[int, int] | None], terms: list[Any], offset: int) -> bool:

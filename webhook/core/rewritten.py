@@ -268,12 +268,23 @@ def _unpreferred(spec: dict[str, Any], place: tuple[int, int] | None) -> dict[st
     terms = node_affinity.get(_PREFERRED)
     if place is None or place[1] > MAX_NODES or not isinstance(terms, list):
         return spec
-    start, count = place
-    for at in range(start, len(terms) - count + 1):
-        if all(is_packing_term(term) for term in terms[at : at + count]):
-            kept = terms[:at] + terms[at + count :]
-            return _with_member(spec, affinity, node_affinity, _PREFERRED, kept)
-    return spec
+    at = _packing_run(terms, *place)
+    if at is None:
+        return spec
+    kept = terms[:at] + terms[at + place[1] :]
+    return _with_member(spec, affinity, node_affinity, _PREFERRED, kept)
+
+
+def _packing_run(terms: list[Any], start: int, count: int) -> int | None:
+    """Where the first `count` terms of the form packing writes in a row begin, from `start` on:
+    one pass (read block by block, each term was read `count` times, and a forged record of 16
+    over 10,000 preferences broken every 16th took 0.1 s of each review)."""
+    run = 0
+    for at in range(start, len(terms)):
+        run = run + 1 if is_packing_term(terms[at]) else 0
+        if run == count:
+            return at - count + 1
+    return None
 
 
 def _asks_for(spec: object, resource: str) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from webhook.core.model import MAPPINGS, Pod
 from webhook.core.placement import REQUIRED
+from webhook.core.quantity import parse_quantity
 
 CONTAINER_GROUPS: Final = ("initContainers", "containers")
 _EMPTY: Final[dict[str, Any]] = {}
@@ -156,11 +157,25 @@ def section_of(container: dict[str, Any], section: str, base: str, group: str, i
 
 
 def has_gpu(container: Mapping[str, Any]) -> bool:
+    """Whether the container asks for an NVIDIA GPU or MIG slice: a count of 0 is none (a
+    LimitRange whose default is `nvidia.com/gpu: 0` gives one to every container, sidecars too)."""
     resources = container.get("resources")
     if not isinstance(resources, MAPPINGS):
         return False
-    names = [*_keys(resources.get("limits")), *_keys(resources.get("requests"))]
-    return any(n == "nvidia.com/gpu" or n.startswith("nvidia.com/mig-") for n in names)
+    for section in (resources.get("limits"), resources.get("requests")):
+        if not isinstance(section, MAPPINGS):
+            continue
+        for name in _keys(section):
+            if (name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-")) and not _zero(section[name]):
+                return True
+    return False
+
+
+def _zero(value: object) -> bool:
+    try:
+        return parse_quantity(value) == 0
+    except ValueError:
+        return False
 
 
 def _keys(value: object) -> list[str]:

@@ -43,6 +43,23 @@ def test_a_gpu_sidecar_gets_shm_as_a_gpu_container_does(unit_catalog: Catalog) -
     assert "volumeMounts" not in mutated["spec"]["containers"][0]
 
 
+def test_a_container_with_a_gpu_count_of_zero_gets_none(unit_catalog: Catalog) -> None:
+    """A LimitRange whose default is `nvidia.com/gpu: 0` gives a 0 to every container: the
+    sidecars of a GPU pod (a proxy, a native sidecar) each got a memory-backed /dev/shm too."""
+    pod = (
+        make_pod()
+        .sidecar("mesh", image="envoy", gpu=0)
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .container("proxy", image="envoy", gpu=0)
+        .build()
+    )
+    mutated, found = apply(shared_memory.mutate, unit_catalog, pod)
+    assert found == [("InjectedSharedMemory", "spec.volumes")]
+    assert mutated["spec"]["containers"][0]["volumeMounts"] == [SHM]
+    assert "volumeMounts" not in mutated["spec"]["containers"][1]
+    assert "volumeMounts" not in mutated["spec"]["initContainers"][0]
+
+
 def test_a_container_that_mounts_dev_shm_already_is_left_alone(unit_catalog: Catalog) -> None:
     mounts = [{"name": "cache", "mountPath": "/dev/shm"}]
     pod = (

@@ -9,6 +9,7 @@ from webhook.core.need import Need
 from webhook.core.placement import Placement
 from webhook.core.pod_resources import NO_FILLS, TemplateFills
 from webhook.core.podview import PodView
+from webhook.core.resources import SuggestionBudget
 from webhook.core.selection import Plan
 
 
@@ -28,6 +29,9 @@ class Env:
     restricts them."""
     fills: TemplateFills = NO_FILLS
     """What the template fills into the pod's containers, as slice choice counted them."""
+    suggestions: SuggestionBudget | None = None
+    """The review's budget for measuring misspelt names (shared by a workload's pod templates);
+    None: the pod's own."""
 
     def __init__(
         self,
@@ -41,6 +45,7 @@ class Env:
         plan: Plan,
         placement: Placement | None = None,
         fills: TemplateFills = NO_FILLS,
+        suggestions: SuggestionBudget | None = None,
     ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "view", view)
@@ -52,3 +57,4 @@ class Env:
         object.__setattr__(self, "plan", plan)
         object.__setattr__(self, "placement", placement)
         object.__setattr__(self, "fills", fills)
+        object.__setattr__(self, "suggestions", suggestions)

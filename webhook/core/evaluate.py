@@ -22,6 +22,7 @@ from webhook.core.placement import Placement, placement_of
 from webhook.core.pod_resources import NO_FILLS, template_fills
 from webhook.core.podview import build_view
 from webhook.core.quota_scope import quota_for
+from webhook.core.resources import SuggestionBudget
 from webhook.core.rewritten import as_first_asked, without_rewrite_record
 from webhook.core.selection import NO_PLAN, plan_slice
 from webhook.core.writable import writable_copy
@@ -52,10 +53,13 @@ def evaluate(
     meta: str,
     queued: bool = False,
     grouped: bool = False,
+    suggestions: SuggestionBudget | None = None,
 ) -> Evaluation:
     """Checks only: what template applies and every problem found, with paths under `base`.
     `queued`: a workload's pod template whose workload a queue manager holds (podview.build_view).
     `grouped`: a workload's pod template whose pods are ranks of a multi-pod group (PodView.grouped).
+    `suggestions`: the review's budget for measuring misspelt names, when the spec is one of a
+    workload's templates (they share it); by default the spec's own.
 
     A spec with DRA resourceClaims is checked on what its containers ask for through extended
     resources (names, quantities, counts against the template, the policy and the nodes), so a
@@ -69,7 +73,9 @@ def evaluate(
     need, need_findings = resolve_need(template, view)
     if view.has_resource_claims:
         placement = _placement(spec, None, context)  # nothing of the template's is injected
-        env = Env(pod, view, namespace, policy, template, inventory, need, NO_PLAN, placement)
+        env = Env(
+            pod, view, namespace, policy, template, inventory, need, NO_PLAN, placement, NO_FILLS, suggestions
+        )
         note = Finding("DraClaimsPresent", f"{base}.resourceClaims", _CLAIMS)
         return Evaluation(template, (note, *findings, *need_findings, *run_checks(env)), None)
     placement = _placement(spec, template, context)
@@ -79,7 +85,7 @@ def evaluate(
     if limits is not None:
         fills = bounded_fills(spec, fills, limits)
     plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec, fills, limits)
-    env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement, fills)
+    env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement, fills, suggestions)
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 
 
@@ -92,16 +98,17 @@ def evaluate_first_asked(
     meta: str,
     queued: bool = False,
     grouped: bool = False,
+    suggestions: SuggestionBudget | None = None,
 ) -> tuple[Pod, Evaluation]:
     """The pod read as first asked for (webhook/core/rewritten.py), and its evaluation. A pod that
     is never mutated (DRA claims) is stored as it stands, so it is judged as it stands: read as
     first asked for, a rewrite record its author wrote renamed a slice its template forbids or its
     policy does not allow back to nvidia.com/gpu, with no patch for /validate to see."""
     read = as_first_asked(pod)
-    evaluation = evaluate(read, context, namespace, policy, base, meta, queued, grouped)
+    evaluation = evaluate(read, context, namespace, policy, base, meta, queued, grouped, suggestions)
     if evaluation.env is None and read is not pod:
         read = without_rewrite_record(pod)
-        evaluation = evaluate(read, context, namespace, policy, base, meta, queued, grouped)
+        evaluation = evaluate(read, context, namespace, policy, base, meta, queued, grouped, suggestions)
     return read, evaluation
 
 

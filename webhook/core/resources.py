@@ -57,9 +57,26 @@ subdomain prefix, '/', and a name. A longer one is no misspelling worth measurin
 before the API server refuses the pod, and a 1 MB name took 15 s against the MIG names."""
 SUGGESTION_BUDGET: Final = 30_000
 """The edit-distance work (`suggestion_cost`: characters of a name times those of the names it is
-measured against) one pod's suggestions may do, at most 5 ms pure and 1 ms compiled: a typo
-costs a hundred to a few thousand, while a pod of 10,000 misspelt names, each measured, took
-8 s. A name that would pass it is given an example of the names offered, not the closest one."""
+measured against) one review's suggestions may do (a pod's, or a workload's templates' together),
+at most 5 ms pure and 1 ms compiled: a typo costs a hundred to a few thousand, while a pod of
+10,000 misspelt names, each measured, took 8 s. A name that would pass it is given an example of
+the names offered, not the closest one."""
+
+
+class SuggestionBudget:
+    """What is left of SUGGESTION_BUDGET in one review: a pod's own, or shared by the pod
+    templates of one workload (`decide_workload`), else a Volcano Job of 500 tasks, each of them
+    misspelling MIG names, is measured 500 budgets' worth."""
+
+    def __init__(self, left: int = SUGGESTION_BUDGET) -> None:
+        self.left = left
+
+    def spend(self, cost: int) -> bool:
+        """Take `cost` from what is left, if it fits; whether it did."""
+        if cost > self.left:
+            return False
+        self.left -= cost
+        return True
 
 
 def classify(name: str, advertised: frozenset[str], inventory_known: bool) -> Kind:

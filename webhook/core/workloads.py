@@ -31,6 +31,7 @@ from webhook.core.evaluate import copy_object, evaluate, evaluate_first_asked, m
 from webhook.core.model import PROFILE_ANNOTATION, Context, Decision, Finding, Pod, Policy
 from webhook.core.podview import KUEUE_QUEUE_LABEL, group_size
 from webhook.core.reasons import REASONS
+from webhook.core.resources import SuggestionBudget
 from webhook.core.rewritten import as_first_asked, redecided, without_rewrite_record
 
 Step = str | int
@@ -187,9 +188,10 @@ def decide_workload(obj: Pod, context: Context, kind: GroupKind | None = None) -
     immutable = context.operation == "UPDATE" and kind in IMMUTABLE_TEMPLATES
     mutated = copy_object(obj) if mutate else None
     queued = held_by_queue(obj)
+    suggestions = SuggestionBudget()  # one for the whole workload: 500 templates are no 500 pods
     for site in pod_sites(obj, kind):
         rewrite = mutate and not _unchanged_by_update(obj, site, context)
-        result = _evaluate_site(site, context, namespace, policy, rewrite, queued)
+        result = _evaluate_site(site, context, namespace, policy, rewrite, queued, suggestions)
         if result.template and result.template not in templates:
             templates.append(result.template)
         live = _live_if_asked_again(site, context, namespace, policy, queued, result) if rewrite else None
@@ -249,7 +251,8 @@ def _live_if_asked_again(
         return None
     if as_first_asked(site.pod) == as_first_asked(live):
         return live
-    again = _evaluate_site(replace(site, pod=live), context, namespace, policy, True, queued)
+    unread = SuggestionBudget(0)  # only its mutation is read: no misspelt name is measured
+    again = _evaluate_site(replace(site, pod=live), context, namespace, policy, True, queued, unread)
     return live if again.mutated == result.mutated else None
 
 
@@ -267,7 +270,10 @@ def _still_given(
     if PROFILE_ANNOTATION not in annotations:
         return False
     base, meta = f"{site.path}.spec", f"{site.path}.metadata"
-    stands = evaluate(without_rewrite_record(live), context, namespace, policy, base, meta, queued)
+    unread = SuggestionBudget(0)  # only its codes are read: no misspelt name is measured
+    stands = evaluate(
+        without_rewrite_record(live), context, namespace, policy, base, meta, queued, False, unread
+    )
     asked = {f.code for f in result.findings}
     return not any(REASONS[f.code].cls == "deny" and f.code not in asked for f in stands.findings)
 
@@ -324,7 +330,13 @@ class SiteResult:
 
 
 def _evaluate_site(
-    site: Site, context: Context, namespace: str, policy: Policy, mutate: bool, queued: bool = False
+    site: Site,
+    context: Context,
+    namespace: str,
+    policy: Policy,
+    mutate: bool,
+    queued: bool = False,
+    suggestions: SuggestionBudget | None = None,
 ) -> SiteResult:
     """The site read and decided as `decide` decides a pod, template or none: a template that
     matches no WorkloadTemplate is mutated as its pods would be (steered off MIG nodes, a stale
@@ -333,10 +345,11 @@ def _evaluate_site(
     meta = f"{site.path}.metadata" if site.writable else "metadata"
     if site.writable:  # decided as its pods will be
         read, evaluation = evaluate_first_asked(
-            site.pod, context, namespace, policy, base, meta, queued, site.grouped
+            site.pod, context, namespace, policy, base, meta, queued, site.grouped, suggestions
         )
     else:
-        read, evaluation = site.pod, evaluate(site.pod, context, namespace, policy, base, meta, queued)
+        read = site.pod
+        evaluation = evaluate(read, context, namespace, policy, base, meta, queued, False, suggestions)
     findings = [_renamed(f, site.renames) for f in evaluation.findings]
     if site.gpu_optional:
         findings = [f for f in findings if f.code != "NoGpuOnGpuTemplate"]
@@ -358,8 +371,9 @@ def _inherited(
         return frozenset()
     found: set[tuple[str, str, str]] = set()
     queued = held_by_queue(old)
+    suggestions = SuggestionBudget()  # spent as the object's own, so the same names say the same
     for site in pod_sites(old, kind):
-        findings = _evaluate_site(site, context, namespace, policy, False, queued).findings
+        findings = _evaluate_site(site, context, namespace, policy, False, queued, suggestions).findings
         found.update((f.code, f.path, f.message) for f in findings)
     return frozenset(found)
 

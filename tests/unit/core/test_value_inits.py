@@ -30,7 +30,7 @@ from webhook.core.need import Need
 from webhook.core.placement import Placement
 from webhook.core.pod_resources import TemplateFills
 from webhook.core.podview import PodView
-from webhook.core.resources import Kind
+from webhook.core.resources import Kind, SuggestionBudget
 from webhook.core.selection import Plan
 
 
@@ -59,7 +59,7 @@ def example_values() -> dict[str, dict[str, Any]]:
             "pod": {"kind": "Pod"}, "view": view, "namespace": "ns", "policy": DEFAULT_POLICY,
             "template": template, "inventory": UNKNOWN_INVENTORY, "need": Need(1, 0.5), "plan": Plan(offer),
             "placement": Placement((("pool", "train"),), None),
-            "fills": TemplateFills({0: ({"cpu": "1"}, {})}, {}),
+            "fills": TemplateFills({0: ({"cpu": "1"}, {})}, {}), "suggestions": SuggestionBudget(7),
         },
         "AccelRequest": {
             "resource": "nvidia.com/gpu", "kind": Kind.WHOLE, "request": "1", "limit": "2", "count": 2,

@@ -7,8 +7,8 @@ from webhook.core.model import Finding, Inventory
 from webhook.core.profiles import MIG_PREFIX
 from webhook.core.resources import (
     DEVICE_CLASS_PREFIX,
-    SUGGESTION_BUDGET,
     Kind,
+    SuggestionBudget,
     device_classes,
     mig_profile_known,
     suggestion,
@@ -19,7 +19,7 @@ from webhook.core.resources import (
 def check(env: Env) -> list[Finding]:
     findings = []
     advertised = env.inventory.advertised
-    instead = _Instead(env.inventory)
+    instead = _Instead(env.inventory, env.suggestions or SuggestionBudget())
     for container in env.view.containers:
         for accel in container.accel:
             section = "limits" if accel.limit is not None else "requests"
@@ -45,13 +45,13 @@ def check(env: Env) -> list[Finding]:
 
 
 class _Instead:
-    """What to write instead of each suspect name of one pod: the names the cluster offers,
+    """What to write instead of each suspect name of one pod spec: the names the cluster offers,
     gathered once (at the first suspect name), and measured against each name only within the
-    pod's SUGGESTION_BUDGET, so that thousands of misspelt names cannot stall the review."""
+    review's `budget` (SUGGESTION_BUDGET), so that thousands of misspelt names cannot stall it."""
 
-    def __init__(self, inventory: Inventory) -> None:
+    def __init__(self, inventory: Inventory, budget: SuggestionBudget) -> None:
         self._inventory = inventory
-        self._budget = SUGGESTION_BUDGET
+        self._budget = budget
         self._gathered = False
         self._classes: list[str] = []
         self._classes_chars = 0
@@ -63,10 +63,7 @@ class _Instead:
         self._gather()
         is_class = resource.startswith(DEVICE_CLASS_PREFIX)
         offered, chars = (self._classes, self._classes_chars) if is_class else (self._mig, self._mig_chars)
-        cost = suggestion_cost(resource, offered, chars)
-        measure = cost <= self._budget
-        if measure:
-            self._budget -= cost
+        measure = self._budget.spend(suggestion_cost(resource, offered, chars))
         return suggestion(resource, offered, not is_class and self._slices_as_gpu, measure)
 
     def _gather(self) -> None:

@@ -376,3 +376,18 @@ def test_a_plain_init_containers_request_counts_toward_the_pods_min() -> None:
     mutated, found = run(catalog({"cpu": "1", "memory": "2Gi"}), inv, pod)
     assert resources(mutated)["requests"] == {"cpu": "1", "memory": "2Gi"}
     assert CLAMPED not in found
+
+
+def test_a_container_whose_every_fill_is_left_out_is_still_named() -> None:
+    """Where the Pod item leaves no room for any of a container's fills, nothing was filled and
+    nothing said so: the template's CPU limit went missing without a warning."""
+    inv = inventory(limit_range({"type": "Pod", "maxLimitRequestRatio": {"cpu": "1"}}))
+    pod = (
+        make_pod()
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3", requests={"cpu": "500m"})
+        .container("proxy", image="envoyproxy/envoy:v1.31", requests={"cpu": "250m"}, limits={"cpu": "500m"})
+        .build()
+    )
+    mutated, found = run(catalog({}, {"cpu": "500m"}), inv, pod)
+    assert "cpu" not in resources(mutated)["limits"]
+    assert CLAMPED in found

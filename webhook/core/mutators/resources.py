@@ -59,7 +59,8 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
             if below:
                 lowering[index] = (below, {})
     if not fills:
-        return []
+        left_out = _left_out(pod, env, set())
+        return _within_limit_range(template.name, env, left_out, {}) if left_out else []
     too_large = _beyond_largest_node(pod, env, pending, lowering)
     filled = [fill for fill in fills if _fill(*fill[1:], skip=too_large)]
     findings = [_too_large(template.name, base, too_large)] if too_large else []
@@ -68,8 +69,23 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
         message = f"filled CPU/memory from template {template.name} for {names}"
         findings.append(Finding("InjectedResources", f"{base}.containers", message))
     if env.fills.clamped:
-        findings.extend(_within_limit_range(template.name, env, filled, too_large))
+        left_out = _left_out(pod, env, {fill[0] for fill in fills})
+        findings.extend(_within_limit_range(template.name, env, [*filled, *left_out], too_large))
     return findings
+
+
+def _left_out(pod: Pod, env: Env, seen: set[int]) -> list[Any]:
+    """The containers whose every fill the LimitRanges left out (nothing filled, so not among
+    the fills), as entries of nothing filled: InjectionWithinLimitRange says `left out` for them."""
+    clamped = env.fills.clamped
+    if not clamped:
+        return []
+    base = env.view.base
+    return [
+        (index, container_path(base, group, index, container), container, {}, {}, frozenset())
+        for group, index, container in containers(pod, base, ("containers",))
+        if index in clamped and index not in seen
+    ]
 
 
 def _within_limit_range(

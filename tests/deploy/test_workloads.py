@@ -61,6 +61,13 @@ def test_pdb_allows_one_disruption_of_exactly_these_pods(objects: Objects) -> No
     assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
 
 
+def test_pdb_lets_a_drain_evict_webhook_pods_that_are_not_ready(objects: Objects) -> None:
+    """With both replicas crashlooping (or not ready), the default IfHealthyBudget refuses every
+    eviction (0 healthy < the 1 desired), so `kubectl drain` and node pool upgrades hang on them."""
+    pdb = one(objects, "PodDisruptionBudget", "gpu-webhook")
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+
+
 def test_pod_is_locked_down(objects: Objects) -> None:
     pod = _pod(objects)
     assert pod["securityContext"]["runAsNonRoot"] is True

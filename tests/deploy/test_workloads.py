@@ -146,6 +146,15 @@ def test_certs_job_and_cronjob_run_the_same_idempotent_command(rendered: Any) ->
     assert job["spec"]["securityContext"]["runAsNonRoot"] is True
 
 
+def test_a_stuck_renewal_run_ends_before_the_next_one_is_due(rendered: Any) -> None:
+    """concurrencyPolicy Forbid skips a run while the last one is active: a Job whose pod never
+    starts (an image that cannot be pulled, fixed since) would stop every renewal for good."""
+    cron = one(rendered("default"), "CronJob", "gpu-webhook-certs")["spec"]
+    assert cron["schedule"].split()[2:] == ["*", "*", "*"], "daily"
+    assert cron["concurrencyPolicy"] == "Forbid"
+    assert 0 < cron["jobTemplate"]["spec"]["activeDeadlineSeconds"] < 24 * 3600
+
+
 def test_cert_manager_serving_certificate_matches_what_the_webhooks_call(rendered: Any) -> None:
     objects = rendered("cert-manager")
     serving = one(objects, "Certificate", "gpu-webhook-serving")

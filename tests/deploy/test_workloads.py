@@ -42,6 +42,14 @@ def test_replicas_spread_and_rollout_keep_an_answer(objects: Objects) -> None:
     assert spread["kubernetes.io/hostname"]["labelSelector"]["matchLabels"].items() <= labels.items()
 
 
+def test_spread_counts_only_the_pods_of_one_rollout(objects: Objects) -> None:
+    """Counted with the old pods still running, the second new pod sees two nodes (or zones) with
+    one pod each and may join the first: after a rollout both replicas can share one node, and
+    losing it refuses every GPU pod. pod-template-hash counts each ReplicaSet's pods alone."""
+    for constraint in _pod(objects)["topologySpreadConstraints"]:
+        assert "pod-template-hash" in constraint.get("matchLabelKeys", []), constraint["topologyKey"]
+
+
 def test_a_rollout_keeps_serving_until_the_pod_has_left_the_endpoints(objects: Objects) -> None:
     """preStop holds SIGTERM back while the endpoints drop the pod (the validating webhook fails
     closed), and the grace period covers that pause plus gunicorn's graceful shutdown."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 from webhook.core.checks.largest_node import reaches_pending_node
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer
-from webhook.core.profiles import policy_spelling, profile_from_resource
+from webhook.core.podview import AccelRequest
+from webhook.core.profiles import is_profile_syntax, policy_spelling, profile_from_resource
 from webhook.core.resources import Kind, mig_profile_known
 
 
@@ -17,13 +18,24 @@ def check(env: Env) -> list[Finding]:
     findings = []
     for container in env.view.containers:
         for accel in container.accel:
-            if accel.kind is not Kind.MIG or not (accel.count is None or accel.count > 0):
+            if not _names_slice(accel) or not (accel.count is None or accel.count > 0):
                 continue
             path = container.resource_path(
                 "limits" if accel.limit is not None else "requests", accel.resource
             )
             findings.extend(_slice_findings(env, container.name, accel.resource, path))
     return findings
+
+
+def _names_slice(accel: AccelRequest) -> bool:
+    """A MIG slice asked for by name: its mixed-strategy resource, or the name time-slicing
+    renames it to (`nvidia.com/mig-3g.40gb.shared`), a share of that slice, which the template
+    and the policy's allowedProfiles judge as the slice itself (else the rename was a way
+    around them)."""
+    if accel.kind is Kind.MIG:
+        return True
+    profile = profile_from_resource(accel.resource)
+    return accel.kind is Kind.SHARED and profile is not None and is_profile_syntax(profile)
 
 
 def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[Finding]:

@@ -90,3 +90,23 @@ def test_a_variant_not_allowed_is_named_as_a_policy_writes_it() -> None:
     resource = "nvidia.com/mig-1g.24gb.gfx"
     assert [(f.code, f.path) for f in findings] == [("MigProfileNotAllowed", path(resource))]
     assert "slice 1g.24gb+gfx " in findings[0].message
+
+
+def test_a_time_sliced_slice_asked_for_by_its_renamed_name_is_judged_as_the_slice(
+    unit_catalog: Catalog,
+) -> None:
+    """Time-slicing with renameByDefault advertises a slice as nvidia.com/mig-<profile>.shared: a
+    share of that slice, so the policy's allowedProfiles and a template that needs whole GPUs
+    judge it as they judge the slice (the rename was a way around both)."""
+    resource = "nvidia.com/mig-1g.5gb.shared"
+    serving = make_pod().container("c", image="vllm/vllm-openai", limits={resource: 1}).build()
+    assert run(mig_slices.check, unit_catalog, serving, namespace="prod-a") == [
+        ("MigProfileNotAllowed", path(resource))
+    ]
+    training = make_pod().container("c", image="pytorch/pytorch:2", limits={resource: 1}).build()
+    assert run(mig_slices.check, unit_catalog, training) == [("MigForbiddenByTemplate", path(resource))]
+
+
+def test_a_time_sliced_whole_gpu_is_no_slice(unit_catalog: Catalog) -> None:
+    pod = make_pod().container("c", image="pytorch/pytorch:2", limits={"nvidia.com/gpu.shared": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, namespace="prod-a") == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from webhook.core.checks.largest_node import reaches_pending_node
 from webhook.core.env import Env
-from webhook.core.model import Finding, SliceOffer
+from webhook.core.model import Finding, SliceOffer, Template
 from webhook.core.podview import AccelRequest
 from webhook.core.profiles import is_profile_syntax, policy_spelling, profile_from_resource
 from webhook.core.resources import Kind, mig_profile_known
@@ -42,7 +42,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
     findings = []
     profile = profile_from_resource(resource) or resource
     template = env.template
-    if template is not None and template.accelerator.mig == "forbidden":
+    if template is not None and _needs_whole_gpus(template):
         message = (
             f"container {container}: template {template.name} needs whole GPUs; "
             f"ask for nvidia.com/gpu instead of {resource}"
@@ -67,6 +67,13 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         )
         findings.append(Finding("MigProfileUnavailable", path, message))
     return findings
+
+
+def _needs_whole_gpus(template: Template) -> bool:
+    """A template that forbids MIG and runs on GPUs: a CPU-only one forbids MIG too, but its pod
+    is told to drop the slice (GpuOnCpuOnlyTemplate), not to ask for nvidia.com/gpu instead,
+    which the template refuses as well."""
+    return template.accelerator.mig == "forbidden" and template.accelerator.gpu != "forbidden"
 
 
 def _as_gpu(env: Env, spelled: str) -> str:

@@ -110,3 +110,10 @@ def test_a_time_sliced_slice_asked_for_by_its_renamed_name_is_judged_as_the_slic
 def test_a_time_sliced_whole_gpu_is_no_slice(unit_catalog: Catalog) -> None:
     pod = make_pod().container("c", image="pytorch/pytorch:2", limits={"nvidia.com/gpu.shared": 1}).build()
     assert run(mig_slices.check, unit_catalog, pod, namespace="prod-a") == []
+
+
+def test_a_slice_on_a_cpu_only_template_is_not_told_to_ask_for_a_whole_gpu(unit_catalog: Catalog) -> None:
+    """A CPU-only template forbids MIG too, but telling its pod to ask for nvidia.com/gpu instead
+    sends it to another denial: GpuOnCpuOnlyTemplate (template_fit) says to drop the slice."""
+    pod = make_pod().template("cpu").container("c", limits={"nvidia.com/mig-1g.10gb": 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod) == []

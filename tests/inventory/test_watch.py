@@ -367,9 +367,12 @@ def test_device_classes_add_the_extended_resources_dra_serves(server: FakeApiSer
         server.put("deviceclasses", gpu_class("mig-1g-12gb.gpu.nvidia.com", "nvidia.com/mig-1g.12gb"))
         wait_for(lambda: "nvidia.com/mig-1g.12gb" in source.current().dra_resources, what="the new class")
         assert "nvidia.com/mig-1g.12gb" in source.current().advertised
+        alias = "deviceclass.resource.kubernetes.io/mig-1g-12gb.gpu.nvidia.com"
+        assert source.current().dra_aliases[alias] == "nvidia.com/mig-1g.12gb"  # the slice, either way
         server.delete("deviceclasses", gpu_class())
         wait_for(lambda: "nvidia.com/gpu" not in source.current().dra_resources, what="the deleted class")
         assert source.status()["deviceClasses"] == 1
+        assert source.current().dra_aliases == {alias: "nvidia.com/mig-1g.12gb"}
     finally:
         source.stop()
 

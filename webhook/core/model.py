@@ -364,6 +364,9 @@ class Inventory:
     so no check holds a request for one against the nodes (webhook/inventory/dra.py)."""
     dra_gpu_resources: frozenset[str] = frozenset()
     """Those of them that DeviceClasses selecting NVIDIA GPU devices serve: they count as GPUs."""
+    dra_aliases: Mapping[str, str] = field(default_factory=dict)
+    """Per `deviceclass.resource.kubernetes.io/<class>` of a class with an `extendedResourceName`,
+    that name: the same device asked for the other way (webhook/inventory/dra.py)."""
     dra_nodes: tuple[GpuNode, ...] = ()
     """The GPU nodes that advertise no NVIDIA device but carry NVIDIA's node labels
     (`nvidia.com/gpu.product`, `nvidia.com/gpu.present`): where DRA serves the devices, when a

@@ -39,6 +39,23 @@ def class_resources(device_class: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(names)
 
 
+def class_aliases(device_class: Mapping[str, Any]) -> dict[str, str]:
+    """`deviceclass.resource.kubernetes.io/<class>` -> the class's `extendedResourceName`, where it
+    has one: a pod asking for either gets the same device (`mig-1g-12gb.gpu.nvidia.com`'s is
+    `nvidia.com/mig-1g.12gb`), so what judges the one judges the other."""
+    metadata = device_class.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    spec = device_class.get("spec")
+    mapped = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
+    if not (isinstance(name, str) and name and isinstance(mapped, str) and mapped):
+        return {}
+    return {f"{CLASS_RESOURCE_PREFIX}{name}": mapped}
+
+
+def dra_aliases(device_classes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    return {alias: name for c in device_classes for alias, name in class_aliases(c).items()}
+
+
 def dra_resources(device_classes: Iterable[Mapping[str, Any]]) -> frozenset[str]:
     return frozenset().union(*(class_resources(c) for c in device_classes))
 

@@ -33,7 +33,7 @@ from webhook.core.profiles import (
     resource_for_profile,
 )
 from webhook.core.quantity import parse_quantity
-from webhook.inventory.dra import dra_gpu_resources, dra_resources
+from webhook.inventory.dra import dra_aliases, dra_gpu_resources, dra_resources
 from webhook.inventory.limit_ranges import limit_range_entry, limit_range_fields
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
 from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared, label_int
@@ -87,6 +87,9 @@ def build_inventory(
     gpus = dra_gpu_resources(classes)
     if gpus:
         fields["dra_gpu_resources"] = gpus
+    aliases = dra_aliases(classes)
+    if aliases:
+        fields["dra_aliases"] = aliases
     return replace(inventory, **fields) if fields else inventory
 
 
@@ -136,6 +139,7 @@ def with_node_templates(inventory: Inventory, templates: Sequence[GpuNode]) -> I
         scoped_quotas=inventory.scoped_quotas,
         limit_ranges=inventory.limit_ranges,
         dra_gpu_resources=inventory.dra_gpu_resources,
+        dra_aliases=inventory.dra_aliases,
         dra_nodes=inventory.dra_nodes,
         has_blocking_taints=combined.has_blocking_taints or inventory.has_blocking_taints,
     )

@@ -55,7 +55,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from webhook.core.model import UNKNOWN_INVENTORY, GpuNode, Inventory, ScopeRequirement
-from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_resources, gpu_class_resources
+from webhook.inventory.dra import DEVICE_CLASS_GROUP, class_aliases, class_resources, gpu_class_resources
 from webhook.inventory.limit_ranges import LimitRangeEntry, limit_range_entry, limit_range_fields
 from webhook.inventory.nodes import (
     advertised_names,
@@ -119,11 +119,14 @@ class DeviceClassRecord:
     resources: frozenset[str]
     gpus: frozenset[str] = frozenset()
     """The resources again when the class selects NVIDIA GPU devices (they count as GPUs)."""
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """Its `deviceclass.resource.kubernetes.io/<class>` -> its `extendedResourceName`, if any."""
 
 
 def device_class_record(device_class: Mapping[str, Any]) -> DeviceClassRecord:
     name = str(_mapping(device_class.get("metadata")).get("name") or "")
-    return DeviceClassRecord(name, class_resources(device_class), gpu_class_resources(device_class))
+    resources = class_resources(device_class)
+    return DeviceClassRecord(name, resources, gpu_class_resources(device_class), class_aliases(device_class))
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +266,7 @@ class ClusterState:
             usage = {node: (dict(self._used.get(node, {})), n) for node, n in self._pod_counts.items()}
             dra = frozenset().union(*(r.resources for r in self._classes.values()))
             dra_gpus = frozenset().union(*(r.gpus for r in self._classes.values()))
+            aliases = {a: n for r in self._classes.values() for a, n in r.aliases.items()}
             fields = quota_fields((r.namespace, r.room, r.scopes) for r in self._quotas.values())
             fields.update(limit_range_fields(self._limit_ranges.values()))
         inventory = assemble_inventory(
@@ -270,6 +274,8 @@ class ClusterState:
         )
         if dra_gpus:
             fields["dra_gpu_resources"] = dra_gpus
+        if aliases:
+            fields["dra_aliases"] = aliases
         return replace(inventory, **fields) if fields else inventory
 
     def pod_usage(self) -> tuple[PodUsage, ...]:

@@ -6,6 +6,8 @@ the pod may land, may offer any (largest_node.reaches_pending_node)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from webhook.core.checks.largest_node import reaches_pending_node
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer, Template
@@ -16,14 +18,21 @@ from webhook.core.resources import Kind, mig_profile_known
 
 def check(env: Env) -> list[Finding]:
     findings = []
+    aliases = env.inventory.dra_aliases
     for container in env.view.containers:
         for accel in container.accel:
-            if not _names_slice(accel) or not (accel.count is None or accel.count > 0):
+            if not (accel.count is None or accel.count > 0):
+                continue
+            if _names_slice(accel):
+                resource = accel.resource
+            elif _names_slice_class(accel.resource, aliases):
+                resource = aliases[accel.resource]
+            else:
                 continue
             path = container.resource_path(
                 "limits" if accel.limit is not None else "requests", accel.resource
             )
-            findings.extend(_slice_findings(env, container.name, accel.resource, path))
+            findings.extend(_slice_findings(env, container.name, resource, path))
     return findings
 
 
@@ -36,6 +45,15 @@ def _names_slice(accel: AccelRequest) -> bool:
         return True
     profile = profile_from_resource(accel.resource)
     return accel.kind is Kind.SHARED and profile is not None and is_profile_syntax(profile)
+
+
+def _names_slice_class(resource: str, aliases: Mapping[str, str]) -> bool:
+    """A DeviceClass asked for by its class name (`deviceclass.resource.kubernetes.io/<class>`)
+    whose `extendedResourceName` is a MIG slice's: the same slice, judged as that name (the class
+    name was a way around the policy's allowedProfiles and a template that forbids MIG)."""
+    mapped = aliases.get(resource)
+    profile = profile_from_resource(mapped) if mapped is not None else None
+    return profile is not None and is_profile_syntax(profile)
 
 
 def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[Finding]:

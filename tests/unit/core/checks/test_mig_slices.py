@@ -6,6 +6,7 @@ from tests.builders import make_catalog, make_env, make_pod, policy_doc
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import mig_slices
 from webhook.core.model import Catalog, Inventory
+from webhook.inventory.nodes import build_inventory
 
 
 def path(resource: str, container: str = "c", section: str = "limits") -> str:
@@ -117,3 +118,31 @@ def test_a_slice_on_a_cpu_only_template_is_not_told_to_ask_for_a_whole_gpu(unit_
     sends it to another denial: GpuOnCpuOnlyTemplate (template_fit) says to drop the slice."""
     pod = make_pod().template("cpu").container("c", limits={"nvidia.com/mig-1g.10gb": 1}).build()
     assert run(mig_slices.check, unit_catalog, pod) == []
+
+
+MIG_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "mig-1g-12gb.gpu.nvidia.com"},
+    "spec": {
+        "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+        "extendedResourceName": "nvidia.com/mig-1g.12gb",
+    },
+}
+
+
+def test_a_slice_asked_for_by_its_device_class_name_is_judged_as_the_slice(unit_catalog: Catalog) -> None:
+    """Every DeviceClass can be asked for as deviceclass.resource.kubernetes.io/<class>: the class
+    whose extendedResourceName is nvidia.com/mig-1g.12gb gives the same slice either way, so the
+    policy's allowedProfiles and a template that needs whole GPUs judge both names alike."""
+    inventory = build_inventory([], device_classes=[MIG_CLASS])
+    by_class = "deviceclass.resource.kubernetes.io/mig-1g-12gb.gpu.nvidia.com"
+    for resource in ("nvidia.com/mig-1g.12gb", by_class):
+        serving = make_pod().container("c", image="vllm/vllm-openai", limits={resource: 1}).build()
+        assert run(mig_slices.check, unit_catalog, serving, inventory, "prod-a") == [
+            ("MigProfileNotAllowed", path(resource))
+        ]
+        training = make_pod().container("c", image="pytorch/pytorch:2", limits={resource: 1}).build()
+        assert run(mig_slices.check, unit_catalog, training, inventory) == [
+            ("MigForbiddenByTemplate", path(resource))
+        ]

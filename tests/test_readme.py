@@ -165,3 +165,59 @@ def test_the_reload_figures_say_the_tie_check_compares_only_the_pairs_that_could
     reload = README.split("## Live reload of templates and policies")[1].split("\n## ")[0]
     assert "compares pair by pair" not in reload
     assert "tests/unit/catalog/test_tie_index.py" in reload
+
+
+NO_GPU_PODS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu, namespace: web}
+spec:
+  containers: [{name: a, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: slice, namespace: web}
+spec:
+  containers: [{name: a, image: busybox, resources: {limits: {nvidia.com/mig-1g.10gb: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: labelled, namespace: web, labels: {gpu.aethervirt.io/template: notebook}}
+spec:
+  containers: [{name: a, image: jupyter/base-notebook, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+
+def test_the_no_gpus_policy_of_coming_from_kyverno_denies_what_it_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The mapping's "no GPUs in these namespaces": a GPU, a slice, and a GPU template named by label."""
+    import json
+
+    section = README.split("### Coming from Kyverno or Gatekeeper", 1)[1]
+    policy = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert policy, "the no-gpus policy is not in the section"
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(ROOT / "policies", "policies")
+    Path("policies/no-gpus.yaml").write_text(policy[1], encoding="utf-8")
+    Path("pods.yaml").write_text(NO_GPU_PODS, encoding="utf-8")
+    args = [
+        "check",
+        "pods.yaml",
+        "--templates",
+        str(ROOT / "templates"),
+        "--policies",
+        "policies",
+        "-o",
+        "json",
+    ]
+    assert main(args) == 1
+    found = {
+        r["name"]: [(v["code"], v["outcome"]) for v in r["violations"]]
+        for r in json.loads(capsys.readouterr().out)
+    }
+    assert found == {
+        "gpu": [("GpuOnCpuOnlyTemplate", "deny")],
+        "slice": [("GpuOnCpuOnlyTemplate", "deny")],
+        "labelled": [("TemplateNotAllowed", "deny")],
+    }

@@ -37,6 +37,8 @@ def check(env: Env) -> list[Finding]:
                 f"{template.name} is CPU-only; remove it or set label {TEMPLATE_LABEL}"
             )
             findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
+    if requirement == "forbidden":
+        findings.extend(_annotation_requests(env, template.name))
     dra = env.inventory.dra_resources  # a device DRA serves: a GPU or MIG device, in practice
     has_gpu = any(
         (_is_accelerator(a.kind, a.resource) or a.resource in dra or _unlisted_class(a.resource, dra))
@@ -51,6 +53,18 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
     return findings
+
+
+def _annotation_requests(env: Env, template: str) -> list[Finding]:
+    """A GPU asked for by a scheduler annotation (the KAI scheduler's `gpu-fraction`...) on a
+    CPU-only template: a GPU all the same, as a GPU template counts it (else a namespace kept
+    from GPUs by its cpu-only default let a fraction of one in)."""
+    asked = [key for key in ANNOTATION_REQUESTS if key in env.view.annotations]
+    if not asked:
+        return []
+    key = asked[0]
+    message = f"annotation {key} asks the KAI scheduler for a GPU; template {template} is CPU-only: remove it"
+    return [Finding("GpuOnCpuOnlyTemplate", f'{env.view.meta}.annotations["{key}"]', message)]
 
 
 def _claims_or_launcher(env: Env) -> bool:

@@ -76,3 +76,12 @@ def test_a_device_class_asked_by_name_satisfies_a_gpu_template_where_no_class_is
     limits = {"deviceclass.resource.kubernetes.io/mig.nvidia.com": 1}
     pod = make_pod().container("c", image="vllm/vllm-openai", limits=limits).build()
     assert run(template_fit.check, unit_catalog, pod) == []
+
+
+@pytest.mark.parametrize("key", ["gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"])
+def test_a_kai_scheduler_gpu_annotation_on_a_cpu_only_template(unit_catalog: Catalog, key: str) -> None:
+    """A GPU template counts it as a GPU (above): so does a CPU-only one, which refuses it."""
+    pod = make_pod().template("cpu").annotation(key, "1").container("prep").build()
+    assert run(template_fit.check, unit_catalog, pod) == [
+        ("GpuOnCpuOnlyTemplate", f'metadata.annotations["{key}"]')
+    ]

@@ -6,11 +6,13 @@ so a CI dashboard shows them instead of silently running fewer tests.
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
 from webhook.authoring.runner import ResourceResult, Run
+from webhook.tls.files import PUBLIC_MODE, write_atomically
 
 
 def junit_xml(run: Run) -> ET.ElementTree:
@@ -28,7 +30,18 @@ def junit_xml(run: Run) -> ET.ElementTree:
 
 
 def write_junit(run: Run, path: str | Path) -> None:
-    junit_xml(run).write(path, encoding="utf-8", xml_declaration=True)
+    """The XML, whole or not at all: into a new file renamed over `path`, as the certificates are
+    written, so a write that fails (a full disk, a file size limit) leaves neither a truncated
+    file, which a CI's parser refuses, nor the last run's cut short. A path that is a symlink or no
+    regular file (`/dev/stdout`, a pipe) is written in place."""
+    buffer = io.BytesIO()
+    junit_xml(run).write(buffer, encoding="utf-8", xml_declaration=True)
+    data = buffer.getvalue()
+    target = Path(path)
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        target.write_bytes(data)
+    else:
+        write_atomically(target, data, PUBLIC_MODE)
 
 
 def _suite(root: ET.Element, name: str, source: str, results: list[ResourceResult]) -> None:

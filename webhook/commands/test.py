@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_junit(result, args.junit)
         except OSError as exc:
-            error(f"cannot write JUnit XML to {args.junit}: {exc.strerror or exc}")
+            reason = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+            error(f"cannot write JUnit XML to {args.junit}: {reason.strerror or reason}")
             return EXIT_BAD_INPUT
     return result.exit_code

@@ -301,6 +301,18 @@ def test_cli_exit_codes_and_junit_file(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["test", str(good), "--junit", str(tmp_path / "no-dir" / "x.xml")]) == 2
 
 
+def test_junit_is_xml_whatever_characters_the_names_hold(tmp_path: Path) -> None:
+    """A case named `"\\e[31m..."` and a pod named with control characters (YAML escapes) were
+    written as they are: XML cannot hold them, and a CI's parser refused the whole file."""
+    body = VLLM.replace("{name: vllm}", '{name: "vllm\\x01\\e]0;t\\a"}')
+    path = suite(tmp_path, case("allowed: false\n", body=body, name='"red\\e[31m\\x00"'))
+    junit = tmp_path / "junit.xml"
+    assert main(["test", str(path), "--junit", str(junit)]) == 1
+    (testcase,) = ET.parse(junit).getroot().iter("testcase")
+    assert testcase.get("name") == "red\\x1b[31m\\x00 [Pod/vllm\\x01\\x1b]0;t\\x07]"
+    assert testcase.find("failure") is not None
+
+
 def test_a_bad_suite_inventory_is_reported_once_for_all_its_cases(tmp_path: Path) -> None:
     text = HEADER.format(name="s").replace(
         str(ROOT / "examples" / "inventories" / "a100-mixed.yaml"), "nope.yaml"

@@ -7,6 +7,7 @@ so a CI dashboard shows them instead of silently running fewer tests.
 from __future__ import annotations
 
 import io
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
@@ -25,8 +26,28 @@ def junit_xml(run: Run) -> ET.ElementTree:
     for source, problems in run.broken.items():
         _broken(root, source, [str(p) for p in problems])
     _count(root, root.findall("testsuite"))
+    _escape_what_xml_cannot_hold(root)
     ET.indent(root)
     return ET.ElementTree(root)
+
+
+_NOT_IN_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""Characters XML 1.0 cannot hold, not even as `&#...;`: control characters but tab and newlines,
+lone surrogates. ElementTree writes them as they are, and the file is no XML to any parser."""
+
+
+def _escape_what_xml_cannot_hold(root: ET.Element) -> None:
+    """Write such characters as Python does (`\\x1b`, `\\ud800`) in every name, path and message:
+    a case's or pod's name (`"\\e[31m"` in YAML) made the whole file unreadable to a CI."""
+    for element in root.iter():
+        for key, value in list(element.attrib.items()):
+            element.set(key, _NOT_IN_XML.sub(_escaped, value))
+        if element.text:
+            element.text = _NOT_IN_XML.sub(_escaped, element.text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return found.group().encode("unicode_escape").decode("ascii")
 
 
 def write_junit(run: Run, path: str | Path) -> None:

@@ -31,6 +31,8 @@ BAD_FILES = {
     "alias-bomb": b"a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + BOMB.encode(),
     "tab-indent": b"apiVersion: v1\nkind: Pod\nmetadata:\n\tname: tab\n",
     "a-list": b"- a\n- b\n",
+    "escape-beyond-unicode": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\UFFFFFFFF"}\n',
+    "surrogate-escape": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\ud83d\\ude00"}\n',
 }
 
 
@@ -78,7 +80,9 @@ def bad(tmp_path: Path) -> dict[str, str]:
     ],
     ids=["check", "check-inventory", "lint", "test", "report-inventory"],
 )
-@pytest.mark.parametrize("which", ["missing", "folder", "not-utf8", "alias-bomb", "symlink-loop"])
+@pytest.mark.parametrize(
+    "which", ["missing", "folder", "not-utf8", "alias-bomb", "escape-beyond-unicode", "symlink-loop"]
+)
 def test_a_bad_input_file_is_one_clear_error_naming_it(
     bad: dict[str, str], command: tuple[str, ...], which: str
 ) -> None:
@@ -90,7 +94,7 @@ def test_a_bad_input_file_is_one_clear_error_naming_it(
 
 
 @pytest.mark.parametrize("which", sorted(BAD_FILES))
-def test_a_bad_manifest_is_refused_by_check_and_krm(bad: dict[str, str], which: str) -> None:
+def test_a_bad_manifest_is_refused_by_check(bad: dict[str, str], which: str) -> None:
     checked = gpu_webhook("check", *CATALOG, bad[which])
     assert checked.returncode == 2 and "Traceback" not in checked.stderr, checked.stderr
     assert Path(bad[which]).name in checked.stderr

@@ -269,6 +269,30 @@ class _DuplicateNotingLoader(yaml.SafeLoader, _KubectlConstructor):
         finally:
             self.depth -= 1
 
+    def scan_flow_scalar_non_spaces(self, double: bool, start_mark: yaml.Mark) -> list[str]:
+        """Refuses, as libyaml and go-yaml do, a `\\u` escape of a UTF-16 surrogate (JSON's way
+        to write an emoji, `"\\ud83d\\ude00"`) and a `\\U` escape beyond U+10FFFF: PyYAML read
+        the first as lone surrogates, which no output can write, and raised a traceback on the
+        second."""
+        mark = self.get_mark()
+        try:
+            chunks: list[str] = super().scan_flow_scalar_non_spaces(double, start_mark)
+        except (ValueError, OverflowError):  # chr() of the escape's code
+            raise _invalid_escape(start_mark, self.get_mark()) from None
+        if any(_SURROGATE.search(chunk) for chunk in chunks):
+            raise _invalid_escape(start_mark, mark)
+        return chunks
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+"""What only an escape puts in a scalar: the text read is UTF-8, which holds no surrogates."""
+
+
+def _invalid_escape(start_mark: yaml.Mark, mark: yaml.Mark) -> yaml.scanner.ScannerError:
+    """libyaml's error for such an escape."""
+    problem = "found invalid Unicode character escape code"
+    return yaml.scanner.ScannerError("while parsing a quoted scalar", start_mark, problem, mark)
+
 
 def _kubectl_resolvers() -> dict[Any, list[tuple[str, Any]]]:
     """SafeLoader's implicit resolvers as go-yaml v2 resolves plain scalars: no dates, no base-60

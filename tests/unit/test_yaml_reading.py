@@ -79,6 +79,21 @@ def test_what_json_cannot_hold_is_refused_at_its_line(text: str, line: int, what
     assert caught.value.line == line and what in caught.value.problem
 
 
+@pytest.mark.parametrize(
+    "escape",
+    [r"\ud83d\ude00", r"\udfff", r"\UFFFFFFFF", r"\U00110000"],
+    ids=["surrogate-pair", "lone-surrogate", "beyond-a-c-int", "beyond-unicode"],
+)
+def test_an_escape_of_no_unicode_character_is_refused_at_its_line_as_kubectl_refuses_it(escape: str) -> None:
+    """PyYAML read a surrogate pair (JSON's way to write an emoji) as two lone surrogates, which
+    no output could write (check said stdout could not be written), and raised a traceback on a
+    `\\U` beyond U+10FFFF; libyaml and go-yaml refuse both."""
+    with pytest.raises(YamlError) as caught:
+        read(f'a: 1\nb:\n  c: "smile {escape}"\n')
+    assert caught.value.line == 3 and "invalid Unicode character escape" in caught.value.problem
+    assert read('a: "\\u00e9\\U0001F600\\uFFFD"\n') == {"a": "\u00e9\U0001f600\ufffd"}
+
+
 def test_values_nested_too_deeply_are_refused_at_their_line_not_a_recursion_error() -> None:
     deep = "a: 1\nb: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n"
     with pytest.raises(YamlError) as caught:

@@ -340,11 +340,25 @@ def _bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
 def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | str:
     """An integer as Go's strconv.ParseInt(text, 0, 64) reads it: `0B1`, `0X1F`, `0O17`, and
     `0777` in octal. One beyond 64 bits stays text unless written in digits alone (go-yaml then
-    reads it as a float), as go-yaml leaves what it cannot read as a number."""
+    reads it as a float), and one beyond a double stays text too, as `1e400` does."""
     text = str(loader.construct_scalar(node))
     plain = text.replace("_", "")
-    value = int(plain, 8) if re.fullmatch(r"[-+]?0[0-7]+", plain) else int(plain, 0)
-    return value if -(2**63) <= value < 2**64 or re.fullmatch(r"[-+]?[0-9]+", plain) else text
+    try:
+        value = int(plain, 8) if re.fullmatch(r"[-+]?0[0-7]+", plain) else int(plain, 0)
+    except ValueError:  # more than the 4300 digits Python reads in base 10: beyond a double
+        return text
+    if -(2**63) <= value < 2**64:
+        return value
+    return value if re.fullmatch(r"[-+]?[0-9]+", plain) and _within_a_double(value) else text
+
+
+def _within_a_double(value: int) -> bool:
+    """Whether go-yaml reads the number as a float (a key's text is made from that float)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _float_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:

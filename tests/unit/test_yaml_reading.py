@@ -52,6 +52,14 @@ def test_keys_are_text_as_kubectl_writes_them() -> None:
     assert read("2: a\ntrue: b\n1.5: c\nx: d\n") == {"2": "a", "true": "b", "1.5": "c", "x": "d"}
 
 
+def test_an_integer_beyond_a_double_is_text_as_1e400_is_not_a_traceback() -> None:
+    """Written in digits alone, go-yaml reads it as a float, and leaves it text when that fails.
+    400 digits as a key raised OverflowError (making its float's text), 5000 ValueError."""
+    beyond, far_beyond, within = "1" + "0" * 400, "1" + "0" * 5000, "1" + "0" * 300
+    assert read(f"v: {beyond}\n{beyond}: k\nw: {far_beyond}\n") == {"v": beyond, beyond: "k", "w": far_beyond}
+    assert read(f"v: {within}\n") == {"v": int(within)}  # still a number: go-yaml reads a float
+
+
 def test_a_number_key_and_a_boolean_key_are_two_keys_not_a_duplicate() -> None:
     """In Python 1 == True: keys kept as numbers would collide."""
     assert read("1: a\ntrue: b\n") == {"1": "a", "true": "b"}

@@ -32,6 +32,7 @@ BAD_FILES = {
     "tab-indent": b"apiVersion: v1\nkind: Pod\nmetadata:\n\tname: tab\n",
     "a-list": b"- a\n- b\n",
     "escape-beyond-unicode": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\UFFFFFFFF"}\n',
+    "explicit-tag": b"apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a: !!bool maybe}}\n",
     "surrogate-escape": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\ud83d\\ude00"}\n',
 }
 

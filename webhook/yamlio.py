@@ -150,6 +150,9 @@ class _KubectlConstructor(yaml.constructor.SafeConstructor):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """Merge keys (`<<: *anchor`) are expanded as YAML 1.1 says: the mapping's own keys win
         over merged ones, which is not a duplicate; two equal keys of its own are."""
+        if not isinstance(node, yaml.MappingNode):  # `!!map [1]`: SafeConstructor's own check
+            problem = f"expected a mapping node, but found {node.id}"
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
         own = [(k, v) for k, v in node.value if k.tag != MERGE_TAG]
         self.flatten_mapping(node)
         seen: dict[str, int] = {}
@@ -334,7 +337,18 @@ def _refuse_non_json(loader: yaml.SafeLoader, node: yaml.Node) -> None:
 
 
 def _bool(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
-    return _BOOLS[str(loader.construct_scalar(node)).lower()]
+    word = str(loader.construct_scalar(node)).lower()
+    if word not in _BOOLS:  # `!!bool maybe`
+        raise _cannot_decode(loader, node)
+    return _BOOLS[word]
+
+
+def _cannot_decode(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> yaml.constructor.ConstructorError:
+    """go-yaml's error for a value its explicit tag cannot read (`!!bool maybe`, `!!float x`,
+    `!!int 1.5`): PyYAML raised a KeyError or ValueError, a traceback from every command."""
+    text, tag = excerpt(str(loader.construct_scalar(node))), node.tag.rsplit(":", 1)[-1]
+    problem = f"cannot decode {text} as a !!{tag}"
+    return yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
 
 
 def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | str:
@@ -345,8 +359,10 @@ def _int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | str:
     plain = text.replace("_", "")
     try:
         value = int(plain, 8) if re.fullmatch(r"[-+]?0[0-7]+", plain) else int(plain, 0)
-    except ValueError:  # more than the 4300 digits Python reads in base 10: beyond a double
-        return text
+    except ValueError:
+        if re.fullmatch(_GO_INT, plain):  # more than the 4300 digits Python reads in base 10
+            return text  # beyond a double
+        raise _cannot_decode(loader, node) from None  # an explicit `!!int 1.5`
     if -(2**63) <= value < 2**64:
         return value
     return value if re.fullmatch(r"[-+]?[0-9]+", plain) and _within_a_double(value) else text
@@ -364,7 +380,10 @@ def _within_a_double(value: int) -> bool:
 def _float_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float | str:
     """A float; a number beyond a double (`1e400`) stays text, as go-yaml leaves what it cannot
     read as a float."""
-    value: float = loader.construct_yaml_float(node)
+    try:
+        value: float = loader.construct_yaml_float(node)
+    except (ValueError, IndexError):  # an explicit `!!float x`
+        raise _cannot_decode(loader, node) from None
     text = str(loader.construct_scalar(node))
     return text if math.isinf(value) and "inf" not in text.lower() else value
 

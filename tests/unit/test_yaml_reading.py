@@ -102,6 +102,29 @@ def test_an_escape_of_no_unicode_character_is_refused_at_its_line_as_kubectl_ref
     assert read('a: "\\u00e9\\U0001F600\\uFFFD"\n') == {"a": "\u00e9\U0001f600\ufffd"}
 
 
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        ("!!bool maybe", 'cannot decode "maybe" as a !!bool'),
+        ("!!float x", 'cannot decode "x" as a !!float'),
+        ('!!float ""', 'cannot decode "" as a !!float'),
+        ("!!int 1.5", 'cannot decode "1.5" as a !!int'),
+        ("!!map [1]", "expected a mapping node, but found sequence"),
+    ],
+)
+def test_a_value_its_explicit_tag_cannot_read_is_refused_at_its_line(value: str, what: str) -> None:
+    """PyYAML raised a KeyError, ValueError, IndexError or TypeError: a traceback from every command."""
+    with pytest.raises(YamlError) as caught:
+        read(f"a: 1\nb:\n  c: {value}\n")
+    assert caught.value.line == 3 and what in caught.value.problem
+    assert read("a: !!bool yes\nb: !!float 1.5\nc: !!int 0x1F\nd: !!map {e: 1}\n") == {
+        "a": True,
+        "b": 1.5,
+        "c": 31,
+        "d": {"e": 1},
+    }
+
+
 def test_values_nested_too_deeply_are_refused_at_their_line_not_a_recursion_error() -> None:
     deep = "a: 1\nb: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n"
     with pytest.raises(YamlError) as caught:

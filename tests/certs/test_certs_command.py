@@ -281,6 +281,24 @@ def test_unreadable_existing_certificate_names_the_file(certs: Run, tmp_path: Pa
     assert code == 2 and str(directory / "ca.crt") in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("ca_file", ["missing", "another CA"])
+def test_a_ca_key_without_its_certificate_is_refused_and_kept(
+    certs: Run, tmp_path: Path, ca_file: str
+) -> None:
+    """The key is the only copy: a new CA written over it could never sign for the old one again."""
+    directory = tmp_path / "tls"
+    directory.mkdir()
+    key = make_ca().key_pem()
+    (directory / "ca.key").write_bytes(key)
+    if ca_file == "another CA":
+        (directory / "ca.crt").write_bytes(make_ca().certificate_pem())
+    code, out, err = certs("--out-dir", str(directory))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert str(directory / "ca.key") in err
+    assert (directory / "ca.key").read_bytes() == key
+    assert not (directory / "tls.crt").exists()
+
+
 def test_a_leaf_certificate_as_ca_is_refused_and_nothing_is_written(certs: Run, tmp_path: Path) -> None:
     directory = tmp_path / "tls"
     directory.mkdir()

@@ -19,6 +19,7 @@ from tests.inventory.fake_apiserver import FakeApiServer, wait_for
 from webhook.cli import main
 from webhook.core.model import UNKNOWN_INVENTORY, Inventory, ScopedQuota
 from webhook.inventory.watch import POD_FIELD_SELECTOR, ClusterInventorySource, ClusterState, WatchConfigError
+from webhook.server.logs import JsonLineFormatter
 
 MIG_1G = "nvidia.com/mig-1g.10gb"
 CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -629,3 +630,62 @@ def test_stopping_while_the_api_server_never_answers_waits_once_not_per_stream(t
         assert time.monotonic() - started < STOP_JOIN_SECONDS + 2
     finally:
         silent.close()
+
+
+def _threads_alive(source: ClusterInventorySource) -> bool:
+    return all(thread.is_alive() for thread in source._threads)
+
+
+def test_an_unexpected_exception_reducing_an_event_is_counted_and_the_stream_goes_on(
+    server: FakeApiServer,
+    running: ClusterInventorySource,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bug reducing one pod to its record (any exception the stream did not expect) ended the
+    pod stream's thread silently: /readyz stayed ready and no pod change was seen again (found by
+    review)."""
+    import webhook.inventory.watch as watch_module
+
+    reduce = watch_module.pod_usage
+    raised: list[str] = []
+
+    def fails_once(pod: Any) -> Any:
+        if pod["metadata"]["name"] == "odd" and not raised:
+            raised.append("odd")
+            raise RuntimeError("a bug")
+        return reduce(pod)
+
+    monkeypatch.setattr(watch_module, "pod_usage", fails_once)
+    server.put("pods", bound_pod("odd", "mig-0"))
+    wait_for(lambda: running.status()["streams"]["pods"]["errors"] == 1, what="the failed event")
+    assert "RuntimeError" in running.status()["lastError"]
+    server.put("pods", bound_pod("after", "mig-0"))
+    wait_for(lambda: used(running.current(), "mig-0", MIG_1G) == 3, what="the pods after the failure")
+    assert _threads_alive(running)
+    assert running.ready() and running.status()["streams"]["pods"]["errors"] == 1
+    logged = [r for r in caplog.records if r.name == "webhook.inventory.watch" and r.levelno == logging.ERROR]
+    line = json.loads(JsonLineFormatter().format(logged[0]))
+    assert "RuntimeError" in line["event"] and "traceback" in line
+
+
+def test_an_unexpected_exception_in_a_rebuild_is_counted_and_rebuilds_go_on(
+    server: FakeApiServer, running: ClusterInventorySource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild that raised ended the rebuild thread silently: no change was published again
+    while /readyz said ready (found by review)."""
+    snapshot = running._state.snapshot
+    failures: list[int] = []
+
+    def fails_once() -> Inventory:
+        if not failures:
+            failures.append(1)
+            raise RuntimeError("a bug")
+        return snapshot()
+
+    monkeypatch.setattr(running._state, "snapshot", fails_once)
+    server.put("pods", bound_pod("slice-b", "mig-0"))
+    wait_for(lambda: used(running.current(), "mig-0", MIG_1G) == 2, what="the rebuild after the failure")
+    assert _threads_alive(running)
+    status = running.status()
+    assert status["rebuildErrors"] == 1 and status["lastError"] is None

@@ -406,6 +406,9 @@ class ClusterInventorySource:
         self._published_at = 0.0
         self._rebuilds = 0
         self._unchanged_rebuilds = 0
+        self._rebuild_errors = 0
+        self._rebuild_error: str | None = None
+        self._rebuild_backoff = Backoff(backoff_base, backoff_cap, self._backoff[2])
         self._dirty = threading.Event()
         self._publishing = threading.Lock()
         self._stopping = threading.Event()
@@ -473,7 +476,8 @@ class ClusterInventorySource:
             "snapshotAgeSeconds": round(age, 3) if age is not None else None,
             "rebuilds": self._rebuilds,
             "unchangedRebuilds": self._unchanged_rebuilds,
-            "lastError": next((s.last_error for s in self._streams if s.last_error), None),
+            "rebuildErrors": self._rebuild_errors,
+            "lastError": next((s.last_error for s in self._streams if s.last_error), self._rebuild_error),
             "streams": {s.name: s.status() for s in self._streams},
         }
 
@@ -568,6 +572,9 @@ class ClusterInventorySource:
             except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError, KeyError) as exc:
                 if not self._stopping.is_set():
                     self._failed(stream, exc)
+            except Exception as exc:  # a bug (reducing an odd object, say): the stream must go on
+                if not self._stopping.is_set():
+                    self._failed(stream, exc, unexpected=True)
 
     def _list_or_absent(self, stream: _Stream) -> bool:
         """List; False when an optional API's list is refused (403/404), read as absent and tried
@@ -593,11 +600,17 @@ class ClusterInventorySource:
         stream.synced = True
         self._changed(initial=True)
 
-    def _failed(self, stream: _Stream, exc: Exception) -> None:
+    def _failed(self, stream: _Stream, exc: Exception, unexpected: bool = False) -> None:
+        """Count, log and back off; then the stream lists again. An unexpected exception (none
+        the API or the network raises: a bug) is logged as an error with its traceback: it ended
+        the thread silently, and the inventory stayed stale for good while /readyz said ready."""
         stream.errors += 1
         stream.last_error = f"{stream.name}: {describe_error(exc)}"
         delay = stream.backoff.next_delay()
-        log.warning("%s; retrying in %.2fs", stream.last_error, delay)
+        if unexpected:
+            log.error("%s; retrying in %.2fs", stream.last_error, delay, exc_info=exc)
+        else:
+            log.warning("%s; retrying in %.2fs", stream.last_error, delay)
         self._stopping.wait(delay)
 
     def _list(self, stream: _Stream) -> None:
@@ -711,7 +724,24 @@ class ClusterInventorySource:
                 return
             self._dirty.clear()
             if all(s.synced for s in self._streams):
-                self._publish()
+                self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Publish; a failure (a bug in building the snapshot) is logged with its traceback,
+        counted (`rebuildErrors`, `lastError`) and tried again after a backoff: it ended the thread
+        silently, and no change was ever published again while /readyz said ready."""
+        try:
+            self._publish()
+        except Exception as exc:
+            self._rebuild_errors += 1
+            self._rebuild_error = f"rebuild: {describe_error(exc)}"
+            delay = self._rebuild_backoff.next_delay()
+            log.error("%s; retrying in %.2fs", self._rebuild_error, delay, exc_info=exc)
+            self._dirty.set()
+            self._stopping.wait(delay)
+        else:
+            self._rebuild_error = None
+            self._rebuild_backoff.reset()
 
     def _publish(self) -> None:
         """Swap in a new snapshot, unless it equals the published one: then that object stays.

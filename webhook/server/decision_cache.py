@@ -21,8 +21,10 @@ against the same catalog and inventory gets that decision again without deciding
   hold the name is therefore not kept.
 - The entries belong to one (catalog, inventory) pair, compared by identity: both are immutable
   values that the sources replace when something changes (a catalog reload; an inventory
-  update, at most once a second in a live cluster and only when GPU nodes or the
-  accelerators of bound pods change), and a new pair starts an empty generation.
+  update, at most once a second in a live cluster and only when what it is built from changes:
+  GPU nodes and nodes DRA serves GPUs on, the resource names nodes advertise, the accelerators
+  of bound pods, what ResourceQuotas leave of NVIDIA resources, what LimitRanges bound, the
+  resources DeviceClasses serve), and a new pair starts an empty generation.
   A decision is stored in the generation it was decided against, never in a newer one.
 - Dry-run reviews, UPDATEs (whose decision depends on the old object too), DELETEs and
   CONNECTs are always decided: nothing is cached for a dry run.

@@ -238,9 +238,9 @@ def test_report_bodies_are_rendered_once_per_snapshot_and_format(monkeypatch: py
     snapshot, and the next snapshot is answered at the next request."""
     rendered: list[str] = []
 
-    def counted(report: Any, output: str) -> str:
+    def counted(report: Any, output: str, extra: Any = None) -> str:
         rendered.append(output)
-        return render(report, output)
+        return render(report, output, extra)
 
     monkeypatch.setattr(report_routes, "render", counted)
     inventory, catalog = (

@@ -4,6 +4,7 @@ dashboard up, with the error shown; without the option the card says how to get 
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 import threading
@@ -184,3 +185,36 @@ def test_serve_refuses_a_url_that_is_not_prometheus(
     err = capsys.readouterr().err
     assert "--prometheus" in err and "Traceback" not in err and "s3cret" not in err
     assert not (tmp_path / ".gpu-webhook").exists()  # refused before any certificate is made
+
+
+def test_the_report_json_says_when_its_reading_was_taken_and_that_prometheus_failed_since() -> None:
+    """A failed read keeps the last reading: the dashboard named the error, but /report's JSON
+    showed the old idle list as current (found by review)."""
+    from flask import Flask
+
+    from webhook.report.service import ReportService
+    from webhook.server.report_routes import report_blueprint
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _prometheus(0.0))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    catalog, inventory = _sources()
+    url = f"http://127.0.0.1:{server.server_port}"
+    service = ReportService(inventory, catalog, prometheus_url=url, refresh_seconds=0, timeout=2)
+    app = Flask("test")
+    app.register_blueprint(report_blueprint(inventory, catalog, service))
+    client = app.test_client()
+    read = client.get("/report").get_json()
+    assert read["prometheus"]["error"] is None and len(read["idle"]) == 1
+    taken = calendar.timegm(time.strptime(read["prometheus"]["readAt"], "%Y-%m-%dT%H:%M:%SZ"))
+    assert abs(time.time() - taken) < 60
+    server.shutdown()
+    server.server_close()
+    stale = client.get("/report").get_json()
+    assert stale["prometheus"]["error"] and stale["prometheus"]["readAt"] == read["prometheus"]["readAt"]
+    assert stale["idle"] == read["idle"]
+
+
+def test_without_prometheus_the_report_json_has_no_reading() -> None:
+    app = gunicorn_app._webhook_app(_sources, prometheus_url=None)
+    assert app.test_client().get("/report").get_json()["prometheus"] is None

@@ -49,9 +49,10 @@ Arabic letter mark (U+061C) too, as in a log line (webhook.jsoncodec)."""
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def render(report: Report, output: str) -> str:
+def render(report: Report, output: str, extra: Mapping[str, Any] | None = None) -> str:
+    """`extra`: fields the JSON adds after the report's (the server's Prometheus reading)."""
     if output == "json":
-        return json.dumps(report.to_dict(), indent=2) + "\n"
+        return json.dumps(report.to_dict() | dict(extra or {}), indent=2) + "\n"
     if output == "csv":
         return render_csv(report)
     return render_text(report)

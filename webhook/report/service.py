@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from webhook.core.model import Catalog, Inventory
 from webhook.inventory.usage import PodUsage
@@ -65,6 +65,7 @@ class ReportService:
         self._lock = threading.Lock()
         self._finder = WasteFinder()
         self._utilisation: tuple[GpuUtilisation, ...] | None = None
+        self._utilisation_at: float | None = None
         self._read_at = float("-inf")
         self._reading = False
         self._last: _Built | None = None
@@ -96,6 +97,18 @@ class ReportService:
             self._last = (inventory, catalog, utilisation, usages, report)
             return report
 
+    def reading(self) -> dict[str, Any] | None:
+        """What /report's JSON says of the utilisation reading (None without Prometheus): the last
+        read's error, and when the reading in use was taken. A failed read keeps the last reading,
+        which the report goes on showing: without these a program reading the JSON took it for
+        current."""
+        if self.prometheus_url is None:
+            return None
+        with self._lock:
+            error, taken = self.prometheus_error, self._utilisation_at
+        read_at = None if taken is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(taken))
+        return {"error": error, "readAt": read_at}
+
     def _read_utilisation(self) -> tuple[GpuUtilisation, ...] | None:
         """A fresh reading when one is due and none is in flight, else the last one at once."""
         url = self.prometheus_url
@@ -117,5 +130,5 @@ class ReportService:
     def _finish_read(self, utilisation: tuple[GpuUtilisation, ...] | None, error: str | None) -> None:
         with self._lock:
             if utilisation is not None:
-                self._utilisation = utilisation
+                self._utilisation, self._utilisation_at = utilisation, time.time()
             self.prometheus_error = error

@@ -217,22 +217,32 @@ class ReloadingCatalogSource:
         LOG.info("catalog_loaded", extra={"fields": fields})
         return True
 
-    def _failed(self, digest: str, problems: Sequence[Problem]) -> bool:
+    def _failed(self, digest: str, problems: Sequence[Problem], exc: Exception | None = None) -> bool:
+        """Keep what is served and say so; `exc`, an exception nothing expected, logs its traceback."""
         failure = LoadFailure(time.time(), digest, tuple(problems))
         counts = {**self._state.counts, "failure": self._state.counts["failure"] + 1}
         self._state = replace(self._state, attempted_digest=digest, last_failure=failure, counts=counts)
         self._metrics.reloads.labels(result="failure").inc()
         self._metrics.last_success.set(0)
         kept = "keeping the last good catalog" if self._state.catalog else "no catalog to serve yet"
-        LOG.error("catalog_reload_failed", extra={"fields": {"action": kept, **failure.as_log_fields()}})
+        fields = {"action": kept, **failure.as_log_fields()}
+        LOG.error("catalog_reload_failed", exc_info=exc, extra={"fields": fields})
         return False
 
     def _poll(self) -> None:
         while not self._stop.wait(self._interval):
             try:
                 self.check_now()
-            except Exception:  # e.g. a folder unreadable for a moment
-                LOG.exception("catalog_poll_error")
+            except Exception as exc:  # e.g. a file that cannot be looked at (a folder without x)
+                self._poll_failed(exc)
+
+    def _poll_failed(self, exc: Exception) -> None:
+        """A poll that raised is a failed reload (status, metrics, log): it was only logged, and
+        /readyz showed a catalog no longer followed as current, its lastError null. Tried again
+        at the next poll (no digest is kept), which loads the files once they can be read."""
+        problem = Problem("<poll>", None, "", f"{type(exc).__name__}: {exc}")
+        with self._lock:
+            self._failed("", (problem,), exc)
 
     def _failure_text(self) -> str:
         failure = self._state.last_failure

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -880,10 +881,22 @@ def iter_yaml_files(directory: Path, unreadable: list[OSError] | None = None) ->
         for name in sorted(names):
             if name.lower().endswith(YAML_SUFFIXES) and not name.startswith("."):
                 path = Path(folder) / name
-                if path.exists() and not path.is_file():
-                    refused(OSError(errno.EINVAL, "not a regular file (a pipe or a device)", str(path)))
+                problem = _not_readable_as_file(path)
+                if problem is not None:
+                    refused(problem)
                     continue
                 yield path
+
+
+def _not_readable_as_file(path: Path) -> OSError | None:
+    """Why the path is no file to read, if it is not: what is no regular file (a named pipe would
+    block every reader), or a file in a folder without search permission (Path.exists raised it).
+    A dangling symlink or a loop is read all the same: reading it says which."""
+    try:
+        is_file = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as exc:
+        return None if exc.errno in (errno.ENOENT, errno.ELOOP) else exc
+    return None if is_file else OSError(errno.EINVAL, "not a regular file (a pipe or a device)", str(path))
 
 
 def key_path(node: yaml.Node | None, key: str, line: int) -> list[str | int] | None:

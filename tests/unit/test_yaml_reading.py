@@ -3,8 +3,10 @@ once, symlinked folders followed, nothing skipped without a word."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,6 +224,26 @@ def test_a_named_pipe_is_a_problem_not_a_hang(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "templates" / "pipe.yaml")
     (problem,) = lint_paths([tmp_path / "templates", tmp_path / "policies"])
     assert problem.source.endswith("pipe.yaml") and "not a regular file" in problem.message
+
+
+def test_a_file_that_cannot_be_looked_at_is_a_problem_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder the server may list but not search (no x bit; root ignores it, so it is faked):
+    looking at its file raised PermissionError out of lint and every catalog load."""
+    catalog_in(tmp_path)
+    hidden = tmp_path / "templates" / "hidden.yaml"
+    hidden.write_text("kind: GpuTemplate\n")
+    real_stat = os.stat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if Path(path) == hidden:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    (problem,) = lint_paths([tmp_path / "templates", tmp_path / "policies"])
+    assert problem.source.endswith("hidden.yaml") and "Permission denied" in problem.message
 
 
 def test_a_symlink_loop_says_so(tmp_path: Path) -> None:

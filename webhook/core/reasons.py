@@ -30,6 +30,7 @@ _TABLE: Final = (
     Reason("GpuRequestWithoutLimit", "deny", "A GPU in requests but not in limits; the API server requires the limit."),
     Reason("GpuRequestLimitMismatch", "deny", "A GPU request that differs from its limit; they must be equal."),
     Reason("MixedAcceleratorKinds", "deny", "Whole GPUs and MIG slices, or two different slices, in one container."),
+    Reason("GpuByEnvironment", "deny", "A container that sets NVIDIA_VISIBLE_DEVICES to GPUs (all, indexes, UUIDs) but asks for no GPU: the NVIDIA runtime may expose GPUs no scheduler counts."),
     # Counts.
     Reason("ExceedsTemplateMaxGpus", "deny", "More GPUs per pod than the template allows."),
     Reason("BelowTemplateMinGpus", "deny", "Fewer GPUs per pod than the template needs."),

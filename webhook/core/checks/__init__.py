@@ -18,6 +18,7 @@ from webhook.core.checks import (
     resource_names,
     shared_gpus,
     template_fit,
+    visible_devices,
 )
 from webhook.core.env import Env
 from webhook.core.model import Finding
@@ -37,6 +38,7 @@ CHECKS: Final[tuple[Check, ...]] = (
     one_node.check,
     shared_gpus.check,
     template_fit.check,
+    visible_devices.check,
 )
 
 

@@ -1,0 +1,92 @@
+"""GPUs taken through NVIDIA_VISIBLE_DEVICES, which no scheduler counts.
+
+Where the NVIDIA container runtime runs a container (the default runtime on most GPU nodes), it
+exposes the GPUs that `NVIDIA_VISIBLE_DEVICES` names: a list of indexes or (MIG) UUIDs, or `all`;
+`none` exposes no GPU (only the driver), and `void`, empty or unset leave the container as runc
+would (the container toolkit's "GPU Enumeration" table, docker-specialized.html). It honours the
+variable from an unprivileged container unless its `accept-nvidia-visible-devices-envvar-when-
+unprivileged` is false (true by default in the toolkit's own config.toml), and always from a
+privileged one. A container that sets it without asking for a GPU gets GPUs the device plugin never
+allocated: the scheduler counts none, and other pods are given the same cards.
+
+A container that asks the device plugin for a GPU is not flagged: the plugin's Allocate sets the
+variable for the GPUs it allocated, which overrides the container's (NVIDIA/nvidia-container-toolkit
+issue 27). Nor is one that asks through DRA (a claim, a DeviceClass) or the KAI scheduler's
+annotations, whose drivers hand it its devices. A value from `valueFrom` (a ConfigMap, a Secret)
+cannot be read at admission: it is not judged (GPU-sharing schedulers set the variable that way for
+the GPUs they gave the pod).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
+from webhook.core.env import Env
+from webhook.core.model import MAPPINGS, Finding, lenient_object
+from webhook.core.podview import ContainerView
+from webhook.core.resources import DEVICE_CLASS_PREFIX, Kind
+
+VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
+EXPOSES_NO_GPU: Final = frozenset({"", "void", "none"})
+"""The values of NVIDIA_VISIBLE_DEVICES that expose no GPU; any other names GPUs."""
+_NVIDIA_KINDS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.SUSPECT)
+"""A GPU asked for by its name: a misspelt one is reported as such (UnknownAcceleratorResource)."""
+
+
+def check(env: Env) -> list[Finding]:
+    view = env.view
+    if any(key in view.annotations for key in ANNOTATION_REQUESTS):
+        return []
+    spec = lenient_object(env.pod.get("spec"))
+    dra = env.inventory.dra_resources
+    findings = []
+    for container in view.containers:
+        item = _item(spec, container)
+        value = visible_devices(item.get("env"))
+        if value is None or value in EXPOSES_NO_GPU or _asks_for_gpu(container, item, dra):
+            continue
+        message = (
+            f"container {container.name} sets {VISIBLE_DEVICES}={value!r} but asks for no GPU: where "
+            "the NVIDIA runtime honours it, it gets GPUs that no scheduler counts, and that other pods "
+            "are given too; "
+            f'ask for them (limits: {{"nvidia.com/gpu": N}}) or set it to void'
+        )
+        findings.append(Finding("GpuByEnvironment", f"{container.path}.env[name={VISIBLE_DEVICES}]", message))
+    return findings
+
+
+def visible_devices(env: object) -> str | None:
+    """The value a container's `env` gives NVIDIA_VISIBLE_DEVICES: the last entry of that name wins,
+    as the kubelet sets them in order; None where none sets it or its value comes from `valueFrom`."""
+    found: Any = None
+    for entry in env if isinstance(env, list) else ():
+        if isinstance(entry, MAPPINGS) and entry.get("name") == VISIBLE_DEVICES:
+            found = entry
+    if found is None or found.get("valueFrom") is not None:
+        return None
+    value = found.get("value")
+    return "" if value is None else str(value)
+
+
+def _item(spec: dict[Any, Any], container: ContainerView) -> dict[Any, Any]:
+    items = spec.get(container.group)
+    if not isinstance(items, list) or container.index >= len(items):
+        return {}
+    return lenient_object(items[container.index])
+
+
+def _asks_for_gpu(container: ContainerView, item: dict[Any, Any], dra: frozenset[str]) -> bool:
+    """An NVIDIA device asked for by the device plugin's names or DRA's (its claims, a DeviceClass
+    or the extended resource one serves), in any amount but zero."""
+    if lenient_object(item.get("resources")).get("claims"):
+        return True
+    return any(
+        (
+            a.kind in _NVIDIA_KINDS
+            or a.resource.startswith(("nvidia.com/", DEVICE_CLASS_PREFIX))
+            or a.resource in dra
+        )
+        and (a.count is None or a.count > 0)
+        for a in container.accel
+    )

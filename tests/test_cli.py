@@ -617,8 +617,7 @@ def test_objects_the_webhook_configurations_skip_are_marked_and_not_counted(
     ]
     assert lines[1] == (
         "  not sent to the webhook (matchCondition accelerator-or-template): it asks for no accelerator "
-        "resource the conditions know, sets no NVIDIA_VISIBLE_DEVICES and has no "
-        "gpu.aethervirt.io/template label"
+        "resource the conditions know and has no gpu.aethervirt.io/template label"
     )
     assert "(matchCondition not-a-mirror-pod): it is a mirror pod" in found.stdout
     assert "NoMatchingTemplate" in found.stdout

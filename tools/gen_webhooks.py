@@ -23,7 +23,6 @@ from typing import Any
 
 import yaml
 
-from webhook.core.checks.visible_devices import VISIBLE_DEVICES
 from webhook.core.model import TEMPLATE_LABEL
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.sent import EXCLUDED_NAMESPACES, extra_resource
@@ -85,8 +84,7 @@ HEADER = """#
 # template: a container or initContainer whose resources.limits or resources.requests has a key
 # that mentions nvidia, gpu, mig or another accelerator vendor (any case, so typos like
 # Nvidia.com/GPU still reach the checks), or that starts with deviceclass.resource.kubernetes.io/
-# (a DRA DeviceClass asked for by name), or whose env sets NVIDIA_VISIBLE_DEVICES (GPUs taken
-# without asking, GpuByEnvironment), or the label gpu.aethervirt.io/template. A DeviceClass's
+# (a DRA DeviceClass asked for by name), or the label gpu.aethervirt.io/template. A DeviceClass's
 # own extendedResourceName (example.com/h100) is not sent unless the file is generated with
 # --extra-resource NAME (the first line says which were given). Everything
 # else skips the HTTPS round trip. Consequence: a policy's `templates.required` applies to those
@@ -130,18 +128,12 @@ def _keys_match(field: str, extras: tuple[str, ...]) -> str:
     return f"(has(c.resources.{field}) && c.resources.{field}.exists(k,\n    {_key_check(extras)}))"
 
 
-SETS_VISIBLE_DEVICES = f"(has(c.env) && c.env.exists(e, has(e.name) && e.name == '{VISIBLE_DEVICES}'))"
-"""A container that sets NVIDIA_VISIBLE_DEVICES, to any value (GpuByEnvironment reads it): one
-comparison per env entry, cheaper than reading the value, and void or none cost only the call."""
-
-
 def _containers(spec: str, extras: tuple[str, ...]) -> str:
     checks = []
     for group in ("containers", "initContainers"):
         checks.append(
-            f"(has({spec}.{group}) && {spec}.{group}.exists(c, (has(c.resources) && (\n"
-            f"  {_keys_match('limits', extras)} ||\n  {_keys_match('requests', extras)})) ||\n"
-            f"  {SETS_VISIBLE_DEVICES}))"
+            f"(has({spec}.{group}) && {spec}.{group}.exists(c, has(c.resources) && (\n"
+            f"  {_keys_match('limits', extras)} ||\n  {_keys_match('requests', extras)})))"
         )
     return " ||\n".join(checks)
 

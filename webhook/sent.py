@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhook.core.checks.visible_devices import VISIBLE_DEVICES
 from webhook.core.model import MIRROR_ANNOTATION, TEMPLATE_LABEL
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.core.workloads import group_kind
@@ -104,10 +103,7 @@ def failed_condition(obj: Mapping[str, Any], at: str, extras: tuple[str, ...] = 
     metadata = _field(obj, "metadata")
     if at == POD_ENTRY:
         if not (_labelled(metadata) or _asks(_field(obj, "spec"), extras)):
-            why = (
-                f"it asks for no accelerator resource the conditions know, sets no {VISIBLE_DEVICES} "
-                f"and has no {TEMPLATE_LABEL} label"
-            )
+            why = f"it asks for no accelerator resource the conditions know and has no {TEMPLATE_LABEL} label"
             return NotSent("matchConditions", ACCELERATOR_OR_TEMPLATE, why)
         if MIRROR_ANNOTATION in _mapping(_field(metadata, "annotations")):
             why = f"it is a mirror pod (annotation {MIRROR_ANNOTATION})"
@@ -115,8 +111,8 @@ def failed_condition(obj: Mapping[str, Any], at: str, extras: tuple[str, ...] = 
         return None
     if at == WORKLOAD_ENTRY and not any(_template_sent(obj, steps, extras) for steps in _TEMPLATES_AT):
         why = (
-            "its pod template asks for no accelerator resource the conditions know, sets no "
-            f"{VISIBLE_DEVICES} and has no {TEMPLATE_LABEL} label"
+            "its pod template asks for no accelerator resource the conditions know and has no "
+            f"{TEMPLATE_LABEL} label"
         )
         return NotSent("matchConditions", ACCELERATOR_OR_TEMPLATE, why)
     references = _field(metadata, "ownerReferences")
@@ -140,23 +136,15 @@ def _labelled(metadata: Any) -> bool:
 
 
 def _asks(spec: Any, extras: tuple[str, ...]) -> bool:
-    """A container or initContainer with a limits or requests key that is sent, or that sets
-    NVIDIA_VISIBLE_DEVICES."""
+    """A container or initContainer with a limits or requests key that is sent."""
     for group in ("containers", "initContainers"):
         containers = _field(spec, group)
         for container in containers if isinstance(containers, list) else ():
-            if _sets_visible_devices(_field(container, "env")):
-                return True
             resources = _field(container, "resources")
             for field in ("limits", "requests"):
                 if any(key_sent(str(key), extras) for key in _mapping(_field(resources, field))):
                     return True
     return False
-
-
-def _sets_visible_devices(env: Any) -> bool:
-    """The CEL `c.env.exists(e, has(e.name) && e.name == 'NVIDIA_VISIBLE_DEVICES')`, whatever the value."""
-    return isinstance(env, list) and any(_field(e, "name") == VISIBLE_DEVICES for e in env)
 
 
 def key_sent(key: str, extras: Iterable[str] = ()) -> bool:

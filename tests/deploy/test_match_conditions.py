@@ -20,7 +20,6 @@ import yaml
 from tests.builders import make_pod
 from tests.conftest import ROOT, corpus_files
 from tests.deploy.conftest import DEPLOY, Objects, all_of, render_path
-from webhook.core.checks.visible_devices import visible_devices
 from webhook.core.model import TEMPLATE_LABEL
 from webhook.core.resources import Kind, classify
 
@@ -30,7 +29,6 @@ celpy = pytest.importorskip(
 
 Pod = dict[str, Any]
 MIRROR = "kubernetes.io/config.mirror"
-VISIBLE = "NVIDIA_VISIBLE_DEVICES"
 DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
 GENERATOR = ROOT / "tools" / "gen_webhooks.py"
 TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
@@ -108,23 +106,6 @@ def admits_workload(rendered: Callable[[str], Objects]) -> Callable[[Pod], bool]
         (make_pod("seen").container("c", gpu=1).annotation("kubernetes.io/config.seen", "").build(), True),
         ({"metadata": {}, "spec": {"containers": [{"name": "c", "resources": {}}]}}, False),
         ({"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}, True),
-        (make_pod("visible").container("c", env=[{"name": VISIBLE, "value": "all"}]).build(), True),
-        (make_pod("visible-void").container("c", env=[{"name": VISIBLE, "value": "void"}]).build(), True),
-        (
-            make_pod("visible-init")
-            .container("c", env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}])
-            .init_container("i", env=[{"name": "A", "value": "1"}, {"name": VISIBLE, "value": "0"}])
-            .build(),
-            True,
-        ),
-        (make_pod("visible-from").container("c", env=[{"name": VISIBLE, "valueFrom": {}}]).build(), True),
-        (
-            make_pod("other-env")
-            .container("c", env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}])
-            .build(),
-            False,
-        ),
-        (make_pod("unnamed-env").container("c", env=[{"value": "all"}]).build(), False),
     ],
     ids=lambda value: (
         (value.get("metadata") or {}).get("name", "") if isinstance(value, dict) else str(value)
@@ -187,8 +168,6 @@ def _core_cares(pod: Pod) -> bool:
         return True
     for field in ("containers", "initContainers"):
         for container in pod["spec"].get(field) or []:
-            if visible_devices(container.get("env")) is not None:  # GpuByEnvironment reads it
-                return True
             resources = container.get("resources") or {}
             for section in ("limits", "requests"):
                 for name in resources.get(section) or {}:
@@ -242,9 +221,6 @@ def test_controller_conditions_look_inside_the_pod_template(
 
     assert admits_workload(wrap(make_pod("g").container("c", gpu=1).build()))
     assert admits_workload(wrap(make_pod("l").container("c").label(TEMPLATE_LABEL, "notebook").build()))
-    assert admits_workload(
-        wrap(make_pod("v").init_container("i", env=[{"name": VISIBLE, "value": "all"}]).build())
-    )
     assert not admits_workload(wrap(make_pod("cpu").container("c", limits={"cpu": "1"}).build()))
     assert not admits_workload({"kind": kind, "metadata": {"name": "empty"}, "spec": {}})
 

@@ -192,24 +192,6 @@ def _edge_pods() -> Iterator[tuple[str, Obj]]:
     yield "null labels", {"metadata": {"labels": None, "annotations": None}, "spec": {"containers": []}}
     second = make_pod("s").container("a").container("b", limits={"amd.com/gpu": 1})
     yield "second container", second.build()
-    visible = "NVIDIA_VISIBLE_DEVICES"
-    for value in ("all", "0,1", "void", "none", "", None):
-        yield (
-            f"sets {visible}={value}",
-            make_pod("v").container("c", env=[{"name": visible, "value": value}]).build(),
-        )
-    from_map = [{"name": visible, "valueFrom": {"configMapKeyRef": {"name": "m", "key": "k"}}}]
-    yield "sets it from a ConfigMap", make_pod("v").container("c", env=from_map).build()
-    later = [{"name": "A", "value": "1"}, {"name": visible, "value": "all"}]
-    yield "an init container sets it", make_pod("v").container("c").init_container("i", env=later).build()
-    yield "a second container sets it", make_pod("v").container("a").container("b", env=later).build()
-    yield (
-        "sets CUDA_VISIBLE_DEVICES",
-        make_pod("v").container("c", env=[{"name": "CUDA_VISIBLE_DEVICES"}]).build(),
-    )
-    yield "lower case", make_pod("v").container("c", env=[{"name": visible.lower(), "value": "all"}]).build()
-    yield "an entry without a name", make_pod("v").container("c", env=[{"value": "all"}]).build()
-    yield "empty env", make_pod("v").container("c", env=[]).build()
 
 
 def _owned(obj: Obj, controller: object) -> Obj:
@@ -311,11 +293,6 @@ def test_sent_reads_extra_resources_and_words_as_the_generator_writes_them() -> 
         (make_pod("p").container("c", gpu=1).build(), "default", None),
         (make_pod("p").container("c", gpu=1).build(), "kube-system", "namespaceSelector"),
         (make_pod("p").container("c").build(), "default", "matchConditions"),
-        (
-            make_pod("p").container("c", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]).build(),
-            "default",
-            None,
-        ),
         ({"apiVersion": "v1", "kind": "ReplicationController", "spec": {}}, "default", "rules"),
         ({"apiVersion": "other.example/v1", "kind": "Deployment"}, "default", "rules"),
         ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {}}, "default", None),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
+from webhook.core.checks.visible_devices import VISIBLE_DEVICES
 from webhook.core.model import ANNOTATION_PREFIX, ANNOTATIONS_MAX_BYTES, MIRROR_ANNOTATION, lenient_object
 from webhook.core.placement import REQUIRED
 from webhook.core.podview import GROUP_SIZE_ANNOTATIONS, build_view, is_group_var
@@ -106,8 +107,8 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     tolerations; not the nodeName the scheduler gave it, which `decide` would keep to), what
     ResourceQuota scopes select it by, DRA claims, scheduling gates, pod-level resources and
     overhead, containers. What only shapes the patch (volumes, preferred node affinity,
-    runtimeClassName, managedFields) goes, with everything else (env but a group size, probes,
-    status)."""
+    runtimeClassName, managedFields) goes, with everything else (env but a group size or
+    NVIDIA_VISIBLE_DEVICES, probes, status)."""
     metadata = lenient_object(pod.get("metadata"))
     spec = lenient_object(pod.get("spec"))
     kept_meta: dict[str, Any] = {k: metadata[k] for k in ("name", "namespace", "labels") if k in metadata}
@@ -151,8 +152,14 @@ def _affinity(spec: Mapping[str, Any]) -> dict[str, Any]:
 def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     kept = {k: container[k] for k in _KEPT_CONTAINER_FIELDS if k in container}
     env = container.get("env")
-    if isinstance(env, list):  # a torch.distributed rank keeps whole GPUs (PodView.grouped)
-        sizes = [v for v in env if isinstance(v, Mapping) and is_group_var(v.get("name"))]
-        if sizes:
-            kept["env"] = sizes
+    if isinstance(env, list):
+        read = [v for v in env if isinstance(v, Mapping) and _read_env(v.get("name"))]
+        if read:
+            kept["env"] = read
     return kept
+
+
+def _read_env(name: object) -> bool:
+    """A group size (a torch.distributed rank keeps whole GPUs: PodView.grouped) or the GPUs the
+    container takes by NVIDIA_VISIBLE_DEVICES (GpuByEnvironment)."""
+    return is_group_var(name) or name == VISIBLE_DEVICES

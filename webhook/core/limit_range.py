@@ -29,7 +29,17 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any, Final
 
 from webhook.core.model import LimitBounds, lenient_object
-from webhook.core.pod_resources import NODE_RESOURCES, Fill, TemplateFills, below_limits
+from webhook.core.pod_resources import (
+    CONTAINERS,
+    INIT,
+    NODE_RESOURCES,
+    Fill,
+    Slot,
+    TemplateFills,
+    below_limits,
+    container_at,
+    fillable,
+)
 from webhook.core.quantity import parse_quantity
 
 _MILLI: Final = Decimal("0.001")
@@ -47,42 +57,36 @@ def bounded_fills(spec: Mapping[str, Any], fills: TemplateFills, bounds: LimitBo
     clamped = within_limit_range(spec, every, bounds)
     if not clamped:
         return fills
-    containers = spec.get("containers")
-    lowering: dict[int, Fill] = {}
-    for index, (new_requests, _) in every.items():
-        below = below_limits(new_requests, _own(containers[index])[1] if isinstance(containers, list) else {})
+    lowering: dict[Slot, Fill] = {}
+    for slot, (new_requests, _) in every.items():
+        below = below_limits(new_requests, _own(container_at(spec, slot))[1])
         if below:
-            lowering[index] = (below, {})
+            lowering[slot] = (below, {})
     return TemplateFills(every, lowering, clamped)
 
 
 def within_limit_range(
-    spec: Mapping[str, Any], every: dict[int, Fill], bounds: LimitBounds
-) -> dict[int, tuple[str, ...]]:
-    """Bring the fills (by container index, changed in place) within `bounds`; per container
-    index, the resources whose fill was changed."""
-    containers = spec.get("containers")
-    if not isinstance(containers, list):
+    spec: Mapping[str, Any], every: dict[Slot, Fill], bounds: LimitBounds
+) -> dict[Slot, tuple[str, ...]]:
+    """Bring the fills (by container slot, changed in place) within `bounds`; per container
+    slot, the resources whose fill was changed."""
+    if not isinstance(spec.get(CONTAINERS), list):
         return {}
-    changed: dict[int, set[str]] = {}
-    sidecars = _sidecars(spec)
+    changed: dict[Slot, set[str]] = {}
     for resource in NODE_RESOURCES:
         if resource in bounds.pod_max:
-            _pod_max(containers, every, resource, bounds.pod_max[resource], changed, sidecars)
-    for index, fill in list(every.items()):
-        own = _own(containers[index]) if index < len(containers) else ({}, {})
-        clamped, resources = _container(fill, own, bounds)
+            _pod_max(spec, every, resource, bounds.pod_max[resource], changed)
+    for slot, fill in list(every.items()):
+        clamped, resources = _container(fill, _own(container_at(spec, slot)), bounds)
         if resources:
-            every[index] = clamped
-            changed.setdefault(index, set()).update(resources)
+            every[slot] = clamped
+            changed.setdefault(slot, set()).update(resources)
     for resource in NODE_RESOURCES:
         if resource in bounds.pod_ratio:
-            _pod_ratio(containers, every, resource, bounds.pod_ratio[resource], changed, sidecars)
+            _pod_ratio(spec, every, resource, bounds.pod_ratio[resource], changed)
         if _pod_bounded(resource, bounds):
-            _left_out_beyond_pod(
-                containers, every, resource, bounds, changed, _list(spec.get("initContainers"))
-            )
-    return {index: tuple(sorted(resources)) for index, resources in sorted(changed.items())}
+            _left_out_beyond_pod(spec, every, resource, bounds, changed)
+    return {slot: tuple(sorted(resources)) for slot, resources in sorted(changed.items())}
 
 
 def _pod_bounded(resource: str, bounds: LimitBounds) -> bool:
@@ -90,12 +94,11 @@ def _pod_bounded(resource: str, bounds: LimitBounds) -> bool:
 
 
 def _left_out_beyond_pod(
-    containers: list[Any],
-    every: dict[int, Fill],
+    spec: Mapping[str, Any],
+    every: dict[Slot, Fill],
     resource: str,
     bounds: LimitBounds,
-    changed: dict[int, set[str]],
-    init: list[Any],
+    changed: dict[Slot, set[str]],
 ) -> None:
     """Leave out the filled limits of `resource`, then its filled requests, where the pod would
     still break a Pod item's bounds: the scaling cannot bring every fill within them (a limit is
@@ -103,22 +106,22 @@ def _left_out_beyond_pod(
     is the first the pod sets of it and sums to less than the Pod min). Left out, the resource is
     as the pod sets it, which the LimitRanger judges as it would without the webhook."""
     for section in (1, 0):
-        if _within_pod(containers, every, resource, bounds, init):
+        if _within_pod(spec, every, resource, bounds):
             return
-        for index, fill in list(every.items()):
+        for slot, fill in list(every.items()):
             if resource in fill[section]:
                 left = {k: v for k, v in fill[section].items() if k != resource}
-                every[index] = (left, fill[1]) if section == 0 else (fill[0], left)
-                changed.setdefault(index, set()).add(resource)
+                every[slot] = (left, fill[1]) if section == 0 else (fill[0], left)
+                changed.setdefault(slot, set()).add(resource)
 
 
 def _within_pod(
-    containers: list[Any], every: Mapping[int, Fill], resource: str, bounds: LimitBounds, init: list[Any]
+    spec: Mapping[str, Any], every: Mapping[Slot, Fill], resource: str, bounds: LimitBounds
 ) -> bool:
     """Whether the pod's requests and limits of `resource`, with the fills, are within the Pod
     items' max, min and ratio as the LimitRanger checks them (a sum no container names is absent:
     a max wants it, a min a request, a ratio both, above 0)."""
-    requests, limits = _pod_totals(containers, every, resource, init)
+    requests, limits = _pod_totals(spec, every, resource)
     high, low, ratio = (
         bounds.pod_max.get(resource),
         bounds.pod_min.get(resource),
@@ -131,9 +134,7 @@ def _within_pod(
     return ratio is None or bool(requests and limits and limits <= requests * ratio)
 
 
-def _pod_totals(
-    containers: list[Any], every: Mapping[int, Fill], resource: str, init: list[Any]
-) -> list[Decimal | None]:
+def _pod_totals(spec: Mapping[str, Any], every: Mapping[Slot, Fill], resource: str) -> list[Decimal | None]:
     """The pod's requests and limits of `resource`, with the fills, as the LimitRanger sums them
     (podRequests, podLimits): the containers' and native sidecars', or a plain init container's
     with the sidecars started before it where that is more (an init container that downloads a
@@ -141,14 +142,14 @@ def _pod_totals(
     totals: list[Decimal | None] = [None, None]
     sidecars: list[Decimal | None] = [None, None]
     largest_init: list[Decimal | None] = [None, None]
-    for container in init:
-        values = _values(_own(container), ({}, {}), resource)
+    for index, container in enumerate(_list(spec.get(INIT))):
+        values = _values(_own(container), every.get((INIT, index), ({}, {})), resource)
         if lenient_object(container).get("restartPolicy") == "Always":
             totals, sidecars = _plus(totals, values), _plus(sidecars, values)
         else:
             largest_init = [_larger(a, b) for a, b in zip(largest_init, _plus(values, sidecars), strict=True)]
-    for own, fill in _with_fills(containers, every):
-        totals = _plus(totals, _values(own, fill, resource))
+    for index, container in enumerate(_list(spec.get(CONTAINERS))):
+        totals = _plus(totals, _values(_own(container), every.get((CONTAINERS, index), ({}, {})), resource))
     return [_larger(a, b) for a, b in zip(totals, largest_init, strict=True)]
 
 
@@ -170,12 +171,6 @@ def _larger(a: Decimal | None, b: Decimal | None) -> Decimal | None:
 
 def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _with_fills(
-    containers: list[Any], every: Mapping[int, Fill]
-) -> list[tuple[tuple[dict[Any, Any], dict[Any, Any]], Fill]]:
-    return [(_own(container), every.get(index, ({}, {}))) for index, container in enumerate(containers)]
 
 
 def _own(container: object) -> tuple[dict[Any, Any], dict[Any, Any]]:
@@ -253,47 +248,45 @@ def _within_ratio(
 
 
 def _pod_max(
-    containers: list[Any],
-    every: dict[int, Fill],
+    spec: Mapping[str, Any],
+    every: dict[Slot, Fill],
     resource: str,
     maximum: Decimal,
-    changed: dict[int, set[str]],
-    sidecars: list[Any],
+    changed: dict[Slot, set[str]],
 ) -> None:
     """Scale the filled requests of `resource` down together until the containers' requests sum
     to at most `maximum` (a Pod item's max), and the filled limits until their limits do; a
-    filled limit never below its container's request. The native `sidecars` count with them."""
-    sums = _sums(containers, every, resource, sidecars)
+    filled limit never below its container's request. The native sidecars count with them."""
+    sums = _sums(spec, every, resource)
     factors = [_factor(fixed, filled, maximum) for fixed, filled in sums]
     if factors[0] >= _ONE and factors[1] >= _ONE:
         return
-    for index, (new_requests, new_limits) in list(every.items()):
+    for slot, (new_requests, new_limits) in list(every.items()):
         if resource not in new_requests and resource not in new_limits:
             continue
         requests = _scaled(resource, new_requests, factors[0])
         limits = _scaled(resource, new_limits, factors[1])
-        own = _own(containers[index])[0].get(resource) if index < len(containers) else None
+        own = _own(container_at(spec, slot))[0].get(resource)
         floor = _amount(requests.get(resource, own))
         if floor is not None and resource in limits and (_amount(limits[resource]) or _ZERO) < floor:
             limits[resource] = _quantity(resource, floor)
         if (requests, limits) != (new_requests, new_limits):
-            every[index] = (requests, limits)
-            changed.setdefault(index, set()).add(resource)
+            every[slot] = (requests, limits)
+            changed.setdefault(slot, set()).add(resource)
 
 
 def _pod_ratio(
-    containers: list[Any],
-    every: dict[int, Fill],
+    spec: Mapping[str, Any],
+    every: dict[Slot, Fill],
     resource: str,
     ratio: Decimal,
-    changed: dict[int, set[str]],
-    sidecars: list[Any],
+    changed: dict[Slot, set[str]],
 ) -> None:
     """Lower the filled limits of `resource` together until the pod's limits sum to at most
     `ratio` (a Pod item's maxLimitRequestRatio) times its requests: a Pod item's max of that."""
-    fixed, filled = _sums(containers, every, resource, sidecars)[0]
+    fixed, filled = _sums(spec, every, resource)[0]
     if fixed + filled > 0 and ratio >= _ONE:
-        _pod_max(containers, every, resource, (fixed + filled) * ratio, changed, sidecars)
+        _pod_max(spec, every, resource, (fixed + filled) * ratio, changed)
 
 
 def _factor(fixed: Decimal, filled: Decimal, maximum: Decimal) -> Decimal:
@@ -303,28 +296,17 @@ def _factor(fixed: Decimal, filled: Decimal, maximum: Decimal) -> Decimal:
     return max(_ZERO, maximum - fixed) / filled
 
 
-def _sidecars(spec: Mapping[str, Any]) -> list[Any]:
-    """The native sidecars (init containers with `restartPolicy: Always`): they run beside the
-    containers, and the LimitRanger adds theirs to the containers' sum (podLimits, podRequests)."""
-    init = spec.get("initContainers")
-    if not isinstance(init, list):
-        return []
-    return [c for c in init if lenient_object(c).get("restartPolicy") == "Always"]
-
-
 def _sums(
-    containers: list[Any], every: Mapping[int, Fill], resource: str, sidecars: list[Any]
+    spec: Mapping[str, Any], every: Mapping[Slot, Fill], resource: str
 ) -> list[tuple[Decimal, Decimal]]:
     """Of the containers' and native sidecars' requests and of their limits, what the pod sets and
-    what is filled (a container requests its limit where it sets no request: API defaulting)."""
+    what is filled (a container requests its limit where it sets no request: API defaulting). The
+    sidecars run beside the containers, and the LimitRanger adds theirs to the containers' sum
+    (podLimits, podRequests)."""
     own_requests = own_limits = new_requests = new_limits = _ZERO
-    for sidecar in sidecars:
-        requests, limits = _own(sidecar)
-        own_limits += _amount(limits.get(resource)) or _ZERO
-        own_requests += _amount(requests.get(resource, limits.get(resource))) or _ZERO
-    for index, container in enumerate(containers):
+    for slot, container in fillable(spec):
         requests, limits = _own(container)
-        fill_requests, fill_limits = every.get(index, ({}, {}))
+        fill_requests, fill_limits = every.get(slot, ({}, {}))
         limit = limits.get(resource)
         filled_limit = _amount(fill_limits.get(resource)) or _ZERO if limit is None else _ZERO
         own_limits += _amount(limit) or _ZERO

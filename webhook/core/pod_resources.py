@@ -17,26 +17,31 @@ from webhook.core.model import Injection, lenient_object
 from webhook.core.quantity import parse_quantity, scale_quantity
 
 NODE_RESOURCES: Final = ("cpu", "memory")
+CONTAINERS: Final = "containers"
+INIT: Final = "initContainers"
 
 Fill = tuple[Mapping[str, str], Mapping[str, str]]
 """Requests and limits to fill into a container, none of them set there yet."""
+Slot = tuple[str, int]
+"""Where a container is: its group (`containers`, `initContainers`) and its index there."""
 NO_FILL: Final[Fill] = ({}, {})
-_NOTHING: Final[Mapping[int, Fill]] = {}
+_NOTHING: Final[Mapping[Slot, Fill]] = {}
 _ZERO: Final = Decimal(0)
 
 
-def pod_requests(spec: Mapping[str, Any], pending: Mapping[int, Fill] = _NOTHING) -> dict[str, Decimal]:
+def pod_requests(spec: Mapping[str, Any], pending: Mapping[Slot, Fill] = _NOTHING) -> dict[str, Decimal]:
     """The pod's CPU and memory requests as kube-scheduler counts them (resource.PodRequests),
-    with `pending` filled into its containers (by index). A container requests what it sets as
-    a request, else its limit (API defaulting makes the limit the request); the pod, the larger
-    of its containers with every sidecar and of each init container with the sidecars started
-    before it; pod-level `spec.resources` replaces that where it sets a request, or a limit with
-    no container requesting the resource; `spec.overhead` (set from the RuntimeClass) is added."""
+    with `pending` filled into its containers and native sidecars (by slot). A container requests
+    what it sets as a request, else its limit (API defaulting makes the limit the request); the
+    pod, the larger of its containers with every sidecar and of each init container with the
+    sidecars started before it; pod-level `spec.resources` replaces that where it sets a request,
+    or a limit with no container requesting the resource; `spec.overhead` (set from the
+    RuntimeClass) is added."""
     sidecar_cpu = sidecar_memory = peak_cpu = peak_memory = _ZERO
-    for container in _list(spec.get("initContainers")):
+    for index, container in enumerate(_list(spec.get(INIT))):
         if not isinstance(container, dict):
             continue
-        cpu, memory = _container_requests(container, NO_FILL)
+        cpu, memory = _container_requests(container, pending.get((INIT, index), NO_FILL))
         if container.get("restartPolicy") == "Always":
             sidecar_cpu, sidecar_memory = sidecar_cpu + cpu, sidecar_memory + memory
             cpu, memory = sidecar_cpu, sidecar_memory
@@ -44,9 +49,9 @@ def pod_requests(spec: Mapping[str, Any], pending: Mapping[int, Fill] = _NOTHING
             cpu, memory = sidecar_cpu + cpu, sidecar_memory + memory
         peak_cpu, peak_memory = max(peak_cpu, cpu), max(peak_memory, memory)
     running_cpu, running_memory = sidecar_cpu, sidecar_memory  # the containers with every sidecar
-    for index, container in enumerate(_list(spec.get("containers"))):
+    for index, container in enumerate(_list(spec.get(CONTAINERS))):
         if isinstance(container, dict):
-            cpu, memory = _container_requests(container, pending.get(index, NO_FILL))
+            cpu, memory = _container_requests(container, pending.get((CONTAINERS, index), NO_FILL))
             running_cpu, running_memory = running_cpu + cpu, running_memory + memory
     totals = {"cpu": max(peak_cpu, running_cpu), "memory": max(peak_memory, running_memory)}
     if spec.get("resources") is not None or spec.get("overhead") is not None:
@@ -54,7 +59,7 @@ def pod_requests(spec: Mapping[str, Any], pending: Mapping[int, Fill] = _NOTHING
     return totals
 
 
-def _pod_level(spec: Mapping[str, Any], totals: dict[str, Decimal], pending: Mapping[int, Fill]) -> None:
+def _pod_level(spec: Mapping[str, Any], totals: dict[str, Decimal], pending: Mapping[Slot, Fill]) -> None:
     """Pod-level `spec.resources` and `spec.overhead` into what the containers request. A pod
     limit becomes the pod's request only where no container sets the resource at all (API
     defaulting, defaultPodRequests): a container asking `cpu: "0"` makes the pod's request 0."""
@@ -71,15 +76,15 @@ def _pod_level(spec: Mapping[str, Any], totals: dict[str, Decimal], pending: Map
         totals[r] = total + _amount(overhead.get(r))
 
 
-def _set_by_a_container(spec: Mapping[str, Any], resource: str, pending: Mapping[int, Fill]) -> bool:
+def _set_by_a_container(spec: Mapping[str, Any], resource: str, pending: Mapping[Slot, Fill]) -> bool:
     """Whether an init or regular container sets `resource` as a request or limit (one that sets
     a limit alone is defaulted a request), or will once `pending` is filled."""
-    for group in ("initContainers", "containers"):
+    for group in (INIT, CONTAINERS):
         for index, container in enumerate(_list(spec.get(group))):
             if not isinstance(container, dict):
                 continue
             resources = lenient_object(container.get("resources"))
-            fills = pending.get(index, NO_FILL) if group == "containers" else NO_FILL
+            fills = pending.get((group, index), NO_FILL)
             for section in (resources.get("requests"), resources.get("limits"), *fills):
                 if lenient_object(section).get(resource) is not None:
                     return True
@@ -130,21 +135,21 @@ def _amount(value: object) -> Decimal:
 
 @dataclass(frozen=True, slots=True)
 class TemplateFills:
-    """What the template would fill into the pod's containers (by index), read once per decision
-    from the spec as evaluated: slice choice counts the pod with them, and the resources mutator
-    fills them. The rewrite to a slice, which runs before that mutator, renames only a GPU, never
-    a resource filled here nor the devices a container is counted."""
+    """What the template would fill into the pod's containers and GPU sidecars (by slot), read
+    once per decision from the spec as evaluated: slice choice counts the pod with them, and the
+    resources mutator fills them. The rewrite to a slice, which runs before that mutator, renames
+    only a GPU, never a resource filled here nor the devices a container is counted."""
 
-    every: Mapping[int, Fill]
+    every: Mapping[Slot, Fill]
     """Every request and limit: a second pass counts the pod with them, and widens its slice to
     no GPU model without room for them (the mutator fills them where they fit the slice's nodes)."""
-    below_limits: Mapping[int, Fill]
+    below_limits: Mapping[Slot, Fill]
     """The requests filled beside a limit alone: what the container requests drops from its limit
     to the fill. Slice choice counts the pod with these (a second pass, which meets them, chooses
     as the first did); the other fills may be left out, where they would not fit the chosen
     slice's nodes, but these are filled even so."""
-    clamped: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
-    """Per container index, the resources whose fill was brought within the namespace's
+    clamped: Mapping[Slot, tuple[str, ...]] = field(default_factory=dict)
+    """Per container slot, the resources whose fill was brought within the namespace's
     LimitRanges (webhook/core/limit_range.py)."""
 
 
@@ -152,30 +157,53 @@ NO_FILLS: Final = TemplateFills({}, {})
 
 
 def template_fills(spec: Mapping[str, Any], inject: Injection, dra_gpus: frozenset[str]) -> TemplateFills:
-    """Every request and limit the template would fill into the pod's containers, and those of
-    its requests below a limit the container sets (`TemplateFills`)."""
+    """Every request and limit the template would fill into the pod's containers and its native
+    sidecars with a GPU, and those of its requests below a limit the container sets
+    (`TemplateFills`). A GPU sidecar (`restartPolicy: Always`: a model server beside the app, a
+    LoRA syncer) holds its GPU for the pod's life as a container does, so it gets what a GPU
+    container gets; a plain init container, done before the containers start, gets nothing."""
     if not (inject.requests or inject.per_gpu_requests or inject.limits or inject.per_gpu_limits):
         return NO_FILLS
-    every: dict[int, Fill] = {}
-    lowering: dict[int, Fill] = {}
+    every: dict[Slot, Fill] = {}
+    lowering: dict[Slot, Fill] = {}
     pod_level = lenient_object(spec.get("resources"))
     levels = frozenset((*lenient_object(pod_level.get("requests")), *lenient_object(pod_level.get("limits"))))
-    for index, container in enumerate(_list(spec.get("containers"))):
-        if not isinstance(container, dict):
-            continue
+    for slot, container in fillable(spec):
         resources = lenient_object(container.get("resources"))
         have_requests = lenient_object(resources.get("requests"))
         have_limits = lenient_object(resources.get("limits"))
         devices = container_devices(have_limits, dra_gpus)
+        if slot[0] == INIT and not devices:
+            continue
         wanted_requests = wanted_fills(inject.requests, inject.per_gpu_requests, devices, levels)
         wanted_limits = wanted_fills(inject.limits, inject.per_gpu_limits, devices, levels)
         new_requests, new_limits = missing_fills(have_requests, have_limits, wanted_requests, wanted_limits)
         if new_requests or new_limits:
-            every[index] = (new_requests, new_limits)
+            every[slot] = (new_requests, new_limits)
             below = below_limits(new_requests, have_limits)
             if below:
-                lowering[index] = (below, {})
+                lowering[slot] = (below, {})
     return TemplateFills(every, lowering)
+
+
+def fillable(spec: Mapping[str, Any]) -> list[tuple[Slot, dict[str, Any]]]:
+    """The native sidecars (init containers with `restartPolicy: Always`) and the containers,
+    by slot: those a template may fill."""
+    found: list[tuple[Slot, dict[str, Any]]] = [
+        ((INIT, index), c)
+        for index, c in enumerate(_list(spec.get(INIT)))
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always"
+    ]
+    found.extend(
+        ((CONTAINERS, index), c) for index, c in enumerate(_list(spec.get(CONTAINERS))) if isinstance(c, dict)
+    )
+    return found
+
+
+def container_at(spec: Mapping[str, Any], slot: Slot) -> object:
+    """The container at `slot` of `spec`; None where there is none."""
+    items = _list(spec.get(slot[0]))
+    return items[slot[1]] if slot[1] < len(items) else None
 
 
 def wanted_fills(

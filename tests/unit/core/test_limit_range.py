@@ -391,3 +391,21 @@ def test_a_container_whose_every_fill_is_left_out_is_still_named() -> None:
     mutated, found = run(catalog({}, {"cpu": "500m"}), inv, pod)
     assert "cpu" not in resources(mutated)["limits"]
     assert CLAMPED in found
+
+
+def test_a_gpu_sidecars_fill_is_scaled_with_the_containers_to_the_pods_max() -> None:
+    """A GPU sidecar is filled per GPU as a container is, and the LimitRanger adds its values to
+    the containers' sum: the two fills of 16Gi under a Pod max of 20Gi are scaled down together."""
+    inv = inventory(limit_range({"type": "Pod", "max": {"memory": "20Gi"}}))
+    pod = (
+        make_pod()
+        .sidecar("syncer", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .container("main", gpu=1, image="vllm/vllm-openai:v0.6.3")
+        .build()
+    )
+    mutated, found = run(catalog({"memory": "8Gi"}, {"memory": "16Gi"}), inv, pod)
+    sidecar = mutated["spec"]["initContainers"][0]["resources"]
+    assert resources(mutated)["limits"]["memory"] == sidecar["limits"]["memory"] == "10Gi"
+    assert resources(mutated)["requests"]["memory"] == sidecar["requests"]["memory"] == "8Gi"
+    assert CLAMPED in found
+    assert ("InjectionWithinLimitRange", "spec.initContainers[name=syncer]") in found

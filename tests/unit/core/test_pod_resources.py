@@ -24,7 +24,10 @@ def test_pod_requests_are_what_the_scheduler_counts() -> None:
     )
     assert pod_requests(pod["spec"]) == {"cpu": Decimal("3.25"), "memory": 53 * GI}
     for fill in (({"memory": "50Gi"}, {"memory": "64Gi"}), ({}, {"memory": "50Gi"})):
-        assert pod_requests(pod["spec"], {1: fill}) == {"cpu": Decimal("3.25"), "memory": 61 * GI}
+        assert pod_requests(pod["spec"], {("containers", 1): fill}) == {
+            "cpu": Decimal("3.25"),
+            "memory": 61 * GI,
+        }
 
 
 def test_pod_level_requests_replace_the_containers() -> None:

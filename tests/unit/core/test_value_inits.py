@@ -59,7 +59,8 @@ def example_values() -> dict[str, dict[str, Any]]:
             "pod": {"kind": "Pod"}, "view": view, "namespace": "ns", "policy": DEFAULT_POLICY,
             "template": template, "inventory": UNKNOWN_INVENTORY, "need": Need(1, 0.5), "plan": Plan(offer),
             "placement": Placement((("pool", "train"),), None),
-            "fills": TemplateFills({0: ({"cpu": "1"}, {})}, {}), "suggestions": SuggestionBudget(7),
+            "fills": TemplateFills({("containers", 0): ({"cpu": "1"}, {})}, {}),
+            "suggestions": SuggestionBudget(7),
         },
         "AccelRequest": {
             "resource": "nvidia.com/gpu", "kind": Kind.WHOLE, "request": "1", "limit": "2", "count": 2,

@@ -1,6 +1,7 @@
 """Fill CPU/memory requests and limits from the template; never override what the pod sets.
 
-Per-GPU values are multiplied by the container's device count. A filled request never exceeds
+Per-GPU values are multiplied by the container's device count; a native sidecar with a GPU is
+filled as a container is (it holds its GPU beside them for the pod's life). A filled request never exceeds
 an existing limit, and a filled limit never undercuts an existing request. A resource the pod
 budgets at pod level (`spec.resources`, KEP-2837) is not filled per container: the API server
 refuses container requests above the pod's request, and a container limit above the pod's limit.
@@ -25,7 +26,7 @@ from webhook.core.mutators._pod import (
     section_of,
 )
 from webhook.core.placement import has_room
-from webhook.core.pod_resources import NO_FILL, NODE_RESOURCES, Fill, pod_requests
+from webhook.core.pod_resources import NO_FILL, NODE_RESOURCES, Fill, Slot, pod_requests
 from webhook.core.rooms import rooms_for
 
 _GI: Final = Decimal(1024**3)
@@ -41,23 +42,24 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     base = env.view.base
     _read_pod_level(pod, base)
     every, below_limits = env.fills.every, env.fills.below_limits
-    fills: list[tuple[int, str, dict[str, Any], dict[str, str], dict[str, str], frozenset[str]]] = []
-    pending: dict[int, Fill] = {}
-    lowering: dict[int, Fill] = {}
-    for group, index, container in containers(pod, base, ("containers",)):
+    fills: list[tuple[Slot, str, dict[str, Any], dict[str, str], dict[str, str], frozenset[str]]] = []
+    pending: dict[Slot, Fill] = {}
+    lowering: dict[Slot, Fill] = {}
+    for group, index, container in containers(pod, base):
         have_limits = section_of(container, "limits", base, group, index)
         have_requests = section_of(container, "requests", base, group, index)
-        fill = every.get(index)
+        slot = (group, index)
+        fill = every.get(slot)
         if fill is None:
             continue
         new_requests, new_limits = _unset(fill[0], have_requests), _unset(fill[1], have_limits)
         if new_requests or new_limits:
             where = container_path(base, group, index, container)
-            below = _unset(below_limits.get(index, NO_FILL)[0], have_requests)
-            fills.append((index, where, container, new_requests, new_limits, frozenset(below)))
-            pending[index] = (new_requests, new_limits)
+            below = _unset(below_limits.get(slot, NO_FILL)[0], have_requests)
+            fills.append((slot, where, container, new_requests, new_limits, frozenset(below)))
+            pending[slot] = (new_requests, new_limits)
             if below:
-                lowering[index] = (below, {})
+                lowering[slot] = (below, {})
     if not fills:
         left_out = _left_out(pod, env, set())
         return _within_limit_range(template.name, env, left_out, {}) if left_out else []
@@ -74,7 +76,7 @@ def mutate(pod: Pod, env: Env) -> list[Finding]:
     return findings
 
 
-def _left_out(pod: Pod, env: Env, seen: set[int]) -> list[Any]:
+def _left_out(pod: Pod, env: Env, seen: set[Slot]) -> list[Any]:
     """The containers whose every fill the LimitRanges left out (nothing filled, so not among
     the fills), as entries of nothing filled: InjectionWithinLimitRange says `left out` for them."""
     clamped = env.fills.clamped
@@ -82,9 +84,9 @@ def _left_out(pod: Pod, env: Env, seen: set[int]) -> list[Any]:
         return []
     base = env.view.base
     return [
-        (index, container_path(base, group, index, container), container, {}, {}, frozenset())
-        for group, index, container in containers(pod, base, ("containers",))
-        if index in clamped and index not in seen
+        ((group, index), container_path(base, group, index, container), container, {}, {}, frozenset())
+        for group, index, container in containers(pod, base)
+        if (group, index) in clamped and (group, index) not in seen
     ]
 
 
@@ -96,8 +98,8 @@ def _within_limit_range(
     bounds = env.inventory.limit_ranges.get(env.namespace)
     names = named_limit_ranges(bounds.names if bounds is not None else ())
     findings = []
-    for index, where, container, requests, limits, _ in filled:
-        resources = [r for r in env.fills.clamped.get(index, ()) if r not in skipped]
+    for slot, where, container, requests, limits, _ in filled:
+        resources = [r for r in env.fills.clamped.get(slot, ()) if r not in skipped]
         if not resources:
             continue
         got = "; ".join(_got(r, requests, limits) for r in resources)
@@ -156,7 +158,7 @@ def _fill(
 
 
 def _beyond_largest_node(
-    pod: Pod, env: Env, pending: Mapping[int, Fill], lowering: Mapping[int, Fill]
+    pod: Pod, env: Env, pending: Mapping[Slot, Fill], lowering: Mapping[Slot, Fill]
 ) -> dict[str, Decimal]:
     """The resources filled in that would leave the pod fitting no GPU node it may run on, with
     what the pod would request of each: a template's CPU/memory per GPU written for 80GB cards

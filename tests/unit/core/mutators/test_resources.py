@@ -255,3 +255,46 @@ def test_a_gke_slice_is_measured_against_its_partition_nodes(unit_catalog: Catal
     assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
     assert "13 cpu" in found[0].message
     assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"memory": "32Gi"}
+
+
+def test_a_gpu_sidecar_is_filled_per_gpu_as_a_container_is(unit_catalog: Catalog) -> None:
+    """A native sidecar with a GPU (a LoRA syncer, a model server beside the app) holds it for
+    the pod's life: it gets the template's CPU/memory per GPU. A sidecar without a GPU, and a
+    plain init container that is done before the containers start, get nothing."""
+    pod = (
+        make_pod()
+        .sidecar("syncer", gpu=2)
+        .sidecar("logs")
+        .init_container("fetch", gpu=1)
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .build()
+    )
+    mutated, found = apply(resources.mutate, unit_catalog, pod)
+    assert found == [("InjectedResources", "spec.containers")]
+    syncer, logs, fetch = mutated["spec"]["initContainers"]
+    assert syncer["resources"] == {
+        "limits": {"nvidia.com/gpu": 2, "memory": "64Gi"},
+        "requests": {"cpu": "8", "memory": "64Gi"},
+    }
+    assert "resources" not in logs
+    assert fetch["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+    assert mutated["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "4", "memory": "32Gi"}
+
+
+def test_a_gpu_sidecars_fill_counts_against_the_largest_node(
+    unit_catalog: Catalog, l4_pool: Inventory
+) -> None:
+    """The sidecar's fill adds to the pod as the scheduler adds sidecars: 32Gi in each GPU
+    container beside a 40Gi cache asks 104Gi of the 96Gi L4 node, so memory is left out of both."""
+    pod = (
+        make_pod()
+        .sidecar("syncer", gpu=1)
+        .container("vllm", image="vllm/vllm-openai", gpu=1)
+        .container("cache", image="redis:7", limits={"memory": "40Gi"})
+        .build()
+    )
+    mutated = writable_copy(pod)
+    found = resources.mutate(mutated, make_env(pod, unit_catalog, l4_pool))
+    assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
+    for container in (mutated["spec"]["initContainers"][0], mutated["spec"]["containers"][0]):
+        assert container["resources"] == {"limits": {"nvidia.com/gpu": 1}, "requests": {"cpu": "4"}}

@@ -356,6 +356,11 @@ class Inventory:
     largest_gpu_slices: tuple[int, str] = (0, "")
     """The most nvidia.com/gpu one single-strategy or GKE partition node has (MIG devices posing
     as GPUs), and that node's name: what a pod that admits no whole-GPU node can get."""
+    largest_gpu_container: tuple[int, str] = (0, "")
+    """The most nvidia.com/gpu one container can get on one node whose nvidia.com/gpu are GPUs,
+    and that node's name: what the node has, but where HAMi splits its GPUs into vGPUs (more
+    nvidia.com/gpu than GFD's `nvidia.com/gpu.count`, no label saying why), its GPUs: HAMi gives
+    a container's N vGPUs N distinct GPUs, so 8 never fit a node of 4 GPUs split into 40."""
     members: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes that offer it: slice choice keeps to nodes the pod itself admits."""
     dra_resources: frozenset[str] = frozenset()

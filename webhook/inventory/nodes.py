@@ -36,7 +36,7 @@ from webhook.core.quantity import parse_quantity
 from webhook.inventory.dra import dra_aliases, dra_gpu_resources, dra_resources
 from webhook.inventory.limit_ranges import limit_range_entry, limit_range_fields
 from webhook.inventory.quotas import quota_fields, quota_room, quota_scopes
-from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared, label_int
+from webhook.inventory.sharing import SHARED_PRODUCT_SUFFIX, is_shared, label_int, split_gpus
 from webhook.inventory.usage import pod_usage, usage_by_node
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -387,6 +387,15 @@ def _aggregate(
         whole_gpu_nodes=tuple(whole),
         gpu_slice_nodes=slice_nodes,
         largest_gpu_slices=max(slice_counts, key=lambda most: most[0], default=(0, "")),
+        largest_gpu_container=max(
+            (
+                (_container_gpus(n), n.name)
+                for n in every
+                if n.strategy not in SLICE_STRATEGIES and n.has(GPU) > 0
+            ),
+            key=lambda most: most[0],
+            default=(0, ""),
+        ),
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
         usage_known=usage_known,
         packing=_packing(nodes, tuple(members)) if usage_known else {},
@@ -406,6 +415,13 @@ def _packing(
             for profile in node.slices:
                 busy[(node.strategy, profile)].append(node)
     return {offer: packing_order(busy.get((offer.strategy, offer.profile), ()), offer) for offer in offers}
+
+
+def _container_gpus(node: GpuNode) -> int:
+    """The most nvidia.com/gpu one container can get on the node: what it has, but on a node
+    whose GPUs HAMi splits (the report's reading, webhook/inventory/sharing.py), its GPUs."""
+    has = node.has(GPU)
+    return split_gpus(node.labels, node.product, has) or has
 
 
 def _schedulable_counts(node: GpuNode) -> dict[str, int]:

@@ -45,6 +45,24 @@ def sharing_of(labels: Mapping[str, str], product: str, resource: str, advertise
     has; nvidia.com/gpu beyond GFD's `nvidia.com/gpu.count`, with no label saying why, is split by a
     device plugin that labels nothing (HAMi's advertises each GPU `deviceSplitCount` times, 10 by
     default): counted as GPUs, a 4-GPU node was 40 GPU-equivalents and cost ten times its price."""
+    labelled = _labelled(labels, product, resource)
+    if labelled is not None:
+        return labelled
+    gpus = _unlabelled_split(labels, advertised) if resource == GPU else 0
+    return Sharing("shared", advertised // gpus) if gpus else NOT_SHARED
+
+
+def split_gpus(labels: Mapping[str, str], product: str, advertised: int) -> int:
+    """The physical GPUs of a node whose `advertised` nvidia.com/gpu a device plugin that labels
+    nothing splits (sharing_of: HAMi's), else 0. HAMi gives a container's N vGPUs N distinct GPUs,
+    so one container gets at most these on the node, however many vGPUs it advertises."""
+    if _labelled(labels, product, GPU) is not None:
+        return 0
+    return _unlabelled_split(labels, advertised)
+
+
+def _labelled(labels: Mapping[str, str], product: str, resource: str) -> Sharing | None:
+    """How the node's labels say it shares `resource`; None where they say nothing."""
     base = resource.removesuffix(SHARED_SUFFIX)
     if base == GPU and labels.get(GKE_SHARING_LABEL):
         strategy = _GKE_STRATEGIES.get(str(labels[GKE_SHARING_LABEL]), "shared")
@@ -58,10 +76,13 @@ def sharing_of(labels: Mapping[str, str], product: str, resource: str, advertise
     )
     if strategy in SHARING_STRATEGIES or replicas > 1 or marked:
         return Sharing(strategy if strategy in SHARING_STRATEGIES else "shared", max(1, replicas))
+    return None
+
+
+def _unlabelled_split(labels: Mapping[str, str], advertised: int) -> int:
+    """GFD's `nvidia.com/gpu.count` where the node advertises more nvidia.com/gpu, else 0."""
     gpus = _int(labels.get(GPU_COUNT_LABEL))
-    if resource == GPU and 0 < gpus < advertised:
-        return Sharing("shared", advertised // gpus)
-    return NOT_SHARED
+    return gpus if 0 < gpus < advertised else 0
 
 
 def is_shared(labels: Mapping[str, str], product: str, resource: str) -> bool:

@@ -21,7 +21,33 @@ def check(env: Env) -> list[Finding]:
         if held.wanted > held.most:
             message = f"pod asks for {held.wanted} {held.resource}; {_advice(env, held)}"
             findings.append(Finding("ExceedsLargestNode", request_path(env, held.resource), message))
+        elif held.one_container > held.container_most:
+            findings.append(_beyond_one_container(env, held))
     return findings
+
+
+def exceeds(held: Held) -> bool:
+    """Whether no node can give the pod what it asks for of the resource (ExceedsLargestNode)."""
+    return held.wanted > held.most or held.one_container > held.container_most
+
+
+def _beyond_one_container(env: Env, held: Held) -> Finding:
+    """A container asking for more nvidia.com/gpu than one container gets on any node, where the
+    pod's sum fits: on a node whose GPUs HAMi splits, a container's vGPUs each take a GPU of its
+    own (Inventory.largest_gpu_container)."""
+    path = next(
+        container.resource_path("limits" if accel.limit is not None else "requests", GPU)
+        for container in env.view.containers
+        for accel in container.gpu_requests
+        if accel.resource == GPU and accel.count == held.one_container
+    )
+    message = (
+        f"a container asks for {held.one_container} {GPU}; one container gets at most "
+        f"{held.container_most}, on {held.container_node} (a node with more {GPU} has vGPUs HAMi "
+        f"splits its GPUs into, and HAMi gives each of a container's vGPUs a GPU of its own): split "
+        f"the work or ask for fewer"
+    )
+    return Finding("ExceedsLargestNode", path, message)
 
 
 def _advice(env: Env, held: Held) -> str:
@@ -37,12 +63,16 @@ def _advice(env: Env, held: Held) -> str:
 
 class Held(NamedTuple):
     """One accelerator resource of the pod that node counts judge: how much the pod asks for and
-    the most one node has (and which node)."""
+    the most one node has (and which node); for nvidia.com/gpu, also the most one container asks
+    for and the most one container gets on a node (and which), where that is less than `most`."""
 
     resource: str
     wanted: int
     most: int
     node: str
+    one_container: int = 0
+    container_most: int = 0
+    container_node: str = ""
 
 
 def held_against_nodes(env: Env) -> list[Held]:
@@ -71,8 +101,21 @@ def held_against_nodes(env: Env) -> list[Held]:
             most, node = inventory.largest_gpu_slices  # its nvidia.com/gpu can only be MIG devices
         elif resource == GPU and not_steered(view) and inventory.largest_gpu_slices[0] > most:
             most, node = inventory.largest_gpu_slices  # not kept off them, so they may be its GPUs
+        elif resource == GPU and 0 < inventory.largest_gpu_container[0] < most:
+            container_most, container_node = inventory.largest_gpu_container  # HAMi's vGPUs
+            one = _largest_container(view)
+            held.append(
+                Held(resource, view.effective(resource), most, node, one, container_most, container_node)
+            )
+            continue
         held.append(Held(resource, view.effective(resource), most, node))
     return held
+
+
+def _largest_container(view: PodView) -> int:
+    """The most nvidia.com/gpu one of the pod's containers asks for."""
+    counts = [a.count or 0 for c in view.containers for a in c.gpu_requests if a.resource == GPU]
+    return max(counts, default=0)
 
 
 def not_steered(view: PodView) -> bool:

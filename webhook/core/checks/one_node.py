@@ -7,7 +7,7 @@ the pod's own node choice."""
 
 from __future__ import annotations
 
-from webhook.core.checks.largest_node import held_against_nodes, not_steered
+from webhook.core.checks.largest_node import exceeds, held_against_nodes, not_steered
 from webhook.core.env import Env
 from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode
 from webhook.core.placement import gets_whole_gpus, gpu_nodes
@@ -19,7 +19,7 @@ def check(env: Env) -> list[Finding]:
     if not inventory.known:
         return []
     held = held_against_nodes(env)
-    if len(held) < 2 or any(h.wanted > h.most for h in held):
+    if len(held) < 2 or any(exceeds(h) for h in held):
         return []  # one resource alone: ExceedsLargestNode judges it
     wanted = {h.resource: h.wanted for h in held}
     whole = gets_whole_gpus(inventory, env.placement)

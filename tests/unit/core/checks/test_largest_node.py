@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from tests.builders import make_env, make_inventory, make_pod, mixed_node
+from collections.abc import Mapping
+from typing import Any
+
+from tests.builders import A100, make_env, make_inventory, make_node, make_pod, mixed_node, whole_node
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import largest_node
 from webhook.core.model import Catalog, Inventory
@@ -69,3 +72,60 @@ def test_a_gpu_request_alone_is_judged_where_it_is_written(unit_catalog: Catalog
         ("ExceedsLargestNode", 'spec.containers[name=c].resources.requests["nvidia.com/gpu"]')
     ]
     assert "nvidia.com/mig-1g.10gb" in env_check[0].message  # what these nodes do serve
+
+
+def _hami(*more: Mapping[str, Any]) -> Inventory:
+    """A node whose 4 GPUs HAMi's device plugin splits 10 times each (deviceSplitCount), labelling
+    nothing: 40 nvidia.com/gpu beside GFD's gpu.count of 4, as the report reads it."""
+    labels = {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/gpu.count": "4"}
+    return make_inventory(make_node("hami", labels, {"nvidia.com/gpu": 40}), *more)
+
+
+def test_a_container_gets_no_more_vgpus_than_a_hami_node_has_gpus(unit_catalog: Catalog) -> None:
+    """HAMi gives a container's N vGPUs N distinct GPUs: 8 never fit a node of 4 GPUs split into
+    40 vGPUs. Two containers of 4 each do (each on the 4 GPUs), and 4 in one container do."""
+    eight = make_pod().container("c", image="pytorch/pytorch", gpu=8).build()
+    assert run(largest_node.check, unit_catalog, eight, _hami()) == [
+        ("ExceedsLargestNode", 'spec.containers[name=c].resources.limits["nvidia.com/gpu"]')
+    ]
+    beside = (
+        make_pod()
+        .container("a", image="pytorch/pytorch", gpu=2)
+        .container("b", image="pytorch/pytorch", gpu=5)
+    )
+    assert run(largest_node.check, unit_catalog, beside.build(), _hami()) == [
+        ("ExceedsLargestNode", 'spec.containers[name=b].resources.limits["nvidia.com/gpu"]')
+    ]
+    two = (
+        make_pod()
+        .container("a", image="pytorch/pytorch", gpu=4)
+        .container("b", image="pytorch/pytorch", gpu=4)
+    )
+    assert run(largest_node.check, unit_catalog, two.build(), _hami()) == []
+    four = make_pod().container("c", image="pytorch/pytorch", gpu=4).build()
+    assert run(largest_node.check, unit_catalog, four, _hami()) == []
+
+
+def test_a_whole_gpu_node_beside_the_hami_node_holds_what_it_has(unit_catalog: Catalog) -> None:
+    """8 GPUs in one container fit the 8-GPU node beside it; 9 fit neither."""
+    inventory = _hami(whole_node("a100", A100, 8))
+    eight = make_pod().container("c", image="pytorch/pytorch", gpu=8).build()
+    assert run(largest_node.check, unit_catalog, eight, inventory) == []
+    nine = make_pod().container("c", image="pytorch/pytorch", gpu=9).build()
+    assert run(largest_node.check, unit_catalog, nine, inventory) == [
+        ("ExceedsLargestNode", 'spec.containers[name=c].resources.limits["nvidia.com/gpu"]')
+    ]
+
+
+def test_time_sliced_replicas_are_not_read_as_hami(unit_catalog: Catalog) -> None:
+    """Time-slicing labels its replicas: the device plugin may give one container several
+    replicas, so the node's 40 are what it can get (the report reads that node as time-sliced)."""
+    labels = {
+        "nvidia.com/gpu.product": "NVIDIA-L40S",
+        "nvidia.com/gpu.count": "4",
+        "nvidia.com/gpu.replicas": "10",
+        "nvidia.com/gpu.sharing-strategy": "time-slicing",
+    }
+    inventory = make_inventory(make_node("ts", labels, {"nvidia.com/gpu": 40}))
+    eight = make_pod().container("c", image="pytorch/pytorch", gpu=8).build()
+    assert run(largest_node.check, unit_catalog, eight, inventory) == []

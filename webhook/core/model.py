@@ -263,6 +263,9 @@ class GpuNode:
     """The NVIDIA devices it has by resource (`status.capacity`): allocatable or not, as while
     MIG Manager has stopped its device plugin (allocatable 0, capacity still 56) or every device
     is unhealthy. What it could ever give a pod (`has`), where `allocatable` is what it gives now."""
+    split_gpus: int = 0
+    """Where HAMi splits its GPUs into vGPUs (more nvidia.com/gpu than GFD's `nvidia.com/gpu.count`,
+    no label saying why: webhook/inventory/sharing.py, as the report reads it), its GPUs; else 0."""
 
     @property
     def state(self) -> str:
@@ -285,6 +288,11 @@ class GpuNode:
             if state != READY and (cordon_applies or state != CORDONED):
                 return 0
         return max(0, self.allocatable.get(resource, 0) - self.used.get(resource, 0))
+
+    def container_gpus(self) -> int:
+        """The most nvidia.com/gpu one container can get here: all it has, but where HAMi splits
+        its GPUs, those GPUs (HAMi gives each of a container's vGPUs a GPU of its own)."""
+        return self.split_gpus or self.has("nvidia.com/gpu")
 
     def has(self, resource: str) -> int:
         """How many of a device the node has, allocatable now or not: its capacity, and never

@@ -595,14 +595,17 @@ def node_rooms(
     placement: Placement | None,
     devices: tuple[tuple[str, int], ...],
     off_slice_nodes: bool,
+    one_container: int = 0,
 ) -> Rooms:
     """(CPU millicores, memory bytes) allocatable of each GPU node the pod may run on: one that has
-    allocatable every (device, count) of `devices` (the pod's effective requests), that the pod
-    admits and, with `off_slice_nodes` (a whole-GPU pod the webhook keeps off them), that does
-    not serve MIG devices as nvidia.com/gpu. Distinct pairs; none when no such node is known.
-    What a template fills in must fit one of them, or the pod could run nowhere. Worked out once
-    per inventory, node choice and devices."""
-    key = ("rooms", placement, devices, off_slice_nodes)
+    allocatable every (device, count) of `devices` (the pod's effective requests), that gives one
+    container `one_container` nvidia.com/gpu (the most one of its containers asks for: not a node
+    whose GPUs HAMi splits into fewer, GpuNode.container_gpus), that the pod admits and, with
+    `off_slice_nodes` (a whole-GPU pod the webhook keeps off them), that does not serve MIG
+    devices as nvidia.com/gpu. Distinct pairs; none when no such node is known. What a template
+    fills in must fit one of them, or the pod could run nowhere. Worked out once per inventory,
+    node choice and devices."""
+    key = ("rooms", placement, devices, off_slice_nodes, one_container)
     found: Rooms | None = recall(inventory, key)
     if found is None:
         chosen = None if placement is None else admitted(inventory, placement)
@@ -610,6 +613,7 @@ def node_rooms(
             (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
             for n in gpu_nodes(inventory)
             if _holds(n, devices)
+            and n.container_gpus() >= one_container
             and not (off_slice_nodes and n.strategy in SLICE_STRATEGIES)
             and (chosen is None or chosen.admits(n))
         }

@@ -134,6 +134,11 @@ class PodView:
                 running += amount
         return max(peak, running)
 
+    def largest_container(self, resource: str) -> int:
+        """The most of one resource one container asks for."""
+        counts = [a.count or 0 for c in self.containers for a in c.accel if a.resource == resource]
+        return max(counts, default=0)
+
     def requested_resources(self) -> frozenset[str]:
         return frozenset(a.resource for c in self.containers for a in c.accel)
 

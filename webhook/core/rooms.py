@@ -18,7 +18,8 @@ def rooms_for(env: Env) -> Rooms:
     if not devices:
         return ()
     whole = any(name == GPU for name, _ in devices)
-    return node_rooms(env.inventory, env.placement, devices, whole and keeps_off_slice_nodes(env))
+    off_slice_nodes = whole and keeps_off_slice_nodes(env)
+    return node_rooms(env.inventory, env.placement, devices, off_slice_nodes, env.view.largest_container(GPU))
 
 
 def _devices_asked(env: Env) -> tuple[tuple[str, int], ...]:

@@ -218,6 +218,7 @@ def _gpu_node(
         labels={intern(str(k)): intern(str(v)) for k, v in labels.items()},
         gke_accelerator=labels.get(GKE_ACCELERATOR_LABEL),
         capacity={intern(k): v for k, v in capacity.items() if k.startswith("nvidia.com/")},
+        split_gpus=split_gpus(labels, str(product), max(capacity.get(GPU, 0), allocatable.get(GPU, 0))),
     )
 
 
@@ -389,7 +390,7 @@ def _aggregate(
         largest_gpu_slices=max(slice_counts, key=lambda most: most[0], default=(0, "")),
         largest_gpu_container=max(
             (
-                (_container_gpus(n), n.name)
+                (n.container_gpus(), n.name)
                 for n in every
                 if n.strategy not in SLICE_STRATEGIES and n.has(GPU) > 0
             ),
@@ -415,13 +416,6 @@ def _packing(
             for profile in node.slices:
                 busy[(node.strategy, profile)].append(node)
     return {offer: packing_order(busy.get((offer.strategy, offer.profile), ()), offer) for offer in offers}
-
-
-def _container_gpus(node: GpuNode) -> int:
-    """The most nvidia.com/gpu one container can get on the node: what it has, but on a node
-    whose GPUs HAMi splits (the report's reading, webhook/inventory/sharing.py), its GPUs."""
-    has = node.has(GPU)
-    return split_gpus(node.labels, node.product, has) or has
 
 
 def _schedulable_counts(node: GpuNode) -> dict[str, int]:

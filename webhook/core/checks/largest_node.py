@@ -103,19 +103,13 @@ def held_against_nodes(env: Env) -> list[Held]:
             most, node = inventory.largest_gpu_slices  # not kept off them, so they may be its GPUs
         elif resource == GPU and 0 < inventory.largest_gpu_container[0] < most:
             container_most, container_node = inventory.largest_gpu_container  # HAMi's vGPUs
-            one = _largest_container(view)
+            one = view.largest_container(GPU)
             held.append(
                 Held(resource, view.effective(resource), most, node, one, container_most, container_node)
             )
             continue
         held.append(Held(resource, view.effective(resource), most, node))
     return held
-
-
-def _largest_container(view: PodView) -> int:
-    """The most nvidia.com/gpu one of the pod's containers asks for."""
-    counts = [a.count or 0 for c in view.containers for a in c.gpu_requests if a.resource == GPU]
-    return max(counts, default=0)
 
 
 def not_steered(view: PodView) -> bool:

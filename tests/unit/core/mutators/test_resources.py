@@ -298,3 +298,20 @@ def test_a_gpu_sidecars_fill_counts_against_the_largest_node(
     assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
     for container in (mutated["spec"]["initContainers"][0], mutated["spec"]["containers"][0]):
         assert container["resources"] == {"limits": {"nvidia.com/gpu": 1}, "requests": {"cpu": "4"}}
+
+
+def test_a_node_whose_gpus_hami_splits_is_no_room_for_a_container_of_more(unit_catalog: Catalog) -> None:
+    """HAMi gives each of a container's vGPUs a GPU of its own: 6 in one container never run on a
+    node of 4 GPUs split into 40, however much CPU and memory it has. Only the 8-GPU node holds
+    the pod, and the 24 CPU and 192Gi filled for 6 GPUs do not fit it: both are left out."""
+    hami = make_node(
+        "hami", {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/gpu.count": "4"}, {"nvidia.com/gpu": 40}
+    )
+    small = make_node(
+        "a100", {"nvidia.com/gpu.product": A100}, {"nvidia.com/gpu": 8, "cpu": 16, "memory": "128Gi"}
+    )
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=6).build()
+    mutated = writable_copy(pod)
+    found = resources.mutate(mutated, make_env(pod, unit_catalog, make_inventory(hami, small)))
+    assert [f.code for f in found] == ["InjectionExceedsNodes"]
+    assert mutated["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 6}}

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from tests.conftest import ROOT
 from tests.deploy.conftest import DEPLOY, Objects, one, render_path
@@ -29,7 +29,7 @@ from webhook.catalog.reload import CatalogMetrics
 from webhook.report.files import StaticUsageInventorySource
 from webhook.report.metrics import inventory_registry
 from webhook.report.service import ReportService
-from webhook.server.metrics import LATENCY_BUCKETS, create_metrics
+from webhook.server.metrics import LATENCY_BUCKETS, certificate_expiry_gauge, create_metrics
 from webhook.sources import StaticCatalogSource
 from webhook.tls.bundle import service_hosts
 
@@ -60,15 +60,17 @@ def monitored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 def exported_metrics() -> dict[str, set[str]]:
     """Every series name /metrics can serve, with its labels: the review metrics, the catalog
-    reload metrics and the inventory gauges (computed from the example cluster)."""
+    reload metrics, the certificate's expiry and the inventory gauges (computed from the example
+    cluster)."""
     metrics = create_metrics()
-    wrappers: list[Counter | Histogram] = [
+    wrappers: list[Counter | Histogram | Gauge] = [
         getattr(metrics, name)
         for name in vars(metrics)
         if isinstance(getattr(metrics, name), Counter | Histogram)
     ]
     catalog = CatalogMetrics.create(CollectorRegistry())
-    wrappers += [catalog.reloads, catalog.last_success, catalog.last_success_time]  # type: ignore[list-item]
+    wrappers += [catalog.reloads, catalog.last_success, catalog.last_success_time]
+    wrappers.append(certificate_expiry_gauge())
     found: dict[str, set[str]] = {}
     for wrapper in wrappers:
         labels = set(wrapper._labelnames)

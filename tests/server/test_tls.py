@@ -4,6 +4,7 @@ under load (the kubelet's `..data` symlink swap) without a single failed request
 from __future__ import annotations
 
 import copy
+import os
 import ssl
 import threading
 import time
@@ -14,12 +15,21 @@ from typing import Any
 
 import pytest
 
-from tests.server.support import Client, WebhookProcess, make_client_pair, vector, write_client_pair
-from tests.server.test_tls_reload import kubelet_layout, serial_of
-from webhook.tls.certgen import KeyPair, make_ca
+from tests.server.support import (
+    Client,
+    WebhookProcess,
+    make_client_pair,
+    metric_value,
+    scrape_when,
+    vector,
+    write_client_pair,
+)
+from tests.server.test_tls_reload import ends, kubelet_layout, serial_of
+from webhook.tls.certgen import KeyPair, make_ca, make_serving, write_pair
 
 CHECK_SECONDS = 0.2
 SWAP_TIMEOUT = 20.0
+EXPIRY = "gpu_webhook_tls_certificate_not_after_seconds"
 
 
 @dataclass
@@ -140,3 +150,27 @@ def test_a_renewed_certificate_is_served_without_failing_a_request(tls_server: T
     assert new_serial != old_serial
     assert served_after == {new_serial}
     assert len(load.answered) >= 80 and set(load.answered) == {0, 1, 2, 3}
+
+
+def swap_in(cert_dir: Path, version: str, ca: KeyPair, days: int) -> float:
+    """A serving pair valid for `days` through the kubelet's ..data swap; its notAfter."""
+    write_pair(cert_dir / f"..{version}", ca, make_serving(ca, ["127.0.0.1", "localhost"], days=days))
+    (cert_dir / "..data_tmp").symlink_to(f"..{version}")
+    os.replace(cert_dir / "..data_tmp", cert_dir / "..data")
+    return ends(cert_dir / "tls.crt")
+
+
+def test_metrics_say_when_the_served_certificate_ends_and_follow_a_renewal(tls_server: TlsServer) -> None:
+    """The gauge the expiry alerts read, merged over both workers: the served certificate's
+    notAfter, and the renewed one's once it is served (the renewal here ends sooner, as a switch
+    to cert-manager's 90 days from 365 does)."""
+    client = tls_server.client
+    served = ends(tls_server.cert_dir / "tls.crt")
+    assert metric_value(scrape_when(client, lambda text: EXPIRY in text), EXPIRY) == served
+    renewed = swap_in(tls_server.cert_dir, "v3", tls_server.serving_ca, days=5)
+    assert renewed < served
+    text = scrape_when(client, lambda text: metric_value(text, EXPIRY) == renewed)
+    assert metric_value(text, EXPIRY) == renewed
+    time.sleep(2 * CHECK_SECONDS)
+    for _ in range(6):  # whichever worker answers, after either looked at the files
+        assert metric_value(client.get("/metrics").body.decode(), EXPIRY) == renewed

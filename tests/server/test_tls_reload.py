@@ -351,3 +351,56 @@ def test_a_renewal_to_an_encrypted_key_keeps_the_last_good_certificate(tmp_path:
     good = handshake(reloading.current(), tmp_path / CA_FILE, "localhost")
     encrypt_key(tmp_path / "tls.key", b"secret")
     assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == good
+
+
+def ends(path: Path) -> float:
+    return x509.load_pem_x509_certificate(path.read_bytes()).not_valid_after_utc.timestamp()
+
+
+def test_a_watcher_is_told_when_the_served_certificate_ends_and_when_another_is_served(
+    tmp_path: Path,
+) -> None:
+    """The expiry gauge's listener: the served certificate's notAfter at once, the renewed one's
+    after a swap, and nothing new while a renewal that cannot be used keeps the last good one."""
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    reloading.current()
+    told: list[float] = []
+    reloading.watch(told.append)
+    assert told == [ends(tmp_path / "tls.crt")]
+    ending = NOW + dt.timedelta(days=3)
+    renewed = write_dated_pair(tmp_path, ca, NOW - dt.timedelta(days=1), ending)
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == renewed
+    assert told[-1] == ending.timestamp()
+    write_dated_pair(tmp_path, ca, *EXPIRED)
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == renewed
+    assert told[-1] == ending.timestamp()
+
+
+def test_a_watcher_in_a_worker_started_after_a_renewal_is_told_the_renewed_certificate(
+    tmp_path: Path,
+) -> None:
+    """A worker gunicorn starts again holds the master's context: the files are checked before
+    the watcher is told, or the gauge would say the master's certificate until a handshake."""
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    reloading.current()
+    ending = NOW + dt.timedelta(days=3)
+    write_dated_pair(tmp_path, ca, NOW - dt.timedelta(days=1), ending)
+    told: list[float] = []
+    reloading.watch(told.append)
+    assert told == [ending.timestamp()]
+
+
+def test_a_watcher_that_fails_does_not_fail_the_handshake(tmp_path: Path) -> None:
+    """A full metrics folder makes the gauge's set raise: the renewed certificate is served still."""
+    ca = write_serving_set(tmp_path)
+    reloading = ReloadingContext(TLSFiles.in_directory(tmp_path), interval=0)
+    reloading.current()
+
+    def full(_: float) -> None:
+        raise OSError(28, "No space left on device")
+
+    reloading.watch(full)
+    renewed = renew(tmp_path, ca)
+    assert handshake(reloading.current(), tmp_path / CA_FILE, "localhost") == renewed

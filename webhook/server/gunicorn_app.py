@@ -91,7 +91,12 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self.cfg.set("worker_class", worker_class(chosen, settings.io_timeout))
 
     def load(self) -> Any:
-        return self._app_factory(self._sources)
+        """The app, in each worker; then the certificate's expiry gauge, which follows reloads."""
+        app = self._app_factory(self._sources)
+        from webhook.server.metrics import certificate_expiry_gauge
+
+        self._tls.watch(certificate_expiry_gauge().set)
+        return app
 
     def run(self) -> None:
         """BaseApplication.run with the master below."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar, cast
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from webhook.admission import ReviewError
@@ -205,6 +205,24 @@ def create_metrics() -> Metrics:
             ["endpoint", "result", "dry_run"],
             registry=registry,
         ),
+    )
+
+
+def certificate_expiry_gauge() -> Gauge:
+    """gpu_webhook_tls_certificate_not_after_seconds, for `ReloadingContext.watch` in each worker.
+
+    `livemostrecent`: every worker serves the same files and reloads them at its next handshake
+    once they change, so the value last set is the certificate a client gets next (`livemax`
+    would show an old, longer one until each idle worker had a handshake, after a switch to a
+    shorter one; `livemin` would show the old one until then after every renewal). `live`: a dead
+    worker's value goes with it (`child_exit`). Made once a certificate is served, not with the
+    other metrics: a gauge without labels exists at 0 from its creation, which reads as expired."""
+    _use_multiprocess_values_if_configured()
+    return Gauge(
+        "gpu_webhook_tls_certificate_not_after_seconds",
+        "Unix time the served TLS certificate ends (the earliest notAfter of tls.crt's chain).",
+        multiprocess_mode="livemostrecent",
+        registry=None,
     )
 
 

@@ -30,6 +30,8 @@ from webhook.shared_copy import SharedCopy
 from webhook.tls.certgen import CERT_FILE, KEY_FILE
 
 DEFAULT_INTERVAL = 10.0
+ExpiryListener = Callable[[float], None]
+"""Called with the Unix time the served certificate ends (`not_after`)."""
 
 
 class TLSFilesError(Exception):
@@ -186,6 +188,8 @@ class ReloadingContext:
         self._digest = ""
         self._rejected = ""
         self._checked = 0.0
+        self._not_after: float | None = None
+        self._listeners: list[ExpiryListener] = []
 
     def current(self) -> ssl.SSLContext:
         """The newest context, checking the files first when `interval` has passed."""
@@ -196,6 +200,17 @@ class ReloadingContext:
                 self._reload_if_changed()
             assert self._context is not None
             return self._context
+
+    def watch(self, listener: ExpiryListener) -> None:
+        """Call `listener` with the served certificate's end now (if one is served), and whenever
+        another is served. The files are checked first when `interval` has passed: a worker
+        gunicorn starts again holds the master's certificate, renewed since, until it checks."""
+        with self._lock:
+            if self._context is not None:
+                if time.monotonic() - self._checked >= self._interval:
+                    self._reload_if_changed()
+                self._tell(listener)
+            self._listeners.append(listener)
 
     def gunicorn_hook(self, conf: Any, default_ssl_context_factory: Any) -> ssl.SSLContext:
         """gunicorn's `ssl_context(conf, default_ssl_context_factory)` setting."""
@@ -231,7 +246,7 @@ class ReloadingContext:
         digest, folder = found
         shared = TLSFiles(folder / CERT_FILE, folder / KEY_FILE, self._files.client_ca)
         try:
-            self._use(server_context(shared), digest)
+            self._use(server_context(shared), digest, shared.certificate)
         except TLSFilesError:
             return
         described = describe_certificate(shared.certificate)
@@ -244,15 +259,28 @@ class ReloadingContext:
 
     def _load(self, digest: str) -> None:
         """Build from the files; `digest` was taken before, so a change while loading is seen next time."""
-        self._use(server_context(self._files), digest)
+        self._use(server_context(self._files), digest, self._files.certificate)
         self._log.info("serving certificate %s", describe_certificate(self._files.certificate))
         if self._shared is not None:
             self._keep(digest)
 
-    def _use(self, context: ssl.SSLContext, digest: str) -> None:
+    def _use(self, context: ssl.SSLContext, digest: str, certificate: Path) -> None:
         context.sni_callback = self._on_client_hello
         self._context, self._digest, self._checked = context, digest, time.monotonic()
         self._rejected = ""
+        self._not_after = not_after(certificate)
+        for listener in self._listeners:
+            self._tell(listener)
+
+    def _tell(self, listener: ExpiryListener) -> None:
+        """Give `listener` the served certificate's end; its failure (a full metrics folder) is
+        logged, never raised: it would fail the handshake that found the renewed certificate."""
+        if self._not_after is None:
+            return
+        try:
+            listener(self._not_after)
+        except Exception as exc:  # a listener's own error must not stop TLS
+            self._log.error("certificate expiry not recorded: %r", exc)
 
     def _keep(self, digest: str) -> None:
         """Copy the pair just loaded for the other workers, unless the files changed since."""
@@ -262,6 +290,16 @@ class ReloadingContext:
             return
         if _digest(contents) == digest and self._shared is not None:
             self._shared.keep(digest, [(CERT_FILE, contents[0]), (KEY_FILE, contents[1])])
+
+
+def not_after(path: Path) -> float | None:
+    """Unix time the certificates in `path` stop being served: the earliest notAfter of the chain
+    (the serving certificate's, unless an intermediate ends first); None if it cannot be parsed."""
+    try:
+        certificates = x509.load_pem_x509_certificates(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return min(c.not_valid_after_utc for c in certificates).timestamp()
 
 
 def describe_certificate(path: Path) -> str:

@@ -342,16 +342,93 @@ FIRST_ERRORS = {
 def test_the_first_error_of_a_pod_fires_the_error_alerts(monitored: Objects, tmp_path: Path) -> None:
     """A counter appears at its first count, 1, where increase() sees nothing: the error alerts
     must fire on it, and stop once it is 10 minutes old (`promtool test rules`)."""
+    promtool_test(monitored, tmp_path, FIRST_ERRORS)
+
+
+def promtool_test(monitored: Objects, tmp_path: Path, tests: dict[str, Any]) -> None:
+    """`promtool test rules` of `tests` against the rendered PrometheusRule."""
     spec = copy.deepcopy(one(monitored, "PrometheusRule")["spec"])
     for group in spec["groups"]:
         for rule in group["rules"]:
             rule.pop("annotations", None)  # promtool compares them too; checked above
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(spec))
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(FIRST_ERRORS))
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(tests))
     result = subprocess.run(
         [promtool(), "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+DAY = 24 * 60
+"""Samples (one a minute) in a day."""
+ENDS = 10 * 86400
+"""The certificate the pods serve ends 10 days after the test starts (promtool's time() is 0 then)."""
+
+
+def expiry(pod: str) -> str:
+    return f"gpu_webhook_tls_certificate_not_after_seconds{target(pod)}"
+
+
+def up(pod: str) -> str:
+    return f"up{target(pod)}"
+
+
+def target(pod: str) -> str:
+    return f'{{job="gpu-webhook",namespace="gpu-webhook",pod="{pod}"}}'
+
+
+def expiry_alerts(at: str, warned: str, paged: str) -> list[dict[str, Any]]:
+    """What each expiry alert should fire for at `at`: the pods in `warned` and in `paged`."""
+    labels = {"job": "gpu-webhook", "namespace": "gpu-webhook"}
+    return [
+        {
+            "eval_time": at,
+            "alertname": alert,
+            "exp_alerts": [{"exp_labels": {**labels, "severity": severity, "pod": pod}} for pod in pods],
+        }
+        for alert, severity, pods in (
+            ("GpuWebhookCertificateExpiringSoon", "warning", warned),
+            ("GpuWebhookCertificateExpiring", "critical", paged),
+        )
+    ]
+
+
+CERTIFICATE_ENDS = {
+    "rule_files": ["rules.yaml"],
+    "evaluation_interval": "5m",
+    "tests": [
+        {
+            "interval": "1m",
+            "input_series": [
+                # a: never renewed; once it has ended, the scrape (which verifies it) fails.
+                {"series": expiry("a"), "values": f"{ENDS}x{10 * DAY - 1} _x{DAY}"},
+                {"series": up("a"), "values": f"1x{10 * DAY - 1} 0x{DAY}"},
+                # b: renewed on day 5 to one that ends on day 40.
+                {"series": expiry("b"), "values": f"{ENDS}x{5 * DAY - 1} {4 * ENDS}x{6 * DAY}"},
+                {"series": up("b"), "values": f"1x{11 * DAY}"},
+                # c: a pod deleted on day 8.5, with the old certificate.
+                {"series": expiry("c"), "values": f"{ENDS}x{8 * DAY + DAY // 2}"},
+                {"series": up("c"), "values": f"1x{8 * DAY + DAY // 2}"},
+            ],
+            "alert_rule_test": [
+                *expiry_alerts("2d", "", ""),
+                *expiry_alerts("4d", "abc", ""),
+                *expiry_alerts("6d", "ac", ""),
+                *expiry_alerts("9d12h", "a", "a"),
+                *expiry_alerts("10d12h", "a", "a"),
+            ],
+        }
+    ],
+}
+
+
+def test_the_expiry_alerts_fire_before_the_certificate_ends_and_stay_on_after(
+    monitored: Objects, tmp_path: Path
+) -> None:
+    """A warning from 7 days before the served certificate ends and a page from 1 day, until it
+    is renewed; still on once it has ended and the pod's scrape fails, and off for a pod that is
+    gone (`promtool test rules`)."""
+    promtool_test(monitored, tmp_path, CERTIFICATE_ENDS)
 
 
 def test_every_alert_is_explained_in_the_readme(monitored: Objects) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.deploy.conftest import Objects, one
+from tests.conftest import ROOT
+from tests.deploy.conftest import DEPLOY, Objects, one, render_path
 from webhook.cli import build_parser
 from webhook.server import gunicorn_conf
 from webhook.tls.bundle import service_hosts
@@ -185,6 +188,38 @@ def test_cert_manager_keeps_the_ca_key_when_it_renews_the_ca(rendered: Any) -> N
     assert ca and all(c["spec"]["privateKey"]["rotationPolicy"] == "Never" for c in ca)
     serving = one(objects, "Certificate", "gpu-webhook-serving")
     assert serving["spec"]["privateKey"]["rotationPolicy"] == "Always"
+
+
+def test_switching_installs_deletes_the_other_s_certificate_makers_and_nothing_else(rendered: Any) -> None:
+    """README's commands to switch: to cert-manager, delete what deploy/certs-job renders (applying
+    the overlay leaves the CronJob patching caBundle against cainjector); back, delete the
+    overlay's cert-manager.yaml. Neither may delete an object the other install has."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    switches = {
+        "cert-manager": ("kubectl delete -k deploy/certs-job/", render_path(DEPLOY / "certs-job")),
+        "default": (
+            "kubectl delete -f deploy/overlays/cert-manager/cert-manager.yaml",
+            _documents(DEPLOY / "overlays" / "cert-manager" / "cert-manager.yaml"),
+        ),
+    }
+    for target, (command, deleted) in switches.items():
+        assert command in readme, command
+        kept = {_identity(o) for o in rendered(target)}
+        assert not {_identity(o) for o in deleted} & kept, target
+    certs_job = {_identity(o) for o in switches["cert-manager"][1]}
+    assert {
+        ("CronJob", "gpu-webhook", "gpu-webhook-certs"),
+        ("Job", "gpu-webhook", "gpu-webhook-certs"),
+    } <= certs_job
+
+
+def _documents(path: Path) -> Objects:
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def _identity(document: dict[str, Any]) -> tuple[str, str, str]:
+    metadata = document["metadata"]
+    return document["kind"], metadata.get("namespace", ""), metadata["name"]
 
 
 def test_container_args_are_accepted_by_the_cli(rendered: Any) -> None:

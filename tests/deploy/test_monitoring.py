@@ -40,6 +40,8 @@ TARGET_LABELS = {"job", "instance", "namespace", "service", "pod", "container", 
 EXTERNAL = {
     "up": set(),  # Prometheus: 1 when the scrape succeeded; target labels only
     "kube_deployment_status_replicas_available": {"namespace", "deployment"},  # kube-state-metrics
+    "kube_cronjob_status_last_successful_time": {"namespace", "cronjob"},
+    "kube_cronjob_created": {"namespace", "cronjob"},
 }
 INVENTORY = ROOT / "examples" / "inventories"
 SEVERITIES = {"critical", "warning"}
@@ -435,3 +437,52 @@ def test_every_alert_is_explained_in_the_readme(monitored: Objects) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for alert in rules(monitored):
         assert f"| `{alert['alert']}`" in readme, alert["alert"]
+
+
+CERTS_CRONJOB = '{namespace="gpu-webhook",cronjob="gpu-webhook-certs"}'
+RENEWAL = {"severity": "warning", "namespace": "gpu-webhook", "cronjob": "gpu-webhook-certs"}
+RENEWALS = {
+    "rule_files": ["rules.yaml"],
+    "evaluation_interval": "5m",
+    "tests": [
+        {  # runs succeed on days 0 and 1, then fail
+            "interval": "1m",
+            "input_series": [
+                {"series": f"kube_cronjob_created{CERTS_CRONJOB}", "values": f"0x{4 * DAY}"},
+                {
+                    "series": f"kube_cronjob_status_last_successful_time{CERTS_CRONJOB}",
+                    "values": f"0x{DAY - 1} 86400x{3 * DAY}",
+                },
+            ],
+            "alert_rule_test": [
+                {"eval_time": "1d12h", "alertname": "GpuWebhookCertificateRenewalFailing", "exp_alerts": []},
+                {"eval_time": "3d1h", "alertname": "GpuWebhookCertificateRenewalFailing", "exp_alerts": []},
+                {
+                    "eval_time": "3d3h",
+                    "alertname": "GpuWebhookCertificateRenewalFailing",
+                    "exp_alerts": [{"exp_labels": RENEWAL}],
+                },
+            ],
+        },
+        {  # a CronJob whose runs never succeeded
+            "interval": "1m",
+            "input_series": [{"series": f"kube_cronjob_created{CERTS_CRONJOB}", "values": f"0x{3 * DAY}"}],
+            "alert_rule_test": [
+                {"eval_time": "1d", "alertname": "GpuWebhookCertificateRenewalFailing", "exp_alerts": []},
+                {
+                    "eval_time": "2d3h",
+                    "alertname": "GpuWebhookCertificateRenewalFailing",
+                    "exp_alerts": [{"exp_labels": RENEWAL}],
+                },
+            ],
+        },
+    ],
+}
+
+
+def test_the_renewal_alert_fires_when_the_certs_cronjob_has_not_succeeded_for_two_days(
+    monitored: Objects, tmp_path: Path
+) -> None:
+    """The daily run succeeds even with nothing to renew: two failed in a row fire the alert,
+    and so does a CronJob that never succeeded, from its creation (`promtool test rules`)."""
+    promtool_test(monitored, tmp_path, RENEWALS)

@@ -191,3 +191,39 @@ def test_shared_metrics_that_cannot_be_merged_expose_this_workers_own(
         exposition = metrics.exposition().decode()
     assert metric_value(exposition, "gpu_webhook_reviews_total", endpoint="mutate", allowed="true") == 1
     assert [r.msg for r in caplog.records] == ["metrics_merge_failed"]
+
+
+@pytest.mark.parametrize("broken", ["unwritable", "cannot be merged"])
+def test_a_worker_whose_metrics_folder_fails_still_exports_the_certificate_s_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """The app a worker loads (WebhookServer.load, run here in-process): when the shared folder
+    cannot be written or merged its /metrics shows its own registry, which left the expiry gauge
+    out, so the certificate alerts had nothing to read."""
+    from tests.server.support import write_serving_set
+    from tests.server.test_tls_reload import ends
+    from webhook.server.gunicorn_app import ServerSettings, WebhookServer
+    from webhook.tls.reload import TLSFiles
+
+    folder = tmp_path / "prometheus"
+    if broken == "unwritable":
+        folder.write_text("")  # a file where the folder should be
+    else:
+        folder.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(folder))
+    monkeypatch.setattr(values, "ValueClass", values.ValueClass)  # restored after the test
+    write_serving_set(tmp_path / "certs")
+
+    def sources() -> tuple[StaticCatalogSource, FileInventorySource]:
+        catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
+        return catalog, FileInventorySource(INVENTORIES / "mixed-cluster.yaml")
+
+    settings = ServerSettings("127.0.0.1:0", TLSFiles.in_directory(tmp_path / "certs"), workers=1)
+    server = WebhookServer(settings, sources)
+    server.load_tls()
+    app = server.load()
+    if broken == "cannot be merged":
+        (folder / "counter_1.db").write_bytes(b"\xff\xff")
+    exposition = app.test_client().get("/metrics").get_data(as_text=True)
+    served = ends(tmp_path / "certs" / "tls.crt")
+    assert metric_value(exposition, "gpu_webhook_tls_certificate_not_after_seconds") == served

@@ -93,9 +93,10 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
     def load(self) -> Any:
         """The app, in each worker; then the certificate's expiry gauge, which follows reloads."""
         app = self._app_factory(self._sources)
+        from webhook.server.app import runtime_of
         from webhook.server.metrics import certificate_expiry_gauge
 
-        self._tls.watch(certificate_expiry_gauge().set)
+        self._tls.watch(certificate_expiry_gauge(runtime_of(app).metrics.registry).set)
         return app
 
     def run(self) -> None:

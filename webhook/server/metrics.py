@@ -208,8 +208,10 @@ def create_metrics() -> Metrics:
     )
 
 
-def certificate_expiry_gauge() -> Gauge:
-    """gpu_webhook_tls_certificate_not_after_seconds, for `ReloadingContext.watch` in each worker.
+def certificate_expiry_gauge(registry: CollectorRegistry | None = None) -> Gauge:
+    """gpu_webhook_tls_certificate_not_after_seconds, for `ReloadingContext.watch` in each worker;
+    in the worker's `registry` (its Metrics'), which /metrics serves when the shared files cannot
+    be written or merged.
 
     `livemostrecent`: every worker serves the same files and reloads them at its next handshake
     once they change, so the value last set is the certificate a client gets next (`livemax`
@@ -222,7 +224,7 @@ def certificate_expiry_gauge() -> Gauge:
         "gpu_webhook_tls_certificate_not_after_seconds",
         "Unix time the served TLS certificate ends (the earliest notAfter of tls.crt's chain).",
         multiprocess_mode="livemostrecent",
-        registry=None,
+        registry=registry,
     )
 
 

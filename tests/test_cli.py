@@ -695,3 +695,24 @@ def test_an_admission_review_is_not_said_to_make_pods(capsys: pytest.CaptureFixt
     skipped = [line for line in notes if line.startswith("skipped ")]
     assert len(skipped) == 1 and "AdmissionReview" in skipped[0], notes
     assert "request.object" in skipped[0] and "checked when created" not in skipped[0], notes
+
+
+def test_names_with_control_characters_are_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pod, container or object named with an ESC or a carriage return (YAML's `"\\e]0;..."`,
+    before any API server validates the name) was printed as it is: a manifest could retitle or
+    recolour a CI terminal, or hide a line of the output (found by QA)."""
+    from webhook.cli import main
+
+    bad = pod("p\x1b]0;title\x07\x1b[31m\rp", gpu="0.5")
+    bad["spec"]["containers"][0]["name"] = "c\x1b[2K"
+    skipped = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s\x1b[2K\r"}}
+    malformed = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "m\x1b[2K"}, "spec": []}
+    path = write(tmp_path / "named.yaml", yaml.safe_dump_all([bad, skipped, malformed]))
+    assert main(["check", path]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("DENIED  Pod p\\x1b]0;title\\x07\\x1b[31m\\rp  ("), out
+    assert "c\\x1b[2K" in out
+    assert "Service s\\x1b[2K\\r" in err and "m\\x1b[2K" in err, err
+    assert not any(c in out + err for c in "\x1b\x07\r"), (out, err)

@@ -313,6 +313,20 @@ def test_junit_is_xml_whatever_characters_the_names_hold(tmp_path: Path) -> None
     assert testcase.find("failure") is not None
 
 
+def test_the_table_shows_control_characters_in_names_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case or pod named with an ESC or a carriage return was printed as it is: a suite could
+    retitle or recolour a CI terminal, or hide a row of the table (found by QA)."""
+    body = VLLM.replace("{name: vllm}", '{name: "vllm\\e]0;t\\a"}')
+    path = suite(tmp_path, case("allowed: false\n", body=body, name='"red\\e[31m\\r"'))
+    assert main(["test", str(path)]) == 1
+    lines = capsys.readouterr().out.split("\n")
+    assert lines[1].split() == ["s", "red\\x1b[31m\\r", "Pod/vllm\\x1b]0;t\\x07", "FAIL"], lines
+    assert lines[0].index("RESULT") == lines[1].index("FAIL"), "the columns line up"
+    assert not any(c in line for line in lines for c in "\x1b\x07\r"), lines
+
+
 def test_a_bad_suite_inventory_is_reported_once_for_all_its_cases(tmp_path: Path) -> None:
     text = HEADER.format(name="s").replace(
         str(ROOT / "examples" / "inventories" / "a100-mixed.yaml"), "nope.yaml"

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from webhook.authoring.runner import ResourceResult, Run
+from webhook.terminal import showable
 
 
 def render(run: Run, show_passed: bool = True) -> str:
-    return "\n".join(_lines(run, show_passed)).lstrip("\n")
+    return "\n".join(showable(line) for line in _lines(run, show_passed)).lstrip("\n")
 
 
 def _lines(run: Run, show_passed: bool) -> Iterator[str]:
@@ -28,7 +29,7 @@ def _lines(run: Run, show_passed: bool) -> Iterator[str]:
 
 def _table(rows: list[ResourceResult]) -> Iterator[str]:
     header = ("SUITE", "CASE", "RESOURCE", "RESULT")
-    cells = [(r.suite, r.case, r.resource, _verdict(r)) for r in rows]
+    cells = [(showable(r.suite), showable(r.case), showable(r.resource), _verdict(r)) for r in rows]
     widths = [max(len(row[i]) for row in [header, *cells]) for i in range(3)]
     for row in [header, *cells]:
         yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[3]

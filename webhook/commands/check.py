@@ -30,6 +30,7 @@ from webhook.core.workloads import decide_object, is_supported_object
 from webhook.manifests import Manifest, kind_problems, read_manifests
 from webhook.podshape import identity_problems, shape_problems
 from webhook.sent import NotSent, extra_resource, not_sent
+from webhook.terminal import showable
 from webhook.yamlio import dump_yaml, dump_yaml_all
 
 FORMATS = ("text", "yaml", "json", "patch")
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     for message in input_errors:
-        error(message)
+        error(showable(message))
     if input_errors or not written:
         return EXIT_BAD_INPUT
     counted = [d for _, d, skip in results if skip is None or args.as_if_sent]
@@ -154,7 +155,8 @@ def _notes(skipped: list[Manifest], node_checks_skipped: bool) -> None:
     mistyped path, only kinds that are skipped) the note said checks were skipped that never ran."""
     for manifest in skipped:
         kind = manifest.kind or "no kind"
-        print(f"skipped {manifest.source}: {kind} {manifest.name} {_why_skipped(manifest)}", file=sys.stderr)
+        note = f"skipped {manifest.source}: {kind} {manifest.name} {_why_skipped(manifest)}"
+        print(showable(note), file=sys.stderr)
     if node_checks_skipped:
         print("note: no --inventory given; slice choice and node checks were skipped", file=sys.stderr)
 
@@ -217,7 +219,7 @@ def _text(manifest: Manifest, decision: Decision, skip: NotSent | None) -> str:
     if decision.mutated is not None:
         lines.append("  mutation:")
         lines.extend("    " + line for line in _diff(manifest.obj, decision.mutated))
-    return "\n".join(lines)
+    return "\n".join(showable(line) for line in lines)
 
 
 def _diff(original: dict[str, Any], mutated: dict[str, Any]) -> list[str]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from webhook.report.model import HOURS_PER_MONTH, DeviceLine, Report, number
+from webhook.terminal import showable
 
 CSV_FIELDS = (
     "section",
@@ -37,13 +37,6 @@ CSV_FIELDS = (
     "unschedulable",
     "unschedulable_cost_per_hour",
 )
-
-
-_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-"""Control characters (newlines, ESC), and Unicode's invisible and direction-changing ones: text the
-cluster's nodes control (dcgm-exporter's labels as Prometheus answers them) must not clear or
-recolour a terminal, forge a line, or reorder one. Every bidirectional control is one of them, the
-Arabic letter mark (U+061C) too, as in a log line (webhook.jsoncodec)."""
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -110,12 +103,7 @@ def render_text(report: Report) -> str:
     lines += _cost_lines(report)
     lines += _waste_lines(report)
     lines += _idle_lines(report)
-    return "\n".join(_UNSHOWABLE.sub(_escaped, line) for line in lines) + "\n"
-
-
-def _escaped(found: re.Match[str]) -> str:
-    """The character as Python writes it in a string: `\\n`, `\\x1b`, `\\u202e`."""
-    return found.group().encode("unicode_escape").decode("ascii")
+    return "\n".join(showable(line) for line in lines) + "\n"
 
 
 def _table(columns: tuple[tuple[str, str], ...], rows: list[tuple[str, ...]]) -> list[str]:

@@ -94,6 +94,37 @@ def test_a_bad_input_file_is_one_clear_error_naming_it(
     assert "Traceback" not in result.stdout + result.stderr
 
 
+INVENTORY = str(ROOT / "examples" / "inventories" / "a100-mixed.yaml")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("check", *CATALOG, "{}"),
+        ("check", *CATALOG, "--inventory", INVENTORY, "--node-templates", "{}", POD),
+        ("test", "{}"),
+        ("lint", str(ROOT / "templates"), "{}"),
+        ("report", *CATALOG, "--inventory", INVENTORY, "--pods", "{}"),
+        ("report", *CATALOG, "--kubeconfig", "{}"),
+        ("serve", "--inventory", "{}"),
+        ("serve", "--pods", "{}"),
+        ("serve", "--client-ca", "{}"),
+    ],
+    ids=["check", "node-templates", "test", "lint", "report-pods", "report-kubeconfig"]
+    + ["serve-inventory", "serve-pods", "serve-client-ca"],
+)
+def test_a_symlink_loop_is_named_as_one_by_every_command(
+    bad: dict[str, str], command: tuple[str, ...]
+) -> None:
+    """check called a loop a dangling symlink, and test, report --kubeconfig and serve's files
+    said no such file, while lint said what it is (ELOOP): a user looked for a missing target."""
+    result = gpu_webhook(*(arg.replace("{}", bad["symlink-loop"]) for arg in command))
+    said = result.stdout + result.stderr
+    assert result.returncode == 2, said
+    assert "Too many levels of symbolic links" in said and bad["symlink-loop"] in said, said
+    assert "no such file" not in said and "dangling" not in said, said
+
+
 @pytest.mark.parametrize("which", sorted(BAD_FILES))
 def test_a_bad_manifest_is_refused_by_check(bad: dict[str, str], which: str) -> None:
     checked = gpu_webhook("check", *CATALOG, bad[which])

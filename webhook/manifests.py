@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.core.workloads import SUPPORTED_KINDS, api_group, home_group, is_supported
-from webhook.yamlio import Document, YamlError, decode_text, load_documents, read_text
+from webhook.yamlio import Document, YamlError, decode_text, load_documents, read_text, stat_problem
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 BUILT_IN_VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
@@ -169,9 +169,13 @@ def _folder_files(folder: Path, recursive: bool, errors: list[str]) -> list[Path
 
 
 def _missing(path: Path, shown: str) -> str:
+    """A path that is not there, or a symlink whose target is gone or that loops (a loop was
+    called a dangling symlink)."""
+    why = stat_problem(path)
     if path.is_symlink():
-        return f"{shown}: a dangling symlink (to {os.readlink(path)}): no such file or directory"
-    return f"{shown}: no such file or directory"
+        what = "a dangling symlink" if why is None else "a symlink"
+        return f"{shown}: {what} (to {os.readlink(path)}): {why or 'no such file or directory'}"
+    return f"{shown}: {why or 'no such file or directory'}"
 
 
 def _objects(document: Document, source: str, manifests: list[Manifest], errors: list[str]) -> None:

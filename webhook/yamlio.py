@@ -798,6 +798,17 @@ def read_text(path: Path) -> str:
     return decode_text(data, str(path))
 
 
+def stat_problem(path: Path) -> str | None:
+    """Why a path that `Path.exists` says is not there cannot be read, when it is not simply
+    missing: a symlink loop (`cannot read: Too many levels of symbolic links`), which exists()
+    answers False for too. None when it is missing (or there after all)."""
+    try:
+        path.stat()
+    except OSError as exc:
+        return None if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}"
+    return None
+
+
 def decode_text(data: bytes, source: str) -> str:
     """UTF-8 bytes as text (a byte-order mark dropped); YamlError at the first byte that is not,
     located in the file as given: its offset counts the mark, its column (as an editor shows it)

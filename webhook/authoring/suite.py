@@ -29,7 +29,7 @@ from webhook.inventory.files import InventoryError, load_inventory
 from webhook.manifests import Manifest, expand_lists, kind_problems, read_manifests
 from webhook.podshape import identity_problems, shape_problems
 from webhook.sent import extra_resource
-from webhook.yamlio import Document, YamlError, load_documents, read_text
+from webhook.yamlio import Document, YamlError, load_documents, read_text, stat_problem
 
 SUITE_KIND = "TemplateTestSuite"
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -115,8 +115,9 @@ def _missing(path: Path) -> Problem:
     """A path that is not there. A suite symlinked from a folder whose target is gone (a ConfigMap
     without the key) was left out of the folder's suites without a word, and the run passed; it
     is a suite that does not load, as a dangling symlink is to lint and check."""
+    why = stat_problem(path) or "no such file or directory"
     target = f" (a symlink to {os.readlink(path)})" if path.is_symlink() else ""
-    return Problem(str(path), None, "", f"no such file or directory{target}")
+    return Problem(str(path), None, "", f"{why}{target}")
 
 
 def load_suites(paths: Sequence[str | Path]) -> Loaded:

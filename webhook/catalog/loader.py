@@ -6,7 +6,6 @@ not built, so a typo never reaches the admission path.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -30,6 +29,7 @@ from webhook.yamlio import (
     iter_yaml_files,
     key_path,
     load_file,
+    stat_problem,
 )
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -151,11 +151,7 @@ def _no_files(folder: Path | None) -> Problem:
 
 def _missing(path: Path) -> Problem:
     """A path that is not there, or a symlink whose target is gone or that loops."""
-    try:
-        path.stat()
-        why = "no such file or directory"
-    except OSError as exc:
-        why = "no such file or directory" if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror}"
+    why = stat_problem(path) or "no such file or directory"
     target = f" (a symlink to {os.readlink(path)})" if path.is_symlink() else ""
     return Problem(str(path), None, "", f"{why}{target}")
 

@@ -10,6 +10,7 @@ from webhook.core.model import UNKNOWN_INVENTORY, Catalog, GpuNode, Inventory
 from webhook.inventory.files import InventoryError, load_inventory, load_node_templates
 from webhook.inventory.nodes import with_node_templates
 from webhook.tls.files import write_stdout
+from webhook.yamlio import stat_problem
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -62,7 +63,7 @@ def check_file(option: str, path: str) -> None:
     if Path(path).is_dir():
         raise UsageError(f"{option}: {path} is a folder, not a file")
     if not Path(path).is_file():
-        raise UsageError(f"{option}: no such file: {path}")
+        raise UsageError(f"{option}: {stat_problem(Path(path)) or 'no such file'}: {path}")
 
 
 def error(message: str) -> None:

@@ -54,6 +54,7 @@ from webhook.tls.bundle import hosts_of
 from webhook.tls.certgen import CA_FILE, CERT_FILE, KEY_FILE, ensure_self_signed
 from webhook.tls.files import loose_key_warnings
 from webhook.tls.reload import DEFAULT_INTERVAL, TLSFiles, TLSFilesError, server_context
+from webhook.yamlio import stat_problem
 
 if TYPE_CHECKING:
     from webhook.server.gunicorn_app import SourcesFactory
@@ -336,7 +337,8 @@ def _default_path(given: str | None, relative: str, option: str) -> Path:
     """What the user named; else the path under the working directory, else in this checkout."""
     path = Path(given) if given is not None else _here_or_in_checkout(relative)
     if not path.exists():
-        raise UsageError(f"{option}: no such file or directory: {given or relative}")
+        why = stat_problem(path) or "no such file or directory"
+        raise UsageError(f"{option}: {why}: {given or relative}")
     return path
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from webhook.cli import main
 from webhook.tls.certgen import ensure_self_signed
@@ -164,6 +165,31 @@ def test_certs_warns_about_a_secret_file_others_can_read(
     assert main(arguments) == 0
     (warning,) = _warnings(capsys.readouterr().err)
     assert f"{manifest} holds a private key and is readable by others (mode 0604)" in warning
+
+
+def test_an_empty_secret_file_is_no_secret_yet_and_holds_no_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty file (`mktemp`'s) was refused as not a Secret manifest, after a warning that it
+    held a private key (found by QA): it is written as a missing one is, the key 0600."""
+    manifest = tmp_path / "secret.yaml"
+    manifest.touch(mode=0o644)
+    manifest.chmod(0o644)
+    assert main(["certs", "--secret", "gpu-webhook-tls", "--secret-file", str(manifest)]) == 0
+    assert _warnings(capsys.readouterr().err) == []
+    assert stat.S_IMODE(manifest.stat().st_mode) == 0o600
+    assert yaml.safe_load(manifest.read_text(encoding="utf-8"))["type"] == "kubernetes.io/tls"
+
+
+def test_a_secret_file_that_is_no_secret_is_refused_without_a_key_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "secret.yaml"
+    manifest.write_text("- a\n- b\n", encoding="utf-8")
+    manifest.chmod(0o644)
+    assert main(["certs", "--secret", "gpu-webhook-tls", "--secret-file", str(manifest)]) == 2
+    assert _warnings(capsys.readouterr().err) == []
+    assert manifest.read_text(encoding="utf-8") == "- a\n- b\n"
 
 
 def test_a_key_linked_from_elsewhere_is_judged_by_the_file_it_names(

@@ -98,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
         plan = _renewal(args)
         api = _connect(args)
         store = _store(args, api)
-        _warn_loose_keys(args)
-        outcome = renew(store.load(), plan, dt.datetime.now(dt.UTC))
+        loaded = store.load()
+        _warn_loose_keys(args, loaded)
+        outcome = renew(loaded, plan, dt.datetime.now(dt.UTC))
         if api is not None and args.patch_webhooks:
             _patch_webhooks(api, args, outcome.certs.bundle_pem())
         if outcome.changes:
@@ -218,13 +219,15 @@ def _store(args: argparse.Namespace, api: ApiClient | None) -> CertStore:
     return ManifestStore(args.secret, args.namespace, args.secret_file)
 
 
-def _warn_loose_keys(args: argparse.Namespace) -> None:
+def _warn_loose_keys(args: argparse.Namespace, loaded: CertSet) -> None:
     """Once a run, for each key file it reads that the group or others can read: the keys it
-    writes are 0600, so such a file was made or changed by hand (or another tool)."""
+    writes are 0600, so such a file was made or changed by hand (or another tool). A
+    --secret-file only when it held a key: an empty one (`mktemp`'s) was said to hold one."""
     if args.out_dir is not None:
         keys = [Path(args.out_dir) / CA_KEY_FILE, Path(args.out_dir) / KEY_FILE]
     else:
-        keys = [Path(args.secret_file)] if args.secret_file else []
+        holds_key = loaded.ca_key is not None or loaded.serving is not None
+        keys = [Path(args.secret_file)] if args.secret_file and holds_key else []
     for warning in loose_key_warnings(keys):
         error(warning)
 

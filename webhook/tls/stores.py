@@ -88,6 +88,8 @@ class ManifestStore:
             secret = yaml.safe_load(self.path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise BundleError(f"{self.path}: cannot read the Secret manifest: {exc}") from exc
+        if secret is None:  # empty (as `mktemp` makes it) or only comments: no Secret yet
+            return CertSet()
         if not isinstance(secret, dict):
             raise BundleError(f"{self.path}: not a Secret manifest")
         self._check_identity(secret)

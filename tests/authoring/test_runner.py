@@ -327,6 +327,16 @@ def test_the_table_shows_control_characters_in_names_escaped(
     assert not any(c in line for line in lines for c in "\x1b\x07\r"), lines
 
 
+def test_an_input_file_that_is_a_symlink_loop_is_named_as_one(tmp_path: Path) -> None:
+    """It was said to be no such file (found by QA), where lint names the loop."""
+    (tmp_path / "pod.yaml").symlink_to("pod.yaml")
+    path = suite(tmp_path, "- name: c\n  inputFile: pod.yaml\n  expect: {allowed: true}\n")
+    run = run_paths([path])
+    assert run.exit_code == EXIT_BAD_SUITE
+    [problem] = run.problems
+    assert problem.path.endswith("inputFile") and "Too many levels of symbolic links" in problem.message
+
+
 def test_a_bad_suite_inventory_is_reported_once_for_all_its_cases(tmp_path: Path) -> None:
     text = HEADER.format(name="s").replace(
         str(ROOT / "examples" / "inventories" / "a100-mixed.yaml"), "nope.yaml"

@@ -59,6 +59,16 @@ def test_one_symlink_into_a_missing_data_folder_is_named_too(tmp_path: Path) -> 
     assert f"{tmp_path / 'tls.key'} is a symlink to a missing ..data/tls.key" in refusal(tmp_path)
 
 
+def test_a_symlink_loop_is_named_as_one_not_as_a_missing_target(tmp_path: Path) -> None:
+    """Called a symlink to a missing file (found by QA), as check and test called loops."""
+    write_serving_set(tmp_path)
+    (tmp_path / "tls.key").unlink()
+    (tmp_path / "tls.key").symlink_to("tls.key")
+    err = refusal(tmp_path)
+    assert f"{tmp_path / 'tls.key'} is a symlink to tls.key" in err, err
+    assert "Too many levels of symbolic links" in err and "missing" not in err, err
+
+
 def test_the_secret_is_served_once_its_data_folder_is_there(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -311,7 +311,7 @@ class _SuiteReader:
     def _read_file(self, relative: str, at: JsonPath) -> list[Manifest] | None:
         path = self.base / relative
         if not path.is_file():
-            self.problem(at, f"no such file: {path}")
+            self.problem(at, f"{stat_problem(path) or 'no such file'}: {path}")
             return None
         manifests, errors = read_manifests([str(path)])
         for message in errors:

@@ -417,7 +417,7 @@ def _refuse_dangling(*paths: Path) -> None:
     not absent files, so no self-signed set is made over them (the Secret's, when it comes, would
     never be read), and not files that cannot be written either. The kubelet fills a volume before
     the container starts, so this is a broken mount: stop and name the links."""
-    dangling = [f"{path} is a symlink to a missing {os.readlink(path)}" for path in paths if _dangling(path)]
+    dangling = [_dangling_link(path) for path in paths if _dangling(path)]
     if dangling:
         raise UsageError(
             f"{'; '.join(dangling)}: a Secret volume without its files? serve makes a self-signed set "
@@ -427,6 +427,14 @@ def _refuse_dangling(*paths: Path) -> None:
 
 def _dangling(path: Path) -> bool:
     return path.is_symlink() and not path.exists()
+
+
+def _dangling_link(path: Path) -> str:
+    """A link that loops is named as one: it was called a link to a missing file."""
+    problem = stat_problem(path)
+    if problem is None:
+        return f"{path} is a symlink to a missing {os.readlink(path)}"
+    return f"{path} is a symlink to {os.readlink(path)}: {problem}"
 
 
 def _client_host(host: str) -> str:

@@ -263,6 +263,16 @@ def test_cli_round_trip_yaml() -> None:
     assert "FractionalGpu" in result.stderr and "RewrittenToMig" not in result.stderr
 
 
+def test_cli_results_on_stderr_show_control_characters_in_names_escaped() -> None:
+    """A pod named with an ESC or a carriage return was printed as it is in the result line: a
+    manifest in a render pipeline could recolour the CI log or hide the denial (found by QA)."""
+    result = krm(json.dumps(resource_list(pod("bad\x1b[2K\r", gpu="0.5"))))
+    assert result.returncode == 1
+    assert "Pod/bad\\x1b[2K\\r: " in result.stderr, result.stderr
+    assert "\x1b" not in result.stderr and "\r" not in result.stderr
+    assert json.loads(result.stdout)["items"][0]["metadata"]["name"] == "bad\x1b[2K\r"
+
+
 def test_cli_json_in_json_out_and_no_mutate_flag() -> None:
     result = krm(json.dumps(resource_list(pod("vllm"))), "--no-mutate")
     assert result.returncode == 0, result.stderr

@@ -18,6 +18,7 @@ import yaml
 
 from webhook.authoring.krm import FunctionConfig, KrmInputError, Outcome, run_function
 from webhook.commands.common import EXIT_BAD_INPUT, EXIT_DENIED, EXIT_OK, emit, error
+from webhook.terminal import showable
 from webhook.yamlio import KubectlDumper, YamlError, decode_text, load_documents, read_text
 
 
@@ -126,7 +127,7 @@ def _report(outcome: Outcome, everything: bool) -> None:
     """Errors always go to stderr (the spec says so); a stream has no other place for results."""
     for result in outcome.results:
         if everything or result["severity"] == "error":
-            print(_result_line(result), file=sys.stderr)
+            print(showable(_result_line(result)), file=sys.stderr)
 
 
 def _result_line(result: dict[str, Any]) -> str:

@@ -227,3 +227,38 @@ def test_a_worker_whose_metrics_folder_fails_still_exports_the_certificate_s_end
     exposition = app.test_client().get("/metrics").get_data(as_text=True)
     served = ends(tmp_path / "certs" / "tls.crt")
     assert metric_value(exposition, "gpu_webhook_tls_certificate_not_after_seconds") == served
+
+
+@pytest.mark.parametrize("broken", ["unwritable", "cannot be merged"])
+def test_a_worker_whose_metrics_folder_fails_still_exports_the_catalog_reloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """The reload metrics were registered nowhere (only the shared files had them), so a worker
+    answering /metrics from its own registry left them out: GpuWebhookCatalogReloadFailing had
+    nothing to read while its catalog failed to load."""
+    from webhook.catalog.reload import ReloadingCatalogSource
+    from webhook.server.app import start_sources, stop_sources
+    from webhook.server.gunicorn_app import _webhook_app
+
+    folder = tmp_path / "prometheus"
+    if broken == "unwritable":
+        folder.write_text("")  # a file where the folder should be
+    else:
+        folder.mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(folder))
+    monkeypatch.setattr(values, "ValueClass", values.ValueClass)  # restored after the test
+
+    def sources() -> tuple[ReloadingCatalogSource, FileInventorySource]:
+        catalog = ReloadingCatalogSource([ROOT / "templates", tmp_path / "no-policies"], interval=3600)
+        return catalog, FileInventorySource(INVENTORIES / "mixed-cluster.yaml")
+
+    app = _webhook_app(sources)
+    start_sources(app)
+    try:
+        if broken == "cannot be merged":
+            (folder / "counter_1.db").write_bytes(b"\xff\xff")
+        exposition = app.test_client().get("/metrics").get_data(as_text=True)
+    finally:
+        stop_sources(app)
+    assert "gpu_webhook_catalog_last_reload_success 0.0" in exposition.splitlines()
+    assert metric_value(exposition, "gpu_webhook_catalog_reloads_total", result="failure") == 1

@@ -42,7 +42,8 @@ MAX_LOGGED_TEXT = 300
 
 @dataclass(frozen=True)
 class CatalogMetrics:
-    """Reload counters and gauges; pass a registry to export them (the server passes its own)."""
+    """Reload counters and gauges; pass a registry to export them (the server registers them in its
+    own, `ReloadingCatalogSource.export_metrics`)."""
 
     reloads: Counter
     last_success: Gauge
@@ -71,6 +72,12 @@ class CatalogMetrics:
                 multiprocess_mode="livemax",
             ),
         )
+
+    def register(self, registry: CollectorRegistry) -> None:
+        """Export them in `registry` too: a worker's own, which /metrics serves when the shared
+        files cannot be written or merged (else GpuWebhookCatalogReloadFailing has nothing to read)."""
+        for metric in (self.reloads, self.last_success, self.last_success_time):
+            registry.register(metric)
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,10 @@ class ReloadingCatalogSource:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def export_metrics(self, registry: CollectorRegistry) -> None:
+        """Register the reload metrics in `registry` (the server's, made after this source)."""
+        self._metrics.register(registry)
 
     def start(self) -> None:
         """Load now, then poll in a daemon thread; safe to call again in a forked worker."""

@@ -161,6 +161,7 @@ def _webhook_app(
     connecting to the last byte, within PROMETHEUS_TIMEOUT_SECONDS; one read at a time and no lock
     held while it waits; /metrics never reads; a failed read is shown on the dashboard, never an
     error)."""
+    from webhook.catalog.reload import ReloadingCatalogSource
     from webhook.report.service import ReportService
     from webhook.server.app import create_app
     from webhook.server.metrics import create_metrics
@@ -168,6 +169,8 @@ def _webhook_app(
 
     metrics = create_metrics()  # first: it points prometheus-client at the workers' shared files
     catalog, inventory = sources()
+    if isinstance(catalog, ReloadingCatalogSource):
+        catalog.export_metrics(metrics.registry)
     service = ReportService(
         inventory, catalog, prometheus_url=prometheus_url, timeout=PROMETHEUS_TIMEOUT_SECONDS
     )

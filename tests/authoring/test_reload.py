@@ -433,6 +433,33 @@ def test_a_worker_started_while_the_files_are_broken_serves_the_last_good_catalo
     assert not alone.ready()
 
 
+def test_a_worker_serving_the_last_good_catalog_says_when_it_was_loaded(
+    mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
+) -> None:
+    """A worker started on files broken for days: /readyz loadedAt said it had just loaded its
+    catalog, and its last success time stayed 0, so a stale-catalog alert on the gauge fired for
+    a worker serving a copy loaded a minute ago, or said nothing of one loaded days ago."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    running = ReloadingCatalogSource([m.root for m in mounts], interval=3600, last_good=shared)
+    running.check_now()
+    days_ago = time.time() - 3 * 86400
+    os.utime((shared / "catalog-current").resolve(), (days_ago, days_ago))  # loaded 3 days ago
+    mounts[0].publish({**templates("v1"), "a.yaml": BROKEN})
+
+    registry = CollectorRegistry()
+    started = ReloadingCatalogSource(
+        [m.root for m in mounts], interval=3600, registry=registry, last_good=shared
+    )
+    started.check_now()
+    assert started.status()["servingLastGood"]
+    assert started.status()["loadedAt"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(days_ago))
+    assert sample(registry, "gpu_webhook_catalog_last_reload_success_timestamp_seconds") == pytest.approx(
+        days_ago
+    )
+    assert sample(registry, "gpu_webhook_catalog_last_reload_success") == 0
+
+
 def test_the_last_good_catalog_follows_each_good_load(
     mounts: tuple[ConfigMapMount, ConfigMapMount], tmp_path: Path
 ) -> None:

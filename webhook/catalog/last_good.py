@@ -37,12 +37,14 @@ class LastGoodCatalog:
             named = [(f"{index:04d}-{Path(name).name}", data) for index, (name, data) in enumerate(contents)]
             self._copy.keep(digest, named)
 
-    def load(self) -> tuple[str, Catalog] | None:
-        """The digest and catalog last kept by any worker; None when there is none (or it is gone)."""
+    def load(self) -> tuple[str, Catalog, float] | None:
+        """The digest and catalog last kept by any worker, and when they were loaded (the copy's
+        mtime: a worker copies the files when it first loads them); None when there is none (or
+        it is gone)."""
         found = self._copy.current()
         if found is None:
             return None
         try:
-            return found[0], load_catalog([found[1]])
+            return found[0], load_catalog([found[1]]), found[1].stat().st_mtime
         except (OSError, CatalogError):
             return None

@@ -209,13 +209,18 @@ class ReloadingCatalogSource:
             return self._loaded(digest, catalog)
 
     def _serve_last_good(self) -> None:
-        """A first load that failed: the catalog another worker loaded, when there is one."""
+        """A first load that failed: the catalog another worker loaded, when there is one. Its
+        `loadedAt` and last success time are when that worker loaded it, not now: a worker started
+        again each day on files broken for days would otherwise look freshly loaded (and, the
+        gauge left at 0, one started on them looked loaded in 1970)."""
         kept = self._last_good.load() if self._last_good is not None else None
         if kept is not None:
-            digest, catalog = kept
-            self._state = replace(self._state, catalog=catalog, digest=digest, loaded_at=time.time())
+            digest, catalog, loaded_at = kept
+            self._state = replace(self._state, catalog=catalog, digest=digest, loaded_at=loaded_at)
+            self._metrics.last_success_time.set(loaded_at)
             counts = {"templates": len(catalog.templates), "policies": len(catalog.policies)}
-            LOG.info("catalog_last_good_served", extra={"fields": {"digest": digest, **counts}})
+            fields = {"digest": digest, "loadedAt": _iso(loaded_at), **counts}
+            LOG.info("catalog_last_good_served", extra={"fields": fields})
 
     def _loaded(self, digest: str, catalog: Catalog) -> bool:
         now = time.time()

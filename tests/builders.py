@@ -287,7 +287,9 @@ def make_env(
     need, _ = resolve_need(template, view)
     fills = template_fills(spec, template.inject, inventory.dra_gpu_resources) if template else NO_FILLS
     plan = plan_slice(view, template, need, policy, inventory, spec=spec, fills=fills)
-    return Env(dict(pod), view, namespace, policy, template, inventory, need, plan, fills=fills)
+    return Env(
+        dict(pod), view, namespace, policy, template, inventory, need, plan, fills=fills, catalog=catalog
+    )
 
 
 def pairs(decision: Decision) -> list[tuple[str, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webhook.core.model import Inventory, Pod, Policy, Template
+from webhook.core.model import Catalog, Inventory, Pod, Policy, Template
 from webhook.core.need import Need
 from webhook.core.placement import Placement
 from webhook.core.pod_resources import NO_FILLS, TemplateFills
@@ -32,6 +32,9 @@ class Env:
     suggestions: SuggestionBudget | None = None
     """The review's budget for measuring misspelt names (shared by a workload's pod templates);
     None: the pod's own."""
+    catalog: Catalog | None = None
+    """The catalog the template came from, for advice naming the templates a label may take;
+    None: not known (the advice names none)."""
 
     def __init__(
         self,
@@ -46,6 +49,7 @@ class Env:
         placement: Placement | None = None,
         fills: TemplateFills = NO_FILLS,
         suggestions: SuggestionBudget | None = None,
+        catalog: Catalog | None = None,
     ) -> None:
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "view", view)
@@ -58,3 +62,4 @@ class Env:
         object.__setattr__(self, "placement", placement)
         object.__setattr__(self, "fills", fills)
         object.__setattr__(self, "suggestions", suggestions)
+        object.__setattr__(self, "catalog", catalog)

@@ -74,7 +74,18 @@ def evaluate(
     if view.has_resource_claims:
         placement = _placement(spec, None, context)  # nothing of the template's is injected
         env = Env(
-            pod, view, namespace, policy, template, inventory, need, NO_PLAN, placement, NO_FILLS, suggestions
+            pod,
+            view,
+            namespace,
+            policy,
+            template,
+            inventory,
+            need,
+            NO_PLAN,
+            placement,
+            NO_FILLS,
+            suggestions,
+            context.catalog,
         )
         note = Finding("DraClaimsPresent", f"{base}.resourceClaims", _CLAIMS)
         return Evaluation(template, (note, *findings, *need_findings, *run_checks(env)), None)
@@ -85,7 +96,20 @@ def evaluate(
     if limits is not None:
         fills = bounded_fills(spec, fills, limits)
     plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec, fills, limits)
-    env = Env(pod, view, namespace, policy, template, inventory, need, plan, placement, fills, suggestions)
+    env = Env(
+        pod,
+        view,
+        namespace,
+        policy,
+        template,
+        inventory,
+        need,
+        plan,
+        placement,
+        fills,
+        suggestions,
+        context.catalog,
+    )
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 
 

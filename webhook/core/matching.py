@@ -133,13 +133,17 @@ def _labels_taken(catalog: Catalog, policy: Policy, namespace: str) -> str:
     """The templates a pod of the namespace may name by label, as `_explicit` judges the label: a
     large catalog keeps most teams' templates to their own namespaces, and naming every template
     the policy allows sent users to labels that were refused."""
+    return ", ".join(t.name for t in labels_taken(catalog, policy, namespace)) or "none"
+
+
+def labels_taken(catalog: Catalog, policy: Policy, namespace: str) -> list[Template]:
+    """The templates a pod of the namespace may name by label (`_explicit` takes them), by name."""
     allowing = catalog.templates if policy.allowed_templates is None else policy.allowed_templates
-    taken = [
-        name
+    return [
+        catalog.templates[name]
         for name in sorted(allowing)
         if name in catalog.templates and _in_scope(catalog.templates[name], policy, namespace)
     ]
-    return ", ".join(taken) or "none"
 
 
 def matches(match: TemplateMatch, view: PodView, namespace: str) -> bool:

@@ -60,7 +60,7 @@ def example_values() -> dict[str, dict[str, Any]]:
             "template": template, "inventory": UNKNOWN_INVENTORY, "need": Need(1, 0.5), "plan": Plan(offer),
             "placement": Placement((("pool", "train"),), None),
             "fills": TemplateFills({("containers", 0): ({"cpu": "1"}, {})}, {}),
-            "suggestions": SuggestionBudget(7),
+            "suggestions": SuggestionBudget(7), "catalog": catalog,
         },
         "AccelRequest": {
             "resource": "nvidia.com/gpu", "kind": Kind.WHOLE, "request": "1", "limit": "2", "count": 2,

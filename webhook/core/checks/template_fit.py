@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from webhook.core.env import Env
+from webhook.core.matching import labels_taken
 from webhook.core.model import TEMPLATE_LABEL, Finding
 from webhook.core.resources import DEVICE_CLASS_PREFIX, KNOWN_OTHER_PREFIXES, Kind
 
@@ -34,7 +35,7 @@ def check(env: Env) -> list[Finding]:
             )
             message = (
                 f"container {container.name} asks for {used[0].resource} but template "
-                f"{template.name} is CPU-only; remove it or set label {TEMPLATE_LABEL}"
+                f"{template.name} is CPU-only; {_cpu_only_advice(env)}"
             )
             findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
     if requirement == "forbidden":
@@ -53,6 +54,22 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("NoGpuOnGpuTemplate", f"{env.view.base}.containers", message))
     return findings
+
+
+def _cpu_only_advice(env: Env) -> str:
+    """Remove the accelerator, or name a GPU template by label, where the namespace may name one:
+    a namespace whose policy allows only CPU-only templates (`allowed: [cpu-only]`) was told to
+    set the label too, which is TemplateNotAllowed."""
+    if env.catalog is None:
+        return f"remove it or set label {TEMPLATE_LABEL}"
+    gpu = [
+        t.name
+        for t in labels_taken(env.catalog, env.policy, env.namespace)
+        if t.accelerator.gpu != "forbidden"
+    ]
+    if not gpu:
+        return "this namespace allows only CPU-only templates: remove it"
+    return f"remove it or set label {TEMPLATE_LABEL} to a GPU template (allowed here: {', '.join(gpu)})"
 
 
 def _annotation_requests(env: Env, template: str) -> list[Finding]:

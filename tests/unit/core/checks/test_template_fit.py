@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import make_pod
+from tests.builders import make_catalog, make_env, make_pod, policy_doc
 from tests.unit.core.checks._helpers import run
+from tests.unit.core.conftest import CPU, NOTEBOOK, POLICIES, SERVING, SMALL, TRAINING
 from webhook.core.checks import template_fit
 from webhook.core.model import Catalog
 
@@ -20,6 +21,20 @@ def test_any_accelerator_on_a_cpu_only_template(unit_catalog: Catalog, resource:
     assert run(template_fit.check, unit_catalog, pod) == [
         ("GpuOnCpuOnlyTemplate", f'spec.containers[name=c].resources.limits["{resource}"]')
     ]
+
+
+def test_a_gpu_on_a_cpu_only_template_is_told_to_set_the_label_only_where_a_label_may_take_a_gpu() -> None:
+    """A namespace whose policy allows only CPU-only templates (README, Coming from Kyverno or
+    Gatekeeper) was told to set the template label too, which only led to TemplateNotAllowed."""
+    no_gpus = policy_doc("no-gpus", ["web"], templates={"allowed": ["cpu"], "default": "cpu"})
+    catalog = make_catalog(SERVING, SMALL, TRAINING, CPU, NOTEBOOK, no_gpus, *POLICIES)
+    pod = make_pod().template("cpu").container("c", gpu=1).build()
+    (elsewhere,) = template_fit.check(make_env(pod, catalog, namespace="default"))
+    (no_gpu_here,) = template_fit.check(make_env(pod, catalog, namespace="web"))
+    assert (elsewhere.code, elsewhere.path) == (no_gpu_here.code, no_gpu_here.path)
+    assert no_gpu_here.code == "GpuOnCpuOnlyTemplate"
+    assert "set label" in elsewhere.message and "notebook" in elsewhere.message
+    assert "set label" not in no_gpu_here.message and "allows only CPU-only" in no_gpu_here.message
 
 
 def test_a_zero_request_on_a_cpu_only_template_is_fine(unit_catalog: Catalog) -> None:

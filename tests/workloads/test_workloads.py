@@ -12,7 +12,7 @@ import yaml
 
 from tests.conftest import shared_path
 from webhook.core.decide import decide
-from webhook.core.model import Catalog, Context, Decision, Inventory, Policy
+from webhook.core.model import TEMPLATE_LABEL, Catalog, Context, Decision, Inventory, Policy
 from webhook.core.workloads import (
     SUPPORTED_KINDS,
     UnsupportedKind,
@@ -100,6 +100,39 @@ def test_trainjob_resources_per_node_are_checked(catalog: Catalog, inventories: 
     train["spec"]["trainer"]["resourcesPerNode"] = {"limits": {"nvidia.com/gpu": "0.5"}}
     decision = decide_object(train, _context(catalog, inventories["mixed-cluster"]))
     assert ("FractionalGpu", 'spec.trainer.resourcesPerNode.limits["nvidia.com/gpu"]') in {
+        (v.code, v.path) for v in decision.denials
+    }
+
+
+VISIBLE_ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+
+
+def test_a_kserve_framework_blocks_env_is_read(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
+    """A framework block is the container its predictor pod runs, env and all: one that asks for
+    no GPU but sets NVIDIA_VISIBLE_DEVICES beside a container that asks for one takes GPUs no
+    scheduler counts, as in a pod template (GpuByEnvironment, at the block's env)."""
+    isvc = copy.deepcopy(_first("kserve__accelerators-tensorflow-gpu.yaml", "InferenceService"))
+    predictor = isvc["spec"]["predictor"]
+    predictor["tensorflow"]["resources"] = {"limits": {"cpu": "1"}}
+    predictor["tensorflow"]["env"] = VISIBLE_ALL
+    predictor["containers"] = [
+        {"name": "server", "image": "vllm/vllm-openai:v0.6.3", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    ]
+    decision = decide_object(isvc, _context(catalog, inventories["mixed-cluster"]))
+    assert ("GpuByEnvironment", "spec.predictor.tensorflow.env[name=NVIDIA_VISIBLE_DEVICES]") in {
+        (v.code, v.path) for v in decision.denials
+    }
+
+
+def test_a_trainjob_trainers_env_is_read(catalog: Catalog, inventories: dict[str, Inventory]) -> None:
+    """The trainer's env is its node containers': NVIDIA_VISIBLE_DEVICES there on a CPU-only
+    template takes GPUs no scheduler counts (GpuByEnvironment, at `spec.trainer.env`)."""
+    train = copy.deepcopy(_first("kubeflow-trainer__lammps-train-gpus.yaml", "TrainJob"))
+    train["metadata"]["labels"] = {TEMPLATE_LABEL: "cpu-only"}
+    train["spec"]["trainer"]["resourcesPerNode"] = {"limits": {"cpu": "4"}}
+    train["spec"]["trainer"]["env"] = [*train["spec"]["trainer"]["env"], *VISIBLE_ALL]
+    decision = decide_object(train, _context(catalog, inventories["mixed-cluster"]))
+    assert ("GpuByEnvironment", "spec.trainer.env[name=NVIDIA_VISIBLE_DEVICES]") in {
         (v.code, v.path) for v in decision.denials
     }
 

@@ -594,7 +594,12 @@ def _kserve_sites(spec: Mapping[str, Any], metadata: Mapping[str, Any]) -> Itera
         block = predictor.get(framework)
         if isinstance(block, dict):
             containers.append(
-                {"name": framework, "image": block.get("image", ""), "resources": block.get("resources")}
+                {
+                    "name": framework,
+                    "image": block.get("image", ""),
+                    "resources": block.get("resources"),
+                    "env": block.get("env"),
+                }
             )
             renames.append((f"spec.predictor.containers[name={framework}]", f"spec.predictor.{framework}"))
     pod = {"metadata": dict(metadata), "spec": {**predictor, "containers": containers}}
@@ -609,11 +614,13 @@ def _trainjob_sites(spec: Mapping[str, Any], metadata: Mapping[str, Any]) -> Ite
         "name": "trainer",
         "image": trainer.get("image", ""),
         "resources": trainer.get("resourcesPerNode"),
+        "env": trainer.get("env"),
     }
-    rename = ("spec.trainer.containers[name=trainer].resources", "spec.trainer.resourcesPerNode")
-    yield Site(
-        (), "spec.trainer", {"metadata": dict(metadata), "spec": {"containers": [container]}}, (rename,)
+    renames = (
+        ("spec.trainer.containers[name=trainer].resources", "spec.trainer.resourcesPerNode"),
+        ("spec.trainer.containers[name=trainer].env", "spec.trainer.env"),
     )
+    yield Site((), "spec.trainer", {"metadata": dict(metadata), "spec": {"containers": [container]}}, renames)
 
 
 def _renamed(finding: Finding, renames: tuple[tuple[str, str], ...]) -> Finding:

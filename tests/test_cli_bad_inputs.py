@@ -34,6 +34,8 @@ BAD_FILES = {
     "escape-beyond-unicode": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\UFFFFFFFF"}\n',
     "explicit-tag": b"apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a: !!bool maybe}}\n",
     "surrogate-escape": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\ud83d\\ude00"}\n',
+    "json-lone-surrogate": b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p\\ud83d"}, '
+    b'"spec": {"containers": [{"name": "c", "image": "x"}]}}\n',
 }
 
 

@@ -587,9 +587,22 @@ def _read_json(text: str, source: str, stream: Stream) -> tuple[list[Document] |
         return None, YamlError(f"{source}: {problem}", source, None, problem)
     except (ValueError, RecursionError):  # a number too long to read; nested too deeply
         return None, None
-    if _too_deep(data):
+    if _too_deep(data) or _lone_surrogate(text, data):
         return None, None
     return ([Document(source, 0, data, stream)] if data is not None else []), None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+"""A `\\u` escape of a UTF-16 surrogate: JSON writes an emoji as a pair of them."""
+
+
+def _lone_surrogate(text: str, data: Any) -> bool:
+    """Whether JSON read a `\\u` escape of a surrogate outside a pair (`"\\ud83d"`) into the
+    data: no output can write it (check said stdout could not be written). YAML refuses the escape
+    at its line, as it does in YAML; a pair is the character it encodes."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return False
+    return _SURROGATE.search(json.dumps(data, ensure_ascii=False)) is not None
 
 
 class _DuplicateMember(ValueError):

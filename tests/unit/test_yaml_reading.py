@@ -104,6 +104,15 @@ def test_an_escape_of_no_unicode_character_is_refused_at_its_line_as_kubectl_ref
     assert read('a: "\\u00e9\\U0001F600\\uFFFD"\n') == {"a": "\u00e9\U0001f600\ufffd"}
 
 
+def test_a_lone_surrogate_escape_in_json_is_refused_at_its_line_as_in_yaml() -> None:
+    """JSON read `"\\ud83d"` into a lone surrogate, which no output can write (check said stdout
+    could not be written); it is refused at its line as YAML refuses it. A pair is its emoji."""
+    with pytest.raises(YamlError) as caught:
+        read('{"a": 1,\n "b": "smile \\ud83d"}\n')
+    assert caught.value.line == 2 and "invalid Unicode character escape" in caught.value.problem
+    assert read('{"a": "\\ud83d\\ude00 \\\\ud83d"}') == {"a": "\U0001f600 \\ud83d"}
+
+
 @pytest.mark.parametrize(
     ("value", "what"),
     [

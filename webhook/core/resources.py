@@ -49,6 +49,10 @@ nvidia.com/gpu are), and whole GPUs. Their memory and core names are no count of
 DEVICE_CLASS_PREFIX: Final = "deviceclass.resource.kubernetes.io/"
 """Every DRA DeviceClass can be asked for as this prefix and its name (DRAExtendedResource)."""
 SHARING_PREFIXES: Final = ("nvidia.com/gpumem", "nvidia.com/gpucores", "aliyun.com/gpu")
+NVIDIA_SHARING_PREFIXES: Final = ("aliyun.com/gpu", "volcano.sh/vgpu-", "volcano.sh/gpu-")
+"""The GPU-sharing schedulers' names outside nvidia.com/ for a share of an NVIDIA GPU (GPUShare,
+Volcano's vGPU and GPU-share device plugins): their device plugins set NVIDIA_VISIBLE_DEVICES for
+the GPU they allocate, as NVIDIA's does."""
 _NATIVE: Final = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
 _GPU_WORDS: Final = ("gpu", "gpus", "mig")
 MAX_RESOURCE_NAME: Final = 253 + 1 + 63

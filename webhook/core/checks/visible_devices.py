@@ -25,13 +25,15 @@ from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
 from webhook.core.env import Env
 from webhook.core.model import MAPPINGS, Finding, lenient_object
 from webhook.core.podview import ContainerView
-from webhook.core.resources import DEVICE_CLASS_PREFIX, Kind
+from webhook.core.resources import DEVICE_CLASS_PREFIX, NVIDIA_SHARING_PREFIXES, Kind
 
 VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
 EXPOSES_NO_GPU: Final = frozenset({"", "void", "none"})
 """The values of NVIDIA_VISIBLE_DEVICES that expose no GPU; any other names GPUs."""
 _NVIDIA_KINDS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.SUSPECT)
 """A GPU asked for by its name: a misspelt one is reported as such (UnknownAcceleratorResource)."""
+_ASKING_PREFIXES: Final = ("nvidia.com/", DEVICE_CLASS_PREFIX, *NVIDIA_SHARING_PREFIXES)
+"""Names whose device plugin (or DRA driver) hands the container its NVIDIA devices."""
 
 
 def check(env: Env) -> list[Finding]:
@@ -77,16 +79,13 @@ def _item(spec: dict[Any, Any], container: ContainerView) -> dict[Any, Any]:
 
 
 def _asks_for_gpu(container: ContainerView, item: dict[Any, Any], dra: frozenset[str]) -> bool:
-    """An NVIDIA device asked for by the device plugin's names or DRA's (its claims, a DeviceClass
-    or the extended resource one serves), in any amount but zero."""
+    """An NVIDIA device asked for by the device plugin's names, a GPU-sharing scheduler's (Volcano's
+    vGPUs, GPUShare's memory: their plugins set the variable too) or DRA's (its claims, a
+    DeviceClass or the extended resource one serves), in any amount but zero."""
     if lenient_object(item.get("resources")).get("claims"):
         return True
     return any(
-        (
-            a.kind in _NVIDIA_KINDS
-            or a.resource.startswith(("nvidia.com/", DEVICE_CLASS_PREFIX))
-            or a.resource in dra
-        )
+        (a.kind in _NVIDIA_KINDS or a.resource.startswith(_ASKING_PREFIXES) or a.resource in dra)
         and (a.count is None or a.count > 0)
         for a in container.accel
     )

@@ -66,12 +66,16 @@ def test_another_vendors_gpu_or_none_at_all_is_no_gpu_of_the_device_plugin(unit_
         {"nvidia.com/gpu.shared": 1},
         {"nvidia.com/gpus": 1},
         {"deviceclass.resource.kubernetes.io/gpu.nvidia.com": 1},
+        {"volcano.sh/vgpu-number": 1},
+        {"volcano.sh/gpu-memory": 1024},
+        {"aliyun.com/gpu-mem": 8},
     ],
 )
 def test_a_container_that_asks_for_a_gpu_gets_the_device_plugins_value(
     unit_catalog: Catalog, limits: dict[str, Any]
 ) -> None:
-    """The device plugin's Allocate sets the variable for what it allocated, over the container's."""
+    """The device plugin's Allocate sets the variable for what it allocated, over the container's:
+    NVIDIA's, and those of the GPU-sharing schedulers that share NVIDIA GPUs (Volcano, GPUShare)."""
     pod = _with_env(make_pod().container("c", limits=limits).build(), _sets("all"))
     assert run(visible_devices.check, unit_catalog, pod) == []
 

@@ -281,22 +281,31 @@ def test_unreadable_existing_certificate_names_the_file(certs: Run, tmp_path: Pa
     assert code == 2 and str(directory / "ca.crt") in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("ca_file", ["missing", "another CA"])
-def test_a_ca_key_without_its_certificate_is_refused_and_kept(
-    certs: Run, tmp_path: Path, ca_file: str
-) -> None:
+def test_a_ca_key_without_any_ca_certificate_is_refused_and_kept(certs: Run, tmp_path: Path) -> None:
     """The key is the only copy: a new CA written over it could never sign for the old one again."""
     directory = tmp_path / "tls"
     directory.mkdir()
     key = make_ca().key_pem()
     (directory / "ca.key").write_bytes(key)
-    if ca_file == "another CA":
-        (directory / "ca.crt").write_bytes(make_ca().certificate_pem())
     code, out, err = certs("--out-dir", str(directory))
     assert code == 2 and out == "" and "Traceback" not in err
     assert str(directory / "ca.key") in err
     assert (directory / "ca.key").read_bytes() == key
     assert not (directory / "tls.crt").exists()
+
+
+def test_a_ca_key_beside_other_cas_gets_a_new_ca_beside_them(certs: Run, tmp_path: Path) -> None:
+    """What cert-manager leaves in the Secret when an install goes back to the certs Job: its CA
+    in ca.crt, the Job's old ca.key. The Job starts a new CA beside it, as it did before."""
+    directory = tmp_path / "tls"
+    directory.mkdir()
+    other = make_ca()
+    (directory / "ca.key").write_bytes(make_ca().key_pem())
+    (directory / "ca.crt").write_bytes(other.certificate_pem())
+    code, out, err = certs("--out-dir", str(directory))
+    assert code == 0 and "Traceback" not in err
+    verify_chain((directory / "tls.crt").read_bytes(), out.encode(), SERVICE_NAMES[0])
+    assert other.certificate_pem() in (directory / "ca.crt").read_bytes()
 
 
 def test_a_leaf_certificate_as_ca_is_refused_and_nothing_is_written(certs: Run, tmp_path: Path) -> None:

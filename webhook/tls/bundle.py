@@ -238,14 +238,16 @@ def is_ca(certificate: x509.Certificate) -> bool:
 
 
 def _check_signer(certs: CertSet, where: str) -> None:
-    """BundleError when ca.key belongs to a certificate that may not sign others (a leaf), or to
-    none in ca.crt: a renewal would start a new CA and write its key over this one, the only
-    copy of a key whose certificate the webhook configurations' caBundle may still trust."""
+    """BundleError when ca.key belongs to a certificate that may not sign others (a leaf), or
+    when there is no ca.crt at all beside it: a renewal would start a new CA and write its key
+    over this one, the only copy of a key whose certificate the webhook configurations' caBundle
+    may still trust. (A ca.crt of other CAs, as cert-manager leaves in the Secret when an install
+    goes back to the certs Job, gets a new CA beside them, as before.)"""
     certificate = certs.key_certificate()
-    if certs.ca_key is not None and certificate is None:
+    if certs.ca_key is not None and not certs.authorities:
         raise BundleError(
-            f"{where}/{CA_KEY_FILE}: no certificate in {CA_FILE} belongs to this key; restore the "
-            f"CA certificate to {CA_FILE}, or remove {CA_KEY_FILE} to start a new CA"
+            f"{where}/{CA_KEY_FILE}: there is no {CA_FILE} holding its certificate; restore "
+            f"{CA_FILE}, or remove {CA_KEY_FILE} to start a new CA"
         )
     if certificate is not None and not is_ca(certificate):
         raise BundleError(

@@ -123,7 +123,8 @@ def plan_slice(
         offers, left_out, left_out_by = kept
     own = _own_requests(spec, fills) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
-    sizing = Sizing(inventory.usage_known, pinned, inventory, placement, roomy, left_out, left_out_by)
+    adds = bool(template.inject.node_affinity or template.inject.tolerations)
+    sizing = Sizing(inventory.usage_known, pinned, inventory, placement, roomy, left_out, left_out_by, adds)
     plan = _plan(view, roomy, need, devices, policy, sizing)
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
@@ -424,6 +425,8 @@ class Sizing:
     offers: tuple[SliceOffer, ...] = ()
     left_out: tuple[SliceOffer, ...] = ()
     left_out_by: str = "ResourceQuota"
+    template_adds: bool = False
+    """The template adds node affinity or tolerations to the choice (named in the message)."""
 
     def kept(self) -> str:
         """What the pod keeps when it gets no slice (`_kept`): worked out only then."""
@@ -558,7 +561,8 @@ def _no_fit(
     take; the slices that fit but the quotas or the policy's allowedProfiles leave out are said
     apart."""
     wanted = describe_need(need)
-    where = " on the nodes it admits (its nodeName, nodeSelector, node affinity)" if sizing.pinned else ""
+    choice = node_choice(sizing.placement, sizing.template_adds) if sizing.pinned else ""
+    where = f" on the nodes it admits ({choice})" if choice else ""
     parts = [f"larger: {', '.join(_profiles(fitting))}"] if fitting else []
     over_quota = _profiles(o for o in sizing.left_out if _fits(o, need, devices, policy))
     if over_quota:
@@ -577,6 +581,27 @@ def _no_fit(
     if policy.when_no_slice_fits == "deny":
         return Finding("NoSliceFits", _gpu_path(view), f"{message}; ask an admin")
     return Finding("KeptWholeGpu", _gpu_path(view), f"{message}; {sizing.kept()}")
+
+
+def node_choice(placement: Placement | None, template_adds: bool) -> str:
+    """The parts of the node choice that left slices out, as the pod and (`template_adds`) its
+    template write them: a pod with no nodeSelector of its own, kept off a spot pool it does not
+    tolerate or off the nodes its template's node affinity leaves out, was told of its "nodeName,
+    nodeSelector, node affinity"."""
+    if placement is None:
+        return "its node choice"
+    parts = [
+        name
+        for name, given in (
+            ("nodeName", placement.node_name),
+            ("nodeSelector", placement.selector),
+            ("node affinity", placement.terms is not None),
+            ("tolerations", placement.tolerations is not None),
+        )
+        if given
+    ]
+    listed = " and ".join(parts) if len(parts) < 3 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"by its {listed}, with its template's" if template_adds else f"by its {listed}"
 
 
 def _profiles(offers: Iterable[SliceOffer]) -> list[str]:

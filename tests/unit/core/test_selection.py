@@ -8,6 +8,7 @@ import pytest
 
 from tests.builders import (
     A100,
+    GPU_TAINT,
     H100,
     context,
     gke_node,
@@ -485,3 +486,36 @@ def test_a_variant_spelled_as_its_resource_still_comes_after_the_plain_profile(u
         single_node("rtx-gfx", RTX, "1g.24gb.gfx", 4, 23500), single_node("rtx", RTX, "1g.24gb", 4, 24000)
     )
     assert plan(unit_catalog, tei(), inventory)[0] == "1g.24gb"
+
+
+SPOT_TAINT = {"key": "kubernetes.azure.com/scalesetpriority", "value": "spot", "effect": "NoSchedule"}
+
+
+def test_kept_whole_names_the_tolerations_that_left_a_spot_pool_out() -> None:
+    """The only slices sit on a spot pool the pod does not tolerate, and it sets no node choice of
+    its own: the message named its "nodeName, nodeSelector, node affinity" (found by QA)."""
+    inventory = make_inventory(
+        mixed_node("spot-mig", A100, {"1g.10gb": (7, 9856)}, taints=(GPU_TAINT, SPOT_TAINT)),
+        whole_node("a100-whole", A100, 8),
+    )
+    pod = make_pod().container("nb", image="jupyter/lab", gpu=1).build()
+    message = _message(pod, inventory, policy_doc("open"), "KeptWholeGpu")
+    assert "(by its tolerations)" in message and "nodeSelector" not in message
+
+
+def test_kept_whole_names_the_node_affinity_its_template_adds() -> None:
+    """A pod with no node choice of its own, whose template's node affinity no slice node meets."""
+    inventory = make_inventory(
+        mixed_node("a100-mig", A100, {"1g.10gb": (7, 9856)}),
+        whole_node("a100-whole", A100, 8, taints=()),
+    )
+    pooled = template_doc(
+        "speech",
+        match={"images": ["*whisper*"]},
+        accelerator={"gpu": "required", "gpuMemory": "8Gi", "mig": "preferred"},
+        inject={"nodeAffinity": [{"key": "pool", "operator": "In", "values": ["speech"]}]},
+    )
+    pod = make_pod().container("asr", image="faster-whisper", gpu=1).build()
+    decision = decide(pod, context(make_catalog(pooled, policy_doc("open")), inventory))
+    message = next(v.message for v in decision.violations if v.code == "KeptWholeGpu")
+    assert "(by its node affinity, with its template's)" in message and "nodeSelector" not in message

@@ -178,6 +178,40 @@ def _check_image_patterns(patterns: object, path: list[str | int], checks: Check
                 f"{excerpt(pattern)}: Docker Hub images are matched as {rest} and {DOCKER_HUB}/{rest},"
                 f" however a pod writes them; write {rest}",
             )
+        lower = _lower_repository(pattern) if isinstance(pattern, str) else None
+        if lower is not None and checks.clean([*path, index]):
+            checks.add(
+                [*path, index],
+                f"{excerpt(pattern)} matches no image: an image's repository path (after its registry,"
+                f" before its tag) is lower case; write {lower}",
+            )
+
+
+def _lower_repository(pattern: str) -> str | None:
+    """The pattern with the upper-case letters it holds in a repository path lowered, or None
+    when it holds none there. A letter after a literal `/`, with no `:`, `@` or wildcard between,
+    is in a path component, which an image reference writes in lower case
+    (`nvcr.io/nvidia/riva/Riva-speech*` matched no pod, without a word); one in the registry or
+    a tag, or after a wildcard that could reach a tag (`*Riva*`), may match."""
+    letters = list(pattern)
+    in_path = False
+    index = 0
+    while index < len(letters):
+        char = letters[index]
+        if char == "[":
+            start = index + 2 if pattern.startswith("[!", index) else index + 1
+            close = pattern.find("]", start + 1)
+            index = close if close != -1 else index
+            in_path = False
+        elif char in "*?:@":
+            in_path = False
+        elif char == "/":
+            in_path = True
+        elif in_path and "A" <= char <= "Z":
+            letters[index] = char.lower()
+        index += 1
+    lowered = "".join(letters)
+    return lowered if lowered != pattern else None
 
 
 def _check_namespaces(patterns: object, path: list[str | int], checks: Checks) -> None:

@@ -301,3 +301,34 @@ def test_counts_written_as_whole_floats_are_read_as_integers() -> None:
     assert (
         type(policy.max_gpus_per_pod) is int and type(catalog.templates["t"].accelerator.max_devices) is int
     )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "written"),
+    [
+        ("nvcr.io/nvidia/riva/Riva-speech*", "nvcr.io/nvidia/riva/riva-speech*"),
+        ("*/NVIDIA/*", "*/nvidia/*"),
+        ("ghcr.io/SYSTRAN/faster-whisper:Latest", "ghcr.io/systran/faster-whisper:Latest"),
+    ],
+)
+def test_an_image_pattern_with_upper_case_in_a_repository_path_is_refused(pattern: str, written: str) -> None:
+    """An image's repository path is lower case, so such a pattern matched no pod, without a word
+    (found by QA)."""
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(template_doc("t", match={"images": ["vllm/*", pattern]}))
+    assert [p.path for p in caught.value.problems] == ["spec.match.images[1]"]
+    assert caught.value.problems[0].message.endswith(f"write {written}")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "NVCR.IO/nvidia/*",
+        "*Riva*",
+        "nvcr.io/nvidia/riva/riva-speech:2.17.0-L4*",
+        "*/x@sha256:AB*",
+        "x[!/]Abc",
+    ],
+)
+def test_upper_case_in_a_registry_a_tag_or_after_a_wildcard_loads(pattern: str) -> None:
+    make_catalog(template_doc("t", match={"images": [pattern]}))

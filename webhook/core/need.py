@@ -55,8 +55,7 @@ def _stated(
         findings.append(Finding("InvalidGpuAnnotation", path, f"{raw!r} {exc}"))
         return None
     if bounds is None:
-        message = "the template does not let pods state their own GPU need; remove the annotation"
-        findings.append(Finding("GpuAnnotationOutOfBounds", path, message))
+        findings.append(Finding("GpuAnnotationOutOfBounds", path, _not_overridable(key)))
         return None
     if not bounds.contains(value):
         findings.append(
@@ -64,6 +63,18 @@ def _stated(
         )
         return None
     return value
+
+
+def _not_overridable(key: str) -> str:
+    """Which override the template lacks: one whose podOverrides bound only gpuMemory was said
+    to let pods state no GPU need at all, to a pod stating its compute share."""
+    what, field = (
+        ("GPU memory", "gpuMemory") if key == MEMORY_ANNOTATION else ("GPU compute share", "computeShare")
+    )
+    return (
+        f"the template does not let pods state their own {what} (no podOverrides.{field});"
+        " remove the annotation"
+    )
 
 
 def _memory(raw: str) -> float:

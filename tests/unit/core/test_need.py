@@ -84,3 +84,12 @@ def test_a_stated_need_changes_the_slice(unit_catalog: Catalog, mixed: Inventory
 def test_annotations_without_a_template_are_ignored(unit_catalog: Catalog) -> None:
     pod = make_pod().annotation(MEMORY_ANNOTATION, "lots").container("c", image="example/app", gpu=1).build()
     assert decide(pod, context(unit_catalog)).codes == ()
+
+
+def test_a_refused_statement_names_the_override_the_template_lacks(unit_catalog: Catalog) -> None:
+    """The serving template bounds gpuMemory alone: a stated compute share was told the template let
+    pods state no GPU need at all (found by QA)."""
+    pod = make_pod().annotation(COMPUTE_ANNOTATION, "0.5").container("vllm", image="vllm/vllm-openai", gpu=1)
+    decision = decide(pod.build(), context(unit_catalog))
+    message = next(v.message for v in decision.violations if v.path == COMPUTE_PATH)
+    assert "podOverrides.computeShare" in message

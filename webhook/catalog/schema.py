@@ -158,7 +158,18 @@ def _quote_hint(error: Any) -> str:
         return f"; YAML read it as {read_as}: write it in quotes for text" if read_as else ""
     if error.validator_value in ("number", "integer") and isinstance(value, str) and _is_number(value):
         return "; write it without quotes for a number"
+    if error.validator_value == "number" and isinstance(value, str):
+        return _share_hint(value)
     return ""
+
+
+def _share_hint(text: str) -> str:
+    """A share written as a percentage (`computeShare: 14%`, as a pod's gpu-compute annotation
+    may write it and the README's template table shows it) is text: say which number to write."""
+    number = text.strip()
+    if not number.endswith("%") or not _is_number(number[:-1]):
+        return ""
+    return f"; write a share as a number, {float(number[:-1]) / 100:g} for {number}"
 
 
 def _is_number(text: str) -> bool:

@@ -488,3 +488,25 @@ def test_an_allowed_profile_no_gpu_has_is_reported_at_its_line_by_lint_and_load(
     with pytest.raises(CatalogError) as caught:
         load_catalog([tmp_path])
     assert located(tmp_path, list(caught.value.problems)) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "number"),
+    [
+        ("    computeShare: 14%\n", "spec.accelerator.computeShare", "0.14 for 14%"),
+        (
+            "    podOverrides:\n      computeShare: {min: 10%, max: 1}\n",
+            "spec.accelerator.podOverrides.computeShare.min",
+            "0.1 for 10%",
+        ),
+    ],
+)
+def test_a_share_written_as_a_percentage_says_which_number_to_write(
+    tmp_path: Path, body: str, path: str, number: str
+) -> None:
+    """A pod's gpu-compute annotation takes 30%, the README's table says "14% compute": the schema's
+    "is not of type 'number'" alone did not say what to write (found by QA)."""
+    write(tmp_path, {"t.yaml": template("t", VALID + body)})
+    (problem,) = lint_paths([tmp_path])
+    assert problem.path == path
+    assert problem.message.endswith(f"write a share as a number, {number}")

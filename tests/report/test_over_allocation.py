@@ -181,3 +181,31 @@ def test_a_bar_over_nothing_allocatable_is_full_and_the_card_stops_at_100(tmp_pa
     assert re.search(r"width: 100(\.0)?%", row[: row.index("</tr>")])
     card = page[page.index('id="card-allocation"') :]
     assert re.search(r'class="big">100(\.0)?%', card) and 'id="over-allocated"' in card
+
+
+def test_the_network_operators_nics_are_no_gpus_of_the_report() -> None:
+    """NVIDIA's Network Operator advertises NICs as `nvidia.com/hostdev` (host-device plugin,
+    https://github.com/Mellanox/network-operator) on CPU and GPU nodes: a CPU node with them is no
+    GPU node with `no device allocatable`, and a pod holding one there holds no NVIDIA GPU."""
+    nics = whole_node("cpu-0", H100, 0)
+    nics["metadata"]["labels"] = {"kubernetes.io/hostname": "cpu-0"}
+    for amounts in (nics["status"]["capacity"], nics["status"]["allocatable"]):
+        amounts.pop("nvidia.com/gpu")
+        amounts["nvidia.com/hostdev"] = "2"
+    probe = (
+        make_pod("probe")
+        .namespace("ns")
+        .container("c", image="zz:1", limits={"nvidia.com/hostdev": 1})
+        .build()
+    )
+    probe["spec"]["nodeName"] = "cpu-0"
+    probe["status"] = {"phase": "Running"}
+    inventory = build_inventory([*NODES, nics], [*PODS, probe])
+    report = build_report(
+        inventory,
+        make_catalog(policy_doc("all", prices={H100: PRICE})),
+        [p for p in map(pod_usage, [*PODS, probe]) if p],
+    )
+    data = report.to_dict()
+    assert [n["name"] for n in data["nodes"]] == ["over", "idle"]
+    assert data["unaccounted"] == [] and "unknown" not in report.unpriced_products

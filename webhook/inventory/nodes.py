@@ -22,6 +22,7 @@ from webhook.core.mutators.tolerations import TRANSIENT_TAINTS, gpu_taints, is_g
 from webhook.core.profiles import (
     GPU,
     MIG_PREFIX,
+    SHARED_SUFFIX,
     ModelInfo,
     canonical_profile,
     labelled_profile,
@@ -49,6 +50,7 @@ KARPENTER_GPU_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+NVIDIA_PREFIX = "nvidia.com/"
 
 
 def build_inventory(
@@ -250,7 +252,26 @@ def _capacity(node: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _has_devices(counts: Mapping[str, int]) -> bool:
-    return any(name.startswith("nvidia.com/") and count > 0 for name, count in counts.items())
+    return any(is_gpu_device(name) and count > 0 for name, count in counts.items())
+
+
+def is_gpu_device(resource: str) -> bool:
+    """Whether the resource is an NVIDIA GPU: what NVIDIA's GPU device plugin advertises
+    (`nvidia.com/gpu`, a MIG profile's `nvidia.com/mig-<profile>`, either renamed `.shared`), or
+    the GPU Operator's sandbox device plugin for VMs and Kata (`nvidia.com/pgpu`, and names
+    from the PCI device or vGPU type, upper case: `nvidia.com/GP104GL_TESLA_P4`,
+    `nvidia.com/GRID_P4-1Q`). Other `nvidia.com/` names are no GPUs: NVIDIA's Network Operator
+    advertises NICs as `nvidia.com/hostdev` (host-device plugin) or `nvidia.com/<resourceName>`
+    (SR-IOV), on GPU and CPU nodes alike, often before the GPU driver is up; such a node was a
+    GPU node with no device allocatable, not one still installing its driver."""
+    name = resource.removeprefix(NVIDIA_PREFIX)
+    if name == resource:
+        return False
+    return (
+        name in ("gpu", "gpu" + SHARED_SUFFIX, "pgpu")
+        or resource.startswith(MIG_PREFIX)
+        or name[:1].isupper()
+    )
 
 
 def _strategy(labels: Mapping[str, str], allocatable: Mapping[str, int]) -> Strategy:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from webhook.core.model import Catalog, GpuNode, Inventory
 from webhook.core.profiles import GPU
-from webhook.core.resources import KNOWN_OTHER_PREFIXES
+from webhook.inventory.nodes import is_gpu_device
 from webhook.inventory.usage import PodUsage
 from webhook.report.model import (
     Costs,
@@ -45,9 +45,6 @@ UNRECOGNISED_PROFILE = (
     "MIG profile '{profile}' of nvidia.com/gpu.product not recognised: its devices are listed, "
     "but their share of a GPU is unknown, so they count no GPU-equivalents and are not costed"
 )
-_NVIDIA = "nvidia.com/"
-_NOT_DEVICES = tuple(p for p in KNOWN_OTHER_PREFIXES if p.startswith(_NVIDIA))
-"""HAMi's and vGPU's nvidia.com/ names: not devices a node lists."""
 
 
 def build_report(
@@ -107,9 +104,7 @@ def _unaccounted(usages: Iterable[PodUsage], nodes: Mapping[str, GpuNode]) -> It
     have as a GPU node or whose MIG configuration is invalid, or holding a resource their node
     does not list (not even at 0)."""
     for usage in usages:
-        held = tuple(
-            (r, n) for r, n in usage.counts if r.startswith(_NVIDIA) and not r.startswith(_NOT_DEVICES)
-        )
+        held = tuple((r, n) for r, n in usage.counts if is_gpu_device(r))
         node = nodes.get(usage.node)
         if node is None:
             reason = "node-not-in-inventory"

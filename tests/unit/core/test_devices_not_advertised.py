@@ -188,3 +188,43 @@ def test_where_dra_serves_gpus_a_node_without_devices_is_dras_not_pending(unit_c
     ]
     mutated, _ = apply(tolerations.mutate, unit_catalog, notebook({GPU: 1}), inventory)
     assert SKU_TOLERATION not in mutated["spec"]["tolerations"]
+
+
+# ---------------------------------------------------------------------------------------------
+# NVIDIA's Network Operator advertises NICs under nvidia.com/ too
+
+
+def test_a_gpu_node_installing_its_driver_beside_the_network_operators_nics_may_have_any_device(
+    unit_catalog: Catalog,
+) -> None:
+    """The Network Operator's host-device plugin advertises the node's HCAs as `nvidia.com/hostdev`
+    (https://github.com/Mellanox/network-operator, HostDeviceNetwork; `nvidia.com/gpu: 1` beside
+    `nvidia.com/hostdev` in an OpenShift node's allocatable, Mellanox/network-operator docs), often
+    before the GPU driver is up: the node is still one whose GPUs are not known yet, not a GPU node
+    with none, which denied every GPU pod "no node has any"."""
+    node = make_node("dgx-0", {"nvidia.com/gpu.present": "true"}, {"nvidia.com/hostdev": 8}, (SKU,))
+    inventory = make_inventory(node)
+    assert inventory.nodes == () and [n.name for n in inventory.pending_nodes] == ["dgx-0"]
+    assert run(largest_node.check, unit_catalog, pod({GPU: 8}), inventory) == []
+
+
+def test_a_cpu_node_with_the_network_operators_nics_is_no_gpu_node() -> None:
+    nics = make_node("cpu-0", {}, {"nvidia.com/hostdev": 2, "nvidia.com/sriov_rdma_vf": 4})
+    gpus = whole_node("a100-2", A100, 2)
+    gpus["status"]["allocatable"]["nvidia.com/hostdev"] = "2"
+    gpus["status"]["capacity"]["nvidia.com/hostdev"] = "2"
+    inventory = make_inventory(nics, gpus)
+    assert [n.name for n in inventory.nodes] == ["a100-2"]
+    assert inventory.advertised >= {"nvidia.com/hostdev", "nvidia.com/sriov_rdma_vf"}
+
+
+def test_a_node_whose_gpus_the_sandbox_device_plugin_serves_is_still_a_gpu_node() -> None:
+    """A node labelled for VMs (`nvidia.com/gpu.workload.config=vm-passthrough`) advertises its GPUs
+    under their PCI name, `nvidia.com/GP104GL_TESLA_P4: 2` (a KubeVirt passthrough node's
+    `kubectl describe node`, as HAMi's KubeVirt guide shows it), and Kata's `nvidia.com/pgpu`
+    (NVIDIA GPU Operator's Kata docs): GPUs, not a node still installing its driver."""
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.workload.config": "vm-passthrough"}
+    passthrough = make_node("kv-0", labels, {"nvidia.com/GP104GL_TESLA_P4": 2, "nvidia.com/hostdev": 2})
+    kata = make_node("kata-0", labels, {"nvidia.com/pgpu": 8})
+    inventory = make_inventory(passthrough, kata)
+    assert [n.name for n in inventory.nodes] == ["kv-0", "kata-0"] and inventory.pending_nodes == ()

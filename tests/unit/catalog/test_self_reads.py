@@ -276,6 +276,7 @@ def test_every_label_and_annotation_the_core_names_is_judged() -> None:
     not_read_from_the_pod = {
         "APPLIED_TEMPLATE_ANNOTATION",  # written on every decision, never read
         "GKE_SHARING_LABEL",  # node labels
+        "GKE_CLIENTS_LABEL",
         "PRODUCT_LABEL",
         "GKE_PARTITION_LABEL",
         "GKE_ACCELERATOR_LABEL",

@@ -68,3 +68,29 @@ def test_a_queued_pod_may_get_unshared_partitions(unit_catalog: Catalog) -> None
     assert "ExceedsSharedGpuLimit" in [
         code for code, _ in pairs(decide(plain, context(unit_catalog, inventory)))
     ]
+
+
+MPS = {
+    "cloud.google.com/gke-gpu-sharing-strategy": "mps",
+    "cloud.google.com/gke-max-shared-clients-per-gpu": "4",
+}
+
+
+def test_mps_on_one_gpu_gives_a_container_several_shares(unit_catalog: Catalog) -> None:
+    """GKE's device plugin refuses several shared GPUs to a container under MPS only on a node with
+    several physical GPUs (or MIG partitions), under time-sharing on any node: ValidateRequest in
+    https://github.com/GoogleCloudPlatform/container-engine-accelerators/blob/master/pkg/gpu/nvidia/gpusharing/gpusharing.go
+    and its test ("only have one physical device - mps"); GKE's docs, "Request more than one
+    time-shared GPU / NVIDIA MPS per container": allowed "when the node only has one physical GPU".
+    A g2-standard-8 (one L4) with 4 MPS clients advertises 4."""
+    pod = make_pod().container("a", gpu=2).build()
+    one_l4 = make_node("gke-l4-mps", {**GKE_L4, **MPS}, {"nvidia.com/gpu": 4})
+    assert run(shared_gpus.check, unit_catalog, pod, make_inventory(one_l4)) == []
+    two_l4 = make_node("gke-l4-mps-2", {**GKE_L4, **MPS}, {"nvidia.com/gpu": 8})
+    assert run(shared_gpus.check, unit_catalog, pod, make_inventory(two_l4)) == [
+        ("ExceedsSharedGpuLimit", 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]')
+    ]
+    one_l4_time_shared = make_node("gke-l4-ts", {**GKE_L4, **SHARING}, {"nvidia.com/gpu": 4})
+    assert run(shared_gpus.check, unit_catalog, pod, make_inventory(one_l4_time_shared)) == [
+        ("ExceedsSharedGpuLimit", 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]')
+    ]

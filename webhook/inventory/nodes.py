@@ -47,6 +47,8 @@ STRATEGY_LABEL = "nvidia.com/mig.strategy"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 GKE_PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
 KARPENTER_GPU_LABEL = "karpenter.k8s.aws/instance-gpu-name"
+EKS_AUTO_GPU_LABEL = "eks.amazonaws.com/instance-gpu-name"
+AKS_KARPENTER_GPU_LABEL = "karpenter.azure.com/sku-gpu-name"
 EKS_ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -289,7 +291,16 @@ def _strategy(labels: Mapping[str, str], allocatable: Mapping[str, int]) -> Stra
 
 
 def _other_product(labels: Mapping[str, str]) -> str:
-    for key in (KARPENTER_GPU_LABEL, EKS_ACCELERATOR_LABEL, AKS_ACCELERATOR_LABEL):
+    """The GPU a node without GPU Feature Discovery's or GKE's label names: Karpenter's on AWS, EKS
+    Auto Mode's (which runs no GFD: `h200`, `l4`), AKS node autoprovisioning's (`T4`), the
+    autoscaler's EKS label; AKS's own names only the vendor (`nvidia`), so it comes last."""
+    for key in (
+        KARPENTER_GPU_LABEL,
+        EKS_AUTO_GPU_LABEL,
+        AKS_KARPENTER_GPU_LABEL,
+        EKS_ACCELERATOR_LABEL,
+        AKS_ACCELERATOR_LABEL,
+    ):
         if labels.get(key):
             return labels[key]
     return "unknown"

@@ -323,3 +323,20 @@ def test_a_memory_label_past_any_count_is_unknown() -> None:
     labels = {**H100_MIXED_LABELS, "nvidia.com/gpu.memory": "1e4000"}
     (node,) = make_inventory(make_node("h100", labels, H100_MIXED_ALLOCATABLE, [GPU_TAINT])).nodes
     assert node.gpu_memory_mib is None
+
+
+def test_the_gpu_of_an_eks_auto_mode_or_aks_autoprovisioned_node_is_its_product() -> None:
+    """EKS Auto Mode runs the device plugin but no GPU Feature Discovery, and labels the node
+    `eks.amazonaws.com/instance-gpu-name` (https://docs.aws.amazon.com/eks/latest/userguide/
+    create-node-pool.html, "EKS Auto Mode Supported Labels": `t4`); AKS node autoprovisioning
+    (https://github.com/Azure/karpenter-provider-azure, its GPU e2e test expects
+    `karpenter.azure.com/sku-gpu-name: T4`) labels it beside AKS's vendor-only
+    `kubernetes.azure.com/accelerator: nvidia`. Read as `unknown` and `nvidia`, every such GPU
+    model was one row of the report and one price."""
+    eks = make_node("i-0abc", {"eks.amazonaws.com/instance-gpu-name": "h200"}, {"nvidia.com/gpu": 8})
+    aks = make_node(
+        "aks-nap-0",
+        {"karpenter.azure.com/sku-gpu-name": "A100", "kubernetes.azure.com/accelerator": "nvidia"},
+        {"nvidia.com/gpu": 1},
+    )
+    assert [n.product for n in make_inventory(eks, aks).nodes] == ["h200", "A100"]

@@ -64,6 +64,10 @@ ANNOTATIONS_MAX_BYTES: Final = 256 * 1024
 TotalAnnotationSizeLimitB)."""
 
 
+GKE_SHARING_LABEL: Final = "cloud.google.com/gke-gpu-sharing-strategy"
+GKE_CLIENTS_LABEL: Final = "cloud.google.com/gke-max-shared-clients-per-gpu"
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Finding:
     """What a check or a mutation found, before the policy mode gives it an outcome."""
@@ -299,6 +303,23 @@ class GpuNode:
         less than its allocatable (a node file may give the one without the other)."""
         return max(self.capacity.get(resource, 0), self.allocatable.get(resource, 0))
 
+    def gives_one_per_container(self) -> bool:
+        """Whether GKE's GPU sharing gives a container at most one of the node's nvidia.com/gpu: its
+        device plugin refuses more under time-sharing on any node, under MPS on a node with more
+        than one physical GPU or MIG partition, i.e. more shares than one GPU's clients
+        (GoogleCloudPlatform/container-engine-accelerators, pkg/gpu/nvidia/gpusharing:
+        ValidateRequest)."""
+        strategy = self.labels.get(GKE_SHARING_LABEL)
+        if not strategy:
+            return False
+        return strategy != "mps" or self.has("nvidia.com/gpu") > self._clients_per_gpu()
+
+    def _clients_per_gpu(self) -> int:
+        """The node's `cloud.google.com/gke-max-shared-clients-per-gpu`, 1 where it is no count."""
+        value = self.labels.get(GKE_CLIENTS_LABEL, "")
+        clients = int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else 0
+        return max(clients, 1)
+
 
 ScopeRequirement = tuple[str, str, tuple[str, ...]]
 """One scope requirement of a ResourceQuota: (scopeName, operator, values)."""
@@ -368,7 +389,9 @@ class Inventory:
     """The most nvidia.com/gpu one container can get on one node whose nvidia.com/gpu are GPUs,
     and that node's name: what the node has, but where HAMi splits its GPUs into vGPUs (more
     nvidia.com/gpu than GFD's `nvidia.com/gpu.count`, no label saying why), its GPUs: HAMi gives
-    a container's N vGPUs N distinct GPUs, so 8 never fit a node of 4 GPUs split into 40."""
+    a container's N vGPUs N distinct GPUs, so 8 never fit a node of 4 GPUs split into 40. Nodes
+    whose GKE sharing gives a container one (GpuNode.gives_one_per_container) are not counted:
+    ExceedsSharedGpuLimit judges a pod that has only those."""
     members: Mapping[SliceOffer, tuple[GpuNode, ...]] = field(default_factory=dict)
     """Per offer, the nodes that offer it: slice choice keeps to nodes the pod itself admits."""
     dra_resources: frozenset[str] = frozenset()

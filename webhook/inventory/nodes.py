@@ -424,7 +424,7 @@ def _aggregate(
             (
                 (n.container_gpus(), n.name)
                 for n in every
-                if n.strategy not in SLICE_STRATEGIES and n.has(GPU) > 0
+                if n.strategy not in SLICE_STRATEGIES and n.has(GPU) > 0 and not n.gives_one_per_container()
             ),
             key=lambda most: most[0],
             default=(0, ""),

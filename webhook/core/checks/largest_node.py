@@ -34,7 +34,7 @@ def exceeds(held: Held) -> bool:
 def _beyond_one_container(env: Env, held: Held) -> Finding:
     """A container asking for more nvidia.com/gpu than one container gets on any node, where the
     pod's sum fits: on a node whose GPUs HAMi splits, a container's vGPUs each take a GPU of its
-    own (Inventory.largest_gpu_container)."""
+    own; on a node whose GKE sharing gives a container one, it gets one (Inventory.largest_gpu_container)."""
     path = next(
         container.resource_path("limits" if accel.limit is not None else "requests", GPU)
         for container in env.view.containers
@@ -44,8 +44,9 @@ def _beyond_one_container(env: Env, held: Held) -> Finding:
     message = (
         f"a container asks for {held.one_container} {GPU}; one container gets at most "
         f"{held.container_most}, on {held.container_node} (a node with more {GPU} has vGPUs HAMi "
-        f"splits its GPUs into, and HAMi gives each of a container's vGPUs a GPU of its own): split "
-        f"the work or ask for fewer"
+        f"splits its GPUs into, and HAMi gives each of a container's vGPUs a GPU of its own, or "
+        f"shares its GPUs with GKE's sharing, which gives a container one): split the work or ask "
+        f"for fewer"
     )
     return Finding("ExceedsLargestNode", path, message)
 
@@ -102,7 +103,7 @@ def held_against_nodes(env: Env) -> list[Held]:
         elif resource == GPU and not_steered(view) and inventory.largest_gpu_slices[0] > most:
             most, node = inventory.largest_gpu_slices  # not kept off them, so they may be its GPUs
         elif resource == GPU and 0 < inventory.largest_gpu_container[0] < most:
-            container_most, container_node = inventory.largest_gpu_container  # HAMi's vGPUs
+            container_most, container_node = inventory.largest_gpu_container  # HAMi's vGPUs, GKE's shares
             one = view.largest_container(GPU)
             held.append(
                 Held(resource, view.effective(resource), most, node, one, container_most, container_node)

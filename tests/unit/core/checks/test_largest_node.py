@@ -129,3 +129,29 @@ def test_time_sliced_replicas_are_not_read_as_hami(unit_catalog: Catalog) -> Non
     inventory = make_inventory(make_node("ts", labels, {"nvidia.com/gpu": 40}))
     eight = make_pod().container("c", image="pytorch/pytorch", gpu=8).build()
     assert run(largest_node.check, unit_catalog, eight, inventory) == []
+
+
+def test_a_container_gets_one_gpu_of_a_gke_time_shared_node(unit_catalog: Catalog) -> None:
+    """GKE's time-sharing gives a container at most one nvidia.com/gpu (ValidateRequest in
+    https://github.com/GoogleCloudPlatform/container-engine-accelerators/blob/master/pkg/gpu/nvidia/gpusharing/gpusharing.go):
+    a g2-standard-24 pool of 2 L4s x 8 clients advertises 16, which held no container of 8 that
+    the a2-highgpu-4g beside it cannot either; pods of one-GPU containers may still use it."""
+    shared = {
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+        "cloud.google.com/gke-max-shared-clients-per-gpu": "8",
+    }
+    inventory = make_inventory(
+        make_node("gke-l4-ts", shared, {"nvidia.com/gpu": 16}),
+        make_node(
+            "gke-a100-4", {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}, {"nvidia.com/gpu": 4}
+        ),
+    )
+    eight = make_pod().container("c", image="pytorch/pytorch", gpu=8).build()
+    assert run(largest_node.check, unit_catalog, eight, inventory) == [
+        ("ExceedsLargestNode", 'spec.containers[name=c].resources.limits["nvidia.com/gpu"]')
+    ]
+    ones = make_pod()
+    for name in "abcdefgh":
+        ones = ones.container(name, image="pytorch/pytorch", gpu=1)
+    assert run(largest_node.check, unit_catalog, ones.build(), inventory) == []

@@ -295,7 +295,10 @@ class GpuNode:
 
     def container_gpus(self) -> int:
         """The most nvidia.com/gpu one container can get here: all it has, but where HAMi splits
-        its GPUs, those GPUs (HAMi gives each of a container's vGPUs a GPU of its own)."""
+        its GPUs, those GPUs (HAMi gives each of a container's vGPUs a GPU of its own), and one
+        where GKE's sharing gives a container one (`gives_one_per_container`)."""
+        if self.gives_one_per_container():
+            return min(1, self.has("nvidia.com/gpu"))
         return self.split_gpus or self.has("nvidia.com/gpu")
 
     def has(self, resource: str) -> int:

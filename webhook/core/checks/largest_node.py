@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from webhook.core.env import Env
-from webhook.core.model import Finding
+from webhook.core.model import Finding, Inventory
 from webhook.core.placement import admitted, gets_whole_gpus, recall, remember
 from webhook.core.podview import PodView
 from webhook.core.profiles import GPU, MIG_PREFIX
@@ -52,6 +52,12 @@ def _beyond_one_container(env: Env, held: Held) -> Finding:
 
 
 def _advice(env: Env, held: Held) -> str:
+    if held.node and 0 < held.one_container <= held.container_most:
+        return (
+            f"the largest node that gives one container {held.one_container} (HAMi gives each of a "
+            f"container's vGPUs a GPU of its own), {held.node}, has {held.most}; split the work or "
+            "ask for fewer"
+        )
     if held.node:
         return f"the largest node, {held.node}, has {held.most}; split the work or ask for fewer"
     slices = sorted(r for r in env.inventory.largest if r.startswith(MIG_PREFIX))
@@ -103,14 +109,28 @@ def held_against_nodes(env: Env) -> list[Held]:
         elif resource == GPU and not_steered(view) and inventory.largest_gpu_slices[0] > most:
             most, node = inventory.largest_gpu_slices  # not kept off them, so they may be its GPUs
         elif resource == GPU and 0 < inventory.largest_gpu_container[0] < most:
-            container_most, container_node = inventory.largest_gpu_container  # HAMi's vGPUs, GKE's shares
-            one = view.largest_container(GPU)
-            held.append(
-                Held(resource, view.effective(resource), most, node, one, container_most, container_node)
-            )
+            held.append(_held_per_container(inventory, view, most, node))  # HAMi's vGPUs, GKE's shares
             continue
         held.append(Held(resource, view.effective(resource), most, node))
     return held
+
+
+def _held_per_container(inventory: Inventory, view: PodView, most: int, node: str) -> Held:
+    """nvidia.com/gpu where a node's GPUs HAMi splits into more vGPUs than one container gets
+    there: the largest container against the most one container gets on a node, and the pod
+    against the most one node has of those that give that container what it asks for. Against
+    the largest node alone, a pod of 3 + 3 GPUs passed beside a node of 4 whole GPUs and one of 2
+    GPUs split into 20, though neither can run it: the one is too small, the other gives a
+    container 2."""
+    container_most, container_node = inventory.largest_gpu_container
+    one = view.largest_container(GPU)
+    if one <= container_most:
+        most, node = max(
+            ((n.has(GPU), n.name) for n in inventory.whole_gpu_nodes if n.container_gpus() >= one),
+            key=lambda found: found[0],
+            default=(0, ""),
+        )
+    return Held(GPU, view.effective(GPU), most, node, one, container_most, container_node)
 
 
 def not_steered(view: PodView) -> bool:

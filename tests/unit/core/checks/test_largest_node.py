@@ -155,3 +155,39 @@ def test_a_container_gets_one_gpu_of_a_gke_time_shared_node(unit_catalog: Catalo
     for name in "abcdefgh":
         ones = ones.container(name, image="pytorch/pytorch", gpu=1)
     assert run(largest_node.check, unit_catalog, ones.build(), inventory) == []
+    three_and_three = (
+        make_pod()
+        .container("a", image="pytorch/pytorch", gpu=3)
+        .container("b", image="pytorch/pytorch", gpu=3)
+    )
+    found = run(largest_node.check, unit_catalog, three_and_three.build(), inventory)
+    assert [code for code, _ in found] == ["ExceedsLargestNode"], (
+        "6 fit neither the 4 A100s nor 1 per container"
+    )
+
+
+def test_a_pod_is_held_against_the_nodes_that_give_its_largest_container_what_it_asks(
+    unit_catalog: Catalog,
+) -> None:
+    """Beside a node of 4 whole GPUs, one of 2 GPUs split into 20 vGPUs: 3 + 3 GPUs fit neither
+    (the one has 4, the other gives a container 2), though 6 is less than its 20 and 3 less than
+    the 4 a container gets on the other; 2 + 2 + 2 fit the split node, 3 + 1 the whole one."""
+    labels = {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/gpu.count": "2"}
+    inventory = make_inventory(make_node("hami", labels, {"nvidia.com/gpu": 20}), whole_node("a100", A100, 4))
+    three = (
+        make_pod()
+        .container("a", image="pytorch/pytorch", gpu=3)
+        .container("b", image="pytorch/pytorch", gpu=3)
+    )
+    found = run(largest_node.check, unit_catalog, three.build(), inventory)
+    assert found == [("ExceedsLargestNode", 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]')]
+    two = make_pod()
+    for name in ("a", "b", "c"):
+        two = two.container(name, image="pytorch/pytorch", gpu=2)
+    assert run(largest_node.check, unit_catalog, two.build(), inventory) == []
+    beside = (
+        make_pod()
+        .container("a", image="pytorch/pytorch", gpu=3)
+        .container("b", image="pytorch/pytorch", gpu=1)
+    )
+    assert run(largest_node.check, unit_catalog, beside.build(), inventory) == []

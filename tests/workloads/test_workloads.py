@@ -104,6 +104,20 @@ def test_trainjob_resources_per_node_are_checked(catalog: Catalog, inventories: 
     }
 
 
+def test_a_trainjob_asking_for_no_gpu_is_told_where_to_ask(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """A TrainJob has no containers: a GPU template's trainer that asks for none is pointed at
+    `spec.trainer.resourcesPerNode`, where its GPUs are asked for, not at `spec.trainer.containers`."""
+    train = copy.deepcopy(_first("kubeflow-trainer__lammps-train-gpus.yaml", "TrainJob"))
+    train["metadata"]["labels"] = {TEMPLATE_LABEL: "llm-serving"}
+    del train["spec"]["trainer"]["resourcesPerNode"]
+    decision = decide_object(train, _context(catalog, inventories["mixed-cluster"]))
+    assert ("NoGpuOnGpuTemplate", "spec.trainer.resourcesPerNode") in {
+        (v.code, v.path) for v in decision.denials
+    }
+
+
 VISIBLE_ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
 
 

@@ -619,6 +619,9 @@ def _trainjob_sites(spec: Mapping[str, Any], metadata: Mapping[str, Any]) -> Ite
     renames = (
         ("spec.trainer.containers[name=trainer].resources", "spec.trainer.resourcesPerNode"),
         ("spec.trainer.containers[name=trainer].env", "spec.trainer.env"),
+        ("spec.trainer.containers[name=trainer]", "spec.trainer"),
+        # the pod's containers as a whole (NoGpuOnGpuTemplate: add a GPU), a field no TrainJob has
+        ("spec.trainer.containers", "spec.trainer.resourcesPerNode"),
     )
     yield Site((), "spec.trainer", {"metadata": dict(metadata), "spec": {"containers": [container]}}, renames)
 

@@ -36,6 +36,12 @@ def check(env: Env) -> list[Finding]:
     return findings
 
 
+def asks_for_slice(accel: AccelRequest, aliases: Mapping[str, str]) -> bool:
+    """A MIG slice asked for, by its resource name or its DeviceClass's: what a template that
+    forbids MIG refuses (MigForbiddenByTemplate)."""
+    return _names_slice(accel) or _names_slice_class(accel.resource, aliases)
+
+
 def _names_slice(accel: AccelRequest) -> bool:
     """A MIG slice asked for by name: its mixed-strategy resource, or the name time-slicing
     renames it to (`nvidia.com/mig-3g.40gb.shared`), a share of that slice, which the template

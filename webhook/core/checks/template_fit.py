@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from webhook.core.checks.mig_slices import asks_for_slice
 from webhook.core.env import Env
 from webhook.core.matching import labels_taken
 from webhook.core.model import TEMPLATE_LABEL, Finding
+from webhook.core.podview import AccelRequest
 from webhook.core.resources import DEVICE_CLASS_PREFIX, KNOWN_OTHER_PREFIXES, Kind
 
 _ACCELERATORS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
@@ -35,7 +37,7 @@ def check(env: Env) -> list[Finding]:
             )
             message = (
                 f"container {container.name} asks for {used[0].resource} but template "
-                f"{template.name} is CPU-only; {_cpu_only_advice(env)}"
+                f"{template.name} is CPU-only; {_cpu_only_advice(env, used[0])}"
             )
             findings.append(Finding("GpuOnCpuOnlyTemplate", path, message))
     if requirement == "forbidden":
@@ -56,20 +58,26 @@ def check(env: Env) -> list[Finding]:
     return findings
 
 
-def _cpu_only_advice(env: Env) -> str:
+def _cpu_only_advice(env: Env, accel: AccelRequest) -> str:
     """Remove the accelerator, or name a GPU template by label, where the namespace may name one:
     a namespace whose policy allows only CPU-only templates (`allowed: [cpu-only]`) was told to
-    set the label too, which is TemplateNotAllowed."""
+    set the label too, which is TemplateNotAllowed. A MIG slice is told only of templates that
+    take one: one that forbids MIG denies it (MigForbiddenByTemplate)."""
     if env.catalog is None:
         return f"remove it or set label {TEMPLATE_LABEL}"
     gpu = [
-        t.name
-        for t in labels_taken(env.catalog, env.policy, env.namespace)
-        if t.accelerator.gpu != "forbidden"
+        t for t in labels_taken(env.catalog, env.policy, env.namespace) if t.accelerator.gpu != "forbidden"
     ]
     if not gpu:
         return "this namespace allows only CPU-only templates: remove it"
-    return f"remove it or set label {TEMPLATE_LABEL} to a GPU template (allowed here: {', '.join(gpu)})"
+    label = f"set label {TEMPLATE_LABEL} to a GPU template"
+    if asks_for_slice(accel, env.inventory.dra_aliases):
+        sliced = [t for t in gpu if t.accelerator.mig != "forbidden"]
+        if not sliced:
+            whole = ", ".join(t.name for t in gpu)
+            return f"remove it, or ask for nvidia.com/gpu and {label} (whole GPUs; allowed here: {whole})"
+        gpu = sliced
+    return f"remove it or {label} (allowed here: {', '.join(t.name for t in gpu)})"
 
 
 def _annotation_requests(env: Env, template: str) -> list[Finding]:

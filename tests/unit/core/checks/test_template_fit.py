@@ -37,6 +37,26 @@ def test_a_gpu_on_a_cpu_only_template_is_told_to_set_the_label_only_where_a_labe
     assert "set label" not in no_gpu_here.message and "allows only CPU-only" in no_gpu_here.message
 
 
+@pytest.mark.parametrize("resource", ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-1g.10gb.shared"])
+def test_a_slice_on_a_cpu_only_template_is_told_only_of_templates_that_take_a_slice(resource: str) -> None:
+    """The advice for a MIG slice named templates that forbid MIG (training here), where the
+    label would only lead to MigForbiddenByTemplate; a whole GPU is still told of them."""
+    whole_only = policy_doc("train", ["train"], templates={"allowed": ["cpu", "training"], "default": "cpu"})
+    catalog = make_catalog(SERVING, SMALL, TRAINING, CPU, NOTEBOOK, whole_only, *POLICIES)
+    on_slice = make_pod().template("cpu").container("c", limits={resource: 1}).build()
+    on_gpu = make_pod().template("cpu").container("c", gpu=1).build()
+    (sliced,) = template_fit.check(make_env(on_slice, catalog, namespace="default"))
+    (whole,) = template_fit.check(make_env(on_gpu, catalog, namespace="default"))
+    (no_slice_here,) = template_fit.check(make_env(on_slice, catalog, namespace="train"))
+    assert no_slice_here.code == "GpuOnCpuOnlyTemplate" and "nvidia.com/gpu" in no_slice_here.message
+    assert (sliced.code, sliced.path) == (
+        "GpuOnCpuOnlyTemplate",
+        f'spec.containers[name=c].resources.limits["{resource}"]',
+    )
+    assert "serving" in sliced.message and "training" not in sliced.message
+    assert "serving" in whole.message and "training" in whole.message
+
+
 def test_a_zero_request_on_a_cpu_only_template_is_fine(unit_catalog: Catalog) -> None:
     pod = make_pod().template("cpu").container("c", gpu=0).build()
     assert run(template_fit.check, unit_catalog, pod) == []

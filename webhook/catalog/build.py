@@ -57,6 +57,7 @@ def read_template(data: Mapping[str, Any], source: str, checks: Checks) -> Templ
     accelerator = _accelerator(_object(spec.get("accelerator")), checks)
     inject = _inject(_object(spec.get("inject")), checks)
     _check_consistency(accelerator, inject, checks)
+    _check_some_slice_holds(accelerator, _object(spec.get("accelerator")).get("gpuMemory"), checks)
     _check_limits_cover_requests(accelerator, inject, checks)
     _check_api_rules(_object(spec.get("inject")), checks)
     _check_self_reads(inject, checks)
@@ -415,6 +416,39 @@ def _check_consistency(accelerator: Accelerator, inject: Injection, checks: Chec
         and checks.clean(mig, memory, share)
     ):
         checks.add(mig, "mig: preferred needs gpuMemory or computeShare to choose a slice")
+
+
+def _check_some_slice_holds(accelerator: Accelerator, written: object, checks: Checks) -> None:
+    """`mig: preferred` with a gpuMemory more than the largest MIG profile of any GPU in the
+    reference table holds: no slice is ever chosen, so every pod keeps whole GPUs (KeptWholeGpu),
+    or is denied under a policy's `whenNoSliceFits: deny`, unless `podOverrides` lets a pod state
+    a need one holds. A computeShare always fits: a
+    full-GPU profile (7g, 4g on 4-slice models) has all of one GPU's compute."""
+    memory, path = accelerator.gpu_memory_bytes, [*ACCELERATOR, "gpuMemory"]
+    if accelerator.mig != "preferred" or memory is None or not checks.clean(path, [*ACCELERATOR, "mig"]):
+        return
+    model, profile, mib = LARGEST_SLICE
+    bounds = accelerator.memory_bounds
+    if bounds is not None and (bounds.minimum is None or bounds.minimum <= mib * 2**20):
+        return  # a pod may state a need a slice holds (the gpu-memory annotation)
+    if memory > mib * 2**20:
+        checks.add(
+            path,
+            f"{excerpt(written)} is more than any MIG slice holds (the largest, {profile} of {model},"
+            f" has {mib}Mi), so mig: preferred never finds a slice and every pod keeps whole GPUs,"
+            " or is denied under whenNoSliceFits: deny; lower gpuMemory, or write mig: allowed",
+        )
+
+
+LARGEST_SLICE: Final = max(
+    (
+        (str(model["key"]), str(name), int(mib))
+        for model in MODELS
+        for name, (_, mib) in model["profiles"].items()
+    ),
+    key=lambda found: found[2],
+)
+"""(GPU model, profile, MiB) of the MIG profile with the most memory in webhook/core/mig_reference.py."""
 
 
 RESOURCES: Final[list[str | int]] = ["spec", "inject", "resources"]

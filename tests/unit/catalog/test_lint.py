@@ -510,3 +510,30 @@ def test_a_share_written_as_a_percentage_says_which_number_to_write(
     (problem,) = lint_paths([tmp_path])
     assert problem.path == path
     assert problem.message.endswith(f"write a share as a number, {number}")
+
+
+@pytest.mark.parametrize(
+    ("memory", "mig", "refused"),
+    [
+        ("300Gi", "preferred", True),
+        ("259Gi", "preferred", True),  # GB300's 7g.278gb has 265121Mi, under 259Gi
+        ("258Gi", "preferred", False),
+        ("300Gi", "allowed", False),
+        ("300Gi\n    podOverrides:\n      gpuMemory: {min: 8Gi}", "preferred", False),
+        ("300Gi\n    podOverrides:\n      gpuMemory: {min: 280Gi}", "preferred", True),
+    ],
+)
+def test_a_preferred_slice_no_mig_profile_holds_is_reported_by_lint_and_load(
+    tmp_path: Path, memory: str, mig: str, refused: bool
+) -> None:
+    """mig: preferred with a gpuMemory no MIG profile of any GPU in the reference table holds: every
+    pod was kept on whole GPUs (KeptWholeGpu), or denied under whenNoSliceFits: deny, and lint
+    accepted it silently, unless podOverrides lets a pod state a need a slice holds (found by
+    review)."""
+    body = f"  kind: serving\n  accelerator:\n    gpu: required\n    mig: {mig}\n    gpuMemory: {memory}\n"
+    write(tmp_path, {"t.yaml": template("t", body)})
+    expected = {("t.yaml", 10, "spec.accelerator.gpuMemory")} if refused else set()
+    assert located(tmp_path, lint_paths([tmp_path])) == expected
+    if refused:
+        with pytest.raises(CatalogError):
+            load_catalog([tmp_path])

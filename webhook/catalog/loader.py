@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from webhook.catalog.build import Checks, check_policy, read_policy, read_template
 from webhook.catalog.dead_policies import dead_policies
-from webhook.catalog.overlap import policy_overlaps, shadowed_templates, template_ties
+from webhook.catalog.overlap import patterns_overlap, policy_overlaps, shadowed_templates, template_ties
 from webhook.catalog.schema import SCHEMAS, schema_errors, without
 from webhook.catalog.self_reads import selector_reads
 from webhook.core.model import Catalog, Policy, Template
@@ -201,6 +201,16 @@ def _cross_checks(
     names = {name for name, _ in template_names}
     for policy, document, checks in policies:
         problems += _policy_references(policy, document, checks, names)
+    problems += _out_of_scope(
+        [t for t, _, c in _first_of_each_name(templates) if c.clean(["spec", "match", "namespaces"])],
+        [
+            (p, d)
+            for p, d, c in policies
+            if c.clean(
+                ["spec", "namespaces"], ["spec", "templates", "allowed"], ["spec", "templates", "default"]
+            )
+        ],
+    )
     problems += _ties(
         [
             (t, d)
@@ -346,6 +356,35 @@ def _policy_references(policy: Policy, document: Document, checks: Checks, names
             allowed_clean and policy.allowed_templates is not None and default not in policy.allowed_templates
         ):
             message = f"default template {default!r} is not in templates.allowed"
+            problems.append(Problem(document.source, document.line_of(path), _dotted(path), message))
+    return problems
+
+
+def _out_of_scope(templates: list[Template], policies: list[tuple[Policy, Document]]) -> list[Problem]:
+    """A template a policy allows whose `match.namespaces` shares no name with the policy's
+    namespaces: it can never apply where the policy governs (a label is TemplateNotAllowed, a match
+    never holds). Judged exactly (overlap.patterns_overlap), so `team-*` against `team-a` loads;
+    the policy's default is exempt, as it applies in its namespaces whatever its scope."""
+    scopes = {t.name: t.match.namespaces for t in templates if t.match.namespaces}
+    problems = []
+    for policy, document in policies:
+        barred = [
+            name
+            for name in sorted(policy.allowed_templates or ())
+            if name in scopes
+            and name != policy.default_template
+            and policy.namespaces
+            and not any(
+                patterns_overlap(ours, theirs) for ours in policy.namespaces for theirs in scopes[name]
+            )
+        ]
+        path: list[str | int] = ["spec", "templates", "allowed"]
+        for name in barred:
+            message = (
+                f"template {name!r} can never apply here: its match.namespaces"
+                f" ({', '.join(sorted(scopes[name]))}) admit none of this policy's namespaces"
+                f" ({', '.join(policy.namespaces)}); remove it, or add the namespaces to its match"
+            )
             problems.append(Problem(document.source, document.line_of(path), _dotted(path), message))
     return problems
 

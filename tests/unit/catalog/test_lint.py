@@ -537,3 +537,44 @@ def test_a_preferred_slice_no_mig_profile_holds_is_reported_by_lint_and_load(
     if refused:
         with pytest.raises(CatalogError):
             load_catalog([tmp_path])
+
+
+SCOPED = '  kind: batch\n  match:\n    namespaces: ["team-a", "ml-*"]\n  accelerator:\n    gpu: optional\n'
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "refused"),
+    [
+        ('["team-b"]', True),
+        ('["prod-*", "team-b"]', True),  # no name matches both prod-* and ml-*
+        ('["team-*"]', False),  # team-a is one of them
+        ('["ml-research"]', False),
+        ('["*"]', False),
+    ],
+)
+def test_an_allowed_template_whose_namespaces_admit_none_of_the_policys_is_reported(
+    tmp_path: Path, namespaces: str, refused: bool
+) -> None:
+    """A policy allowing a template whose match.namespaces leave out every namespace it governs:
+    the template never applies there (its label is TemplateNotAllowed, its match never holds),
+    and lint accepted it silently (found by review)."""
+    body = f"  namespaces: {namespaces}\n  templates:\n    allowed: [scoped, cpu]\n"
+    write(
+        tmp_path,
+        {
+            "templates/scoped.yaml": template("scoped", SCOPED),
+            "templates/cpu.yaml": template("cpu", "  kind: cpu-only\n  accelerator:\n    gpu: forbidden\n"),
+            "policies/p.yaml": policy("p", body),
+        },
+    )
+    expected = {("policies/p.yaml", 8, "spec.templates.allowed")} if refused else set()
+    assert located(tmp_path, lint_paths([tmp_path])) == expected
+
+
+def test_a_default_template_outside_its_own_namespaces_is_no_problem(tmp_path: Path) -> None:
+    """The policy's default applies to its unlabelled pods whatever the template's scope."""
+    body = '  namespaces: ["team-b"]\n  templates:\n    allowed: [scoped]\n    default: scoped\n'
+    write(
+        tmp_path, {"templates/scoped.yaml": template("scoped", SCOPED), "policies/p.yaml": policy("p", body)}
+    )
+    assert lint_paths([tmp_path]) == []

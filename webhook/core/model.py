@@ -306,6 +306,15 @@ class GpuNode:
         less than its allocatable (a node file may give the one without the other)."""
         return max(self.capacity.get(resource, 0), self.allocatable.get(resource, 0))
 
+    def schedulable_counts(self) -> dict[str, int]:
+        """What one pod could ever get on this node, by NVIDIA resource (`has`: its capacity); MIG
+        devices posing as GPUs excluded."""
+        names = {k for k in (*self.capacity, *self.allocatable) if k.startswith("nvidia.com/")}
+        counts = {name: self.has(name) for name in names}
+        if self.strategy in SLICE_STRATEGIES:
+            counts.pop("nvidia.com/gpu", None)
+        return counts
+
     def gives_one_per_container(self) -> bool:
         """Whether GKE's GPU sharing gives a container at most one of the node's nvidia.com/gpu: its
         device plugin refuses more under time-sharing on any node, under MPS on a node with more

@@ -476,6 +476,10 @@ class Admitted:
     def any_of(self, nodes: Iterable[GpuNode]) -> bool:
         return any(self.admits(node) for node in nodes)
 
+    def mask(self) -> int:
+        """The admitted nodes as a mask of `index` positions (bit i: `index.nodes[i]`)."""
+        return int(self.flags[::-1], 2)
+
 
 def admitted(inventory: Inventory, placement: Placement) -> Admitted:
     """The nodes the pod's own node choice admits, read against every node once per inventory

@@ -397,7 +397,7 @@ def _aggregate(
     nodes = tuple(node for node in every if _has_devices(node.allocatable))
     largest: dict[str, tuple[int, str]] = {}
     for node in every:
-        for resource, count in _schedulable_counts(node).items():
+        for resource, count in node.schedulable_counts().items():
             if count > largest.get(resource, (0, ""))[0]:
                 largest[resource] = (count, node.name)
     by_product: dict[str, set[str]] = defaultdict(set)
@@ -448,16 +448,6 @@ def _packing(
             for profile in node.slices:
                 busy[(node.strategy, profile)].append(node)
     return {offer: packing_order(busy.get((offer.strategy, offer.profile), ()), offer) for offer in offers}
-
-
-def _schedulable_counts(node: GpuNode) -> dict[str, int]:
-    """What one pod could ever get on this node, by resource (GpuNode.has: its capacity); MIG
-    devices posing as GPUs excluded."""
-    names = {k for k in (*node.capacity, *node.allocatable) if k.startswith("nvidia.com/")}
-    counts = {name: node.has(name) for name in names}
-    if node.strategy in SLICE_STRATEGIES:
-        counts.pop(GPU, None)
-    return counts
 
 
 def _offers(

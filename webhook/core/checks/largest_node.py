@@ -1,15 +1,27 @@
 """A pod that asks for more of a device than any node has can never be scheduled (unless DRA
 serves the resource on a node the pod may reach, or the pod may reach a GPU node whose device
 plugin advertises nothing yet: then no node count tells). What a node has is its capacity: one
-whose device plugin MIG Manager stopped still has its 8 GPUs, though none is allocatable now."""
+whose device plugin MIG Manager stopped still has its 8 GPUs, though none is allocatable now.
+The nodes are those the pod's own node choice admits (`reach`): a pod bound by nodeName to a
+node of 4 GPUs asking for 8 never runs, however large the other nodes are."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Inventory
-from webhook.core.placement import admitted, gets_whole_gpus, recall, remember
+from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode, Inventory
+from webhook.core.placement import (
+    Admitted,
+    NodeIndex,
+    admitted,
+    gets_whole_gpus,
+    gpu_nodes,
+    node_index,
+    recall,
+    remember,
+)
 from webhook.core.podview import PodView
 from webhook.core.profiles import GPU, MIG_PREFIX
 from webhook.core.resources import Kind
@@ -52,20 +64,130 @@ def _beyond_one_container(env: Env, held: Held) -> Finding:
 
 
 def _advice(env: Env, held: Held) -> str:
+    reached = reach(env)
+    node = "node" if reached.chosen is None else "node its node choice admits"
     if held.node and 0 < held.one_container <= held.container_most:
         return (
-            f"the largest node that gives one container {held.one_container} (HAMi gives each of a "
+            f"the largest {node} that gives one container {held.one_container} (HAMi gives each of a "
             f"container's vGPUs a GPU of its own), {held.node}, has {held.most}; split the work or "
             "ask for fewer"
         )
     if held.node:
-        return f"the largest node, {held.node}, has {held.most}; split the work or ask for fewer"
-    slices = sorted(r for r in env.inventory.largest if r.startswith(MIG_PREFIX))
+        return f"the largest {node}, {held.node}, has {held.most}; split the work or ask for fewer"
+    slices = sorted(r for r in reached.largest if r.startswith(MIG_PREFIX))
     if held.resource == GPU and slices:
-        return f"no node serves whole GPUs, only MIG slices ({', '.join(slices)}): ask for one of those"
+        return f"no {node} serves whole GPUs, only MIG slices ({', '.join(slices)}): ask for one of those"
     if env.inventory.dra_nodes and held.resource in env.inventory.dra_resources:
         return "no node it may run on has any (its node choice or taints keep it off the nodes DRA serves on)"
-    return "no node has any"
+    return f"no {node} has any"
+
+
+class Reach(NamedTuple):
+    """What the GPU nodes (node templates included) a pod may land on could ever give it, as
+    Inventory's figures of every GPU node: those its own node choice admits (nodeName,
+    nodeSelector, required node affinity, the template's, untolerated pool taints), or every one
+    where it makes no choice or its choice admits no node the inventory knows (a pool scaled to
+    zero, as gets_whole_gpus reads it: judged as if it chose none)."""
+
+    largest: Mapping[str, tuple[int, str]]
+    largest_gpu_slices: tuple[int, str]
+    largest_gpu_container: tuple[int, str]
+    chosen: Admitted | None = None
+    """The nodes its choice admits, where it left out some GPU node (messages then say so); a
+    lookup, not a list of them: one is kept per inventory and choice."""
+
+
+def reached_nodes(reached: Reach, nodes: Iterable[GpuNode]) -> Iterable[GpuNode]:
+    """Those of `nodes` the pod may land on."""
+    return nodes if reached.chosen is None else reached.chosen.among(nodes)
+
+
+def reach(env: Env) -> Reach:
+    """Worked out once per inventory and node choice, from bit masks of the nodes (`_Orders`):
+    a few operations per resource, not a read of every node the choice admits."""
+    inventory, placement = env.inventory, env.placement
+    if placement is None:
+        return _everywhere(inventory)
+    key = ("reach", placement)
+    found: Reach | None = recall(inventory, key)
+    if found is None:
+        orders, chosen = _orders(inventory), admitted(inventory, placement)
+        nodes = chosen.mask() & orders.every
+        found = _everywhere(inventory) if nodes in (0, orders.every) else _reach(orders, chosen, nodes)
+        remember(inventory, key, found)
+    return found
+
+
+def _everywhere(inventory: Inventory) -> Reach:
+    return Reach(inventory.largest, inventory.largest_gpu_slices, inventory.largest_gpu_container)
+
+
+def _reach(orders: _Orders, chosen: Admitted, nodes: int) -> Reach:
+    largest = {}
+    for resource, order in orders.by_resource.items():
+        most = _most(order, nodes, chosen.index)
+        if most[0] > 0:
+            largest[resource] = most
+    slices = _most(orders.slices, nodes, chosen.index)
+    return Reach(largest, slices, _most(orders.container, nodes, chosen.index), chosen)
+
+
+Order = tuple[tuple[int, int], ...]
+"""(a count, the nodes with that count as a mask of NodeIndex positions), the largest count first."""
+
+
+class _Orders(NamedTuple):
+    """The GPU nodes by what they could ever give, as Inventory's figures count it: per NVIDIA
+    resource (GpuNode.schedulable_counts), the nvidia.com/gpu of single-strategy and GKE partition
+    nodes (largest_gpu_slices), and the most one container gets (largest_gpu_container)."""
+
+    by_resource: dict[str, Order]
+    slices: Order
+    container: Order
+    every: int
+    """Every GPU node (`gpu_nodes`)."""
+
+
+def _orders(inventory: Inventory) -> _Orders:
+    """Worked out once per inventory."""
+    found: _Orders | None = recall(inventory, ("largest-orders",))
+    if found is None:
+        positions = node_index(inventory).positions
+        by_resource: dict[str, dict[int, int]] = {}
+        slices: dict[int, int] = {}
+        container: dict[int, int] = {}
+        every = 0
+        for node in gpu_nodes(inventory):
+            bit = 1 << positions[id(node)]
+            every |= bit
+            for resource, count in node.schedulable_counts().items():
+                _file(by_resource.setdefault(resource, {}), count, bit)
+            if node.strategy in SLICE_STRATEGIES:
+                _file(slices, node.has(GPU), bit)
+            elif node.has(GPU) > 0 and not node.gives_one_per_container():
+                _file(container, node.container_gpus(), bit)
+        orders = {resource: _order(counts) for resource, counts in by_resource.items()}
+        found = _Orders(orders, _order(slices), _order(container), every)
+        remember(inventory, ("largest-orders",), found)
+    return found
+
+
+def _file(counts: dict[int, int], count: int, bit: int) -> None:
+    if count > 0:
+        counts[count] = counts.get(count, 0) | bit
+
+
+def _order(counts: dict[int, int]) -> Order:
+    return tuple(sorted(counts.items(), reverse=True))
+
+
+def _most(order: Order, nodes: int, index: NodeIndex) -> tuple[int, str]:
+    """The most one of `nodes` has, and the first such node."""
+    for count, having in order:
+        found = having & nodes
+        if found:
+            return count, index.nodes[(found & -found).bit_length() - 1].name
+    return 0, ""
 
 
 class Held(NamedTuple):
@@ -87,12 +209,14 @@ def held_against_nodes(env: Env) -> list[Held]:
     when it will be rewritten to a slice (the slice chosen fits one node), not what DRA serves,
     not what DRA serves where the pod may reach a node DRA serves on (reaches_dra_node), not a
     slice no node offers (MigProfileUnavailable says so), and none of NVIDIA's where the pod may
-    reach a node whose devices are not known yet (reaches_pending_node)."""
+    reach a node whose devices are not known yet (reaches_pending_node); against the nodes its
+    own node choice admits (`reach`)."""
     inventory = env.inventory
     if not inventory.known:
         return []
     held = []
     view = env.view
+    reached = reach(env)
     for resource in sorted({a.resource for c in view.containers for a in c.gpu_requests}):
         if resource == GPU and env.plan.rewrite:
             continue
@@ -101,32 +225,34 @@ def held_against_nodes(env: Env) -> list[Held]:
         if resource.startswith("nvidia.com/") and reaches_pending_node(env):
             continue  # a node it may land on has not said what it has
         kind = Kind.WHOLE if resource == GPU else Kind.MIG
-        if kind is Kind.MIG and resource not in inventory.largest:
+        if kind is Kind.MIG and resource not in reached.largest:
             continue
-        most, node = inventory.largest.get(resource, (0, ""))
+        most, node = reached.largest.get(resource, (0, ""))
         if resource == GPU and not gets_whole_gpus(inventory, env.placement):
-            most, node = inventory.largest_gpu_slices  # its nvidia.com/gpu can only be MIG devices
-        elif resource == GPU and not_steered(view) and inventory.largest_gpu_slices[0] > most:
-            most, node = inventory.largest_gpu_slices  # not kept off them, so they may be its GPUs
-        elif resource == GPU and 0 < inventory.largest_gpu_container[0] < most:
-            held.append(_held_per_container(inventory, view, most, node))  # HAMi's vGPUs, GKE's shares
+            most, node = reached.largest_gpu_slices  # its nvidia.com/gpu can only be MIG devices
+        elif resource == GPU and not_steered(view) and reached.largest_gpu_slices[0] > most:
+            most, node = reached.largest_gpu_slices  # not kept off them, so they may be its GPUs
+        elif resource == GPU and 0 < reached.largest_gpu_container[0] < most:
+            # HAMi's vGPUs, GKE's shares
+            held.append(_held_per_container(inventory, reached, view, most, node))
             continue
         held.append(Held(resource, view.effective(resource), most, node))
     return held
 
 
-def _held_per_container(inventory: Inventory, view: PodView, most: int, node: str) -> Held:
+def _held_per_container(inventory: Inventory, reached: Reach, view: PodView, most: int, node: str) -> Held:
     """nvidia.com/gpu where a node's GPUs HAMi splits into more vGPUs than one container gets
     there: the largest container against the most one container gets on a node, and the pod
     against the most one node has of those that give that container what it asks for. Against
     the largest node alone, a pod of 3 + 3 GPUs passed beside a node of 4 whole GPUs and one of 2
     GPUs split into 20, though neither can run it: the one is too small, the other gives a
     container 2."""
-    container_most, container_node = inventory.largest_gpu_container
+    container_most, container_node = reached.largest_gpu_container
     one = view.largest_container(GPU)
     if one <= container_most:
+        whole = reached_nodes(reached, inventory.whole_gpu_nodes)
         most, node = max(
-            ((n.has(GPU), n.name) for n in inventory.whole_gpu_nodes if n.container_gpus() >= one),
+            ((n.has(GPU), n.name) for n in whole if n.container_gpus() >= one),
             key=lambda found: found[0],
             default=(0, ""),
         )

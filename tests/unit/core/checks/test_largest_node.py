@@ -5,10 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tests.builders import A100, make_env, make_inventory, make_node, make_pod, mixed_node, whole_node
+from tests.builders import (
+    A100,
+    context,
+    make_env,
+    make_inventory,
+    make_node,
+    make_pod,
+    mixed_node,
+    pairs,
+    whole_node,
+)
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import largest_node
+from webhook.core.decide import decide
 from webhook.core.model import Catalog, Inventory
+
+LIMIT = 'spec.containers[name=c].resources.limits["nvidia.com/gpu"]'
 
 
 def test_more_whole_gpus_than_the_largest_node(unit_catalog: Catalog, mixed: Inventory) -> None:
@@ -191,3 +204,69 @@ def test_a_pod_is_held_against_the_nodes_that_give_its_largest_container_what_it
         .container("b", image="pytorch/pytorch", gpu=1)
     )
     assert run(largest_node.check, unit_catalog, beside.build(), inventory) == []
+
+
+def _pools() -> Inventory:
+    """Two nodes of 4 A100s in pool `small`, one of 8 in pool `big`."""
+    nodes = [whole_node("a4", A100, 4), whole_node("b4", A100, 4), whole_node("a8", A100, 8)]
+    for node, pool in zip(nodes, ("small", "small", "big"), strict=True):
+        node["metadata"]["labels"]["pool"] = pool
+    return make_inventory(*nodes)
+
+
+def _decided(catalog: Catalog, pod: dict[str, Any], inventory: Inventory) -> list[tuple[str, str]]:
+    """Decided in full: the pod's own node choice is read from the pod, as decide reads it."""
+    return [
+        found for found in pairs(decide(pod, context(catalog, inventory))) if found[0] == "ExceedsLargestNode"
+    ]
+
+
+def test_a_pod_bound_to_a_node_is_held_against_that_node(unit_catalog: Catalog) -> None:
+    """A pod created with nodeName a4 (4 GPUs) asking for 8: the kubelet rejects it at once
+    (OutOfnvidia.com/gpu), whatever the 8-GPU node beside it has; the message names a4."""
+    inventory = _pools()
+    bound = make_pod().spec("nodeName", "a4").container("c", gpu=8).build()
+    decision = decide(bound, context(unit_catalog, inventory))
+    assert ("ExceedsLargestNode", LIMIT) in pairs(decision)
+    assert "a4" in next(v.message for v in decision.violations if v.code == "ExceedsLargestNode")
+    assert (
+        _decided(unit_catalog, make_pod().spec("nodeName", "a8").container("c", gpu=8).build(), inventory)
+        == []
+    )
+    assert _decided(unit_catalog, make_pod().container("c", gpu=8).build(), inventory) == []
+
+
+def test_a_pod_selecting_a_pool_is_held_against_its_nodes(unit_catalog: Catalog) -> None:
+    """A nodeSelector on the pool of 4-GPU nodes: 8 GPUs stay Pending for ever there, 4 fit."""
+    inventory = _pools()
+    small = make_pod().spec("nodeSelector", {"pool": "small"})
+    assert _decided(unit_catalog, small.container("c", gpu=8).build(), inventory) == [
+        ("ExceedsLargestNode", LIMIT)
+    ]
+    four = make_pod().spec("nodeSelector", {"pool": "small"}).container("c", gpu=4).build()
+    assert _decided(unit_catalog, four, inventory) == []
+
+
+def test_a_choice_that_admits_no_known_node_is_judged_as_if_it_chose_none(unit_catalog: Catalog) -> None:
+    """A pool scaled to zero (no node, no node template) tells nothing of its nodes: the pod is
+    held against every node, as before."""
+    inventory = _pools()
+    eight = make_pod().spec("nodeSelector", {"pool": "zero"}).container("c", gpu=8).build()
+    assert _decided(unit_catalog, eight, inventory) == []
+    nine = make_pod().spec("nodeSelector", {"pool": "zero"}).container("c", gpu=9).build()
+    assert _decided(unit_catalog, nine, inventory) == [("ExceedsLargestNode", LIMIT)]
+
+
+def test_slices_are_held_against_the_nodes_the_pod_admits(unit_catalog: Catalog) -> None:
+    """Pinned by hostname to the node with 7 1g.10gb, 8 of them never fit, though its neighbour has 14."""
+    inventory = make_inventory(
+        mixed_node("seven", A100, {"1g.10gb": (7, 9856)}),
+        mixed_node("fourteen", A100, {"1g.10gb": (14, 9856)}),
+    )
+    slices = {"nvidia.com/mig-1g.10gb": 8}
+    pinned = (
+        make_pod().spec("nodeSelector", {"kubernetes.io/hostname": "seven"}).container("c", limits=slices)
+    )
+    path = 'spec.containers[name=c].resources.limits["nvidia.com/mig-1g.10gb"]'
+    assert _decided(unit_catalog, pinned.build(), inventory) == [("ExceedsLargestNode", path)]
+    assert _decided(unit_catalog, make_pod().container("c", limits=slices).build(), inventory) == []

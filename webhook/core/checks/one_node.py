@@ -2,12 +2,13 @@
 offers together (one pool partitioned `all-1g.10gb`, another `all-3g.40gb`), or whole GPUs
 beside a slice where the nodes with whole GPUs have no slices. The scheduler puts a pod on one
 node, so such a pod would stay Pending for ever. Judged as `largest_node` judges one resource:
-against each node's capacity (node templates included), not what is free, and not narrowed by
-the pod's own node choice."""
+against each node's capacity (node templates included), not what is free, of the nodes the
+pod's own node choice admits (`reach`): pinned to H100 nodes that each offer one of its two
+slices, it never runs, though an A100 node offers both."""
 
 from __future__ import annotations
 
-from webhook.core.checks.largest_node import exceeds, held_against_nodes, not_steered
+from webhook.core.checks.largest_node import exceeds, held_against_nodes, not_steered, reach, reached_nodes
 from webhook.core.env import Env
 from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode
 from webhook.core.placement import gets_whole_gpus, gpu_nodes
@@ -24,11 +25,13 @@ def check(env: Env) -> list[Finding]:
     wanted = {h.resource: h.wanted for h in held}
     whole = gets_whole_gpus(inventory, env.placement)
     slices = not whole or not_steered(env.view)  # the nvidia.com/gpu that single-strategy nodes advertise
-    for node in gpu_nodes(inventory):
+    reached = reach(env)
+    for node in reached_nodes(reached, gpu_nodes(inventory)):
         if all(_capacity(node, resource, whole, slices) >= amount for resource, amount in wanted.items()):
             return []
     asked = ", ".join(f"{amount} {resource}" for resource, amount in wanted.items())
-    message = f"pod asks for {asked}; each fits on some node, but no one node has them all"
+    nodes = "node" if reached.chosen is None else "node its node choice admits"
+    message = f"pod asks for {asked}; each fits on some {nodes}, but no one node has them all"
     return [Finding("NoNodeHoldsAll", f"{env.view.base}.containers", message)]
 
 

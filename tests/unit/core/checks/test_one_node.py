@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.builders import A100, make_inventory, make_node, make_pod, mixed_node, single_node, whole_node
+from tests.builders import (
+    A100,
+    H100,
+    context,
+    make_inventory,
+    make_node,
+    make_pod,
+    mixed_node,
+    pairs,
+    single_node,
+    whole_node,
+)
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import one_node
+from webhook.core.decide import decide
 from webhook.core.model import Catalog, Inventory
+from webhook.core.placement import REQUIRED
 from webhook.inventory.nodes import parse_gpu_nodes, with_node_templates
 
 CONTAINERS = ("NoNodeHoldsAll", "spec.containers")
@@ -84,3 +99,30 @@ def test_a_node_template_that_would_hold_all_counts(unit_catalog: Catalog, split
 
 def test_without_an_inventory_nothing_is_judged(unit_catalog: Catalog) -> None:
     assert run(one_node.check, unit_catalog, _two_slices("1g.10gb", "3g.40gb")) == []
+
+
+def test_only_the_nodes_the_pod_admits_may_hold_all(unit_catalog: Catalog) -> None:
+    """Required node affinity to the H100s, one offering 1g.10gb, the other 3g.40gb: no node it
+    admits has both, though an A100 node does (decided in full: the choice is read from the pod).
+    A choice that admits no known node (a pool scaled to zero) is judged against every node."""
+    inventory = make_inventory(
+        mixed_node("a100-both", A100, {"1g.10gb": (3, 9856), "3g.40gb": (1, 40192)}),
+        mixed_node("h100-1g", H100, {"1g.10gb": (7, 9856)}),
+        mixed_node("h100-3g", H100, {"3g.40gb": (2, 40320)}),
+    )
+
+    def on(product: str) -> dict[str, Any]:
+        pod: dict[str, Any] = _two_slices("1g.10gb", "3g.40gb")
+        term = {
+            "matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": [product]}]
+        }
+        pod["spec"]["affinity"] = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [term]}}}
+        return pod
+
+    def found(pod: dict[str, Any]) -> list[tuple[str, str]]:
+        return [p for p in pairs(decide(pod, context(unit_catalog, inventory))) if p[0] == "NoNodeHoldsAll"]
+
+    assert found(on(H100)) == [CONTAINERS]
+    assert found(on(A100)) == []
+    assert found(on("NVIDIA-B200")) == []
+    assert found(_two_slices("1g.10gb", "3g.40gb")) == []

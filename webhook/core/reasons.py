@@ -39,7 +39,7 @@ _TABLE: Final = (
     Reason("NoNodeHoldsAll", "deny", "GPUs or slices that each fit on some node, but that no one node has all of together."),
     Reason("ExceedsSharedGpuLimit", "deny", "More than one nvidia.com/gpu in a container whose only GPU nodes are GKE nodes whose sharing allows one (MPS: multi-GPU nodes)."),
     # MIG.
-    Reason("MigProfileUnavailable", "deny", "A MIG resource (nvidia.com/mig-*) no node advertises; where single-strategy or GKE nodes have the slice, the message says how to ask there."),
+    Reason("MigProfileUnavailable", "deny", "A MIG resource (nvidia.com/mig-*) no node it may run on advertises; where single-strategy or GKE nodes have the slice, the message says how to ask there."),
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow: asked for by name, or as nvidia.com/gpu on single-strategy or GKE partition nodes the pod may run on."),
     Reason("MigForbiddenByTemplate", "deny", "A MIG slice on a template that needs whole GPUs."),
     Reason("NoSliceFits", "deny", "No offered slice meets the need and the policy says to deny."),

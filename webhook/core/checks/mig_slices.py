@@ -1,16 +1,19 @@
 """MIG slices the pod names: offered by some node, allowed by policy, wanted by the template.
 
 A node offers a slice it has in its capacity, allocatable now or not (MIG Manager stops the
-device plugin while it reconfigures); a node whose device plugin advertises nothing yet, where
-the pod may land, may offer any (largest_node.reaches_pending_node)."""
+device plugin while it reconfigures), of the nodes the pod's own node choice admits
+(largest_node.reach: pinned to H100 nodes, an A100-only slice is nowhere for it); a node whose
+device plugin advertises nothing yet, where the pod may land, may offer any
+(largest_node.reaches_pending_node)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from webhook.core.checks.largest_node import reaches_pending_node
+from webhook.core.checks.largest_node import Reach, reach, reaches_pending_node
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer, Template
+from webhook.core.placement import admitted_offers
 from webhook.core.podview import AccelRequest
 from webhook.core.profiles import is_profile_syntax, policy_spelling, profile_from_resource
 from webhook.core.resources import Kind, mig_profile_known
@@ -81,16 +84,26 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         findings.append(Finding("MigProfileNotAllowed", path, message))
     inventory = env.inventory
     known = mig_profile_known(resource, inventory.advertised)
-    available = resource in inventory.largest or resource in inventory.dra_resources
-    if inventory.known and known and not available and not reaches_pending_node(env):
-        offered = sorted({o.resource for o in inventory.offers if o.strategy == "mixed"})
+    reached = reach(env) if inventory.known else None
+    available = reached is None or resource in reached.largest or resource in inventory.dra_resources
+    if reached is not None and known and not available and not reaches_pending_node(env):
+        offered = _offered(env, reached)
+        nodes, there = ("node", "") if reached.chosen is None else ("node its node choice admits", " there")
         message = (
-            f"container {container}: no node offers {resource}; "
-            f"offered: {', '.join(offered) or 'none (no node advertises nvidia.com/mig-*)'}"
+            f"container {container}: no {nodes} offers {resource}; "
+            f"offered{there}: {', '.join(offered) or f'none (no {nodes} advertises nvidia.com/mig-*)'}"
             f"{_as_gpu(env, profile)}"
         )
         findings.append(Finding("MigProfileUnavailable", path, message))
     return findings
+
+
+def _offered(env: Env, reached: Reach) -> list[str]:
+    """The mixed-strategy slices on offer on the nodes the pod may land on."""
+    offers = env.inventory.offers
+    if reached.chosen is not None and env.placement is not None:
+        offers = tuple(admitted_offers(env.inventory, env.placement).values())
+    return sorted({o.resource for o in offers if o.strategy == "mixed"})
 
 
 def _needs_whole_gpus(template: Template) -> bool:

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
-from tests.builders import make_catalog, make_env, make_pod, policy_doc
+from typing import Any
+
+from tests.builders import (
+    A100,
+    H100,
+    context,
+    make_catalog,
+    make_env,
+    make_pod,
+    mixed_node,
+    pairs,
+    policy_doc,
+)
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import mig_slices
+from webhook.core.decide import decide
 from webhook.core.model import Catalog, Inventory
+from webhook.core.placement import REQUIRED
 from webhook.inventory.nodes import build_inventory
+
+SLICE = "nvidia.com/mig-1g.10gb"
 
 
 def path(resource: str, container: str = "c", section: str = "limits") -> str:
@@ -146,3 +162,32 @@ def test_a_slice_asked_for_by_its_device_class_name_is_judged_as_the_slice(unit_
         assert run(mig_slices.check, unit_catalog, training, inventory) == [
             ("MigForbiddenByTemplate", path(resource))
         ]
+
+
+def test_a_slice_no_node_the_pod_admits_offers_is_unavailable(unit_catalog: Catalog) -> None:
+    """Required node affinity to the H100s, asking for 1g.10gb, which only the A100 node offers:
+    nowhere for it (decided in full: the choice is read from the pod). A choice that admits no
+    known node (a pool scaled to zero) is judged against every node."""
+    inventory = build_inventory(
+        [
+            mixed_node("a100", A100, {"1g.10gb": (7, 9856)}),
+            mixed_node("h100", H100, {"1g.20gb": (4, 19968), "3g.40gb": (1, 40320)}),
+        ]
+    )
+
+    def on(product: str) -> dict[str, Any]:
+        term = {
+            "matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": [product]}]
+        }
+        affinity = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [term]}}}
+        return make_pod().spec("affinity", affinity).container("c", limits={SLICE: 1}).build()
+
+    def found(pod: dict[str, Any]) -> list[tuple[str, str]]:
+        return [
+            p for p in pairs(decide(pod, context(unit_catalog, inventory))) if p[0] == "MigProfileUnavailable"
+        ]
+
+    assert found(on(H100)) == [("MigProfileUnavailable", path(SLICE))]
+    assert found(on(A100)) == []
+    assert found(on("NVIDIA-B200")) == []
+    assert found(make_pod().container("c", limits={SLICE: 1}).build()) == []

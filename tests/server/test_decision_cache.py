@@ -497,3 +497,12 @@ def test_a_bad_decision_cache_size_is_refused(capsys: pytest.CaptureFixture[str]
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "--decision-cache" in err and "Traceback" not in err
+
+
+def test_another_app_than_the_webhook_s_loads_in_the_workers(tmp_path: Path) -> None:
+    """benchmarks/bench_server.py serves a trivial flask app with WebhookServer: the certificate
+    gauge looked for the webhook's metrics in it, and every worker failed to boot."""
+    write_serving_set(tmp_path)
+    settings = ServerSettings("127.0.0.1:0", TLSFiles.in_directory(tmp_path))
+    trivial = Flask("trivial")
+    assert WebhookServer(settings, default_sources, app_factory=lambda sources: trivial).load() is trivial

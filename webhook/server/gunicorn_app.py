@@ -91,12 +91,15 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self.cfg.set("worker_class", worker_class(chosen, settings.io_timeout))
 
     def load(self) -> Any:
-        """The app, in each worker; then the certificate's expiry gauge, which follows reloads."""
+        """The app, in each worker; then, for the webhook's app, the certificate's expiry gauge,
+        which follows reloads (another app, as the benchmark's trivial one, has no metrics: its
+        workers failed to boot)."""
         app = self._app_factory(self._sources)
-        from webhook.server.app import runtime_of
+        from webhook.server.app import EXTENSION, runtime_of
         from webhook.server.metrics import certificate_expiry_gauge
 
-        self._tls.watch(certificate_expiry_gauge(runtime_of(app).metrics.registry).set)
+        if EXTENSION in getattr(app, "extensions", {}):
+            self._tls.watch(certificate_expiry_gauge(runtime_of(app).metrics.registry).set)
         return app
 
     def run(self) -> None:

@@ -58,11 +58,12 @@ def check(env: Env) -> list[Finding]:
     return findings
 
 
-def _cpu_only_advice(env: Env, accel: AccelRequest) -> str:
+def _cpu_only_advice(env: Env, accel: AccelRequest | None) -> str:
     """Remove the accelerator, or name a GPU template by label, where the namespace may name one:
     a namespace whose policy allows only CPU-only templates (`allowed: [cpu-only]`) was told to
     set the label too, which is TemplateNotAllowed. A MIG slice is told only of templates that
-    take one: one that forbids MIG denies it (MigForbiddenByTemplate)."""
+    take one: one that forbids MIG denies it (MigForbiddenByTemplate). `accel` None: a KAI
+    scheduler annotation, which asks for no slice."""
     if env.catalog is None:
         return f"remove it or set label {TEMPLATE_LABEL}"
     gpu = [
@@ -71,7 +72,7 @@ def _cpu_only_advice(env: Env, accel: AccelRequest) -> str:
     if not gpu:
         return "this namespace allows only CPU-only templates: remove it"
     label = f"set label {TEMPLATE_LABEL} to a GPU template"
-    if asks_for_slice(accel, env.inventory.dra_aliases):
+    if accel is not None and asks_for_slice(accel, env.inventory.dra_aliases):
         sliced = [t for t in gpu if t.accelerator.mig != "forbidden"]
         if not sliced:
             whole = ", ".join(t.name for t in gpu)
@@ -83,12 +84,16 @@ def _cpu_only_advice(env: Env, accel: AccelRequest) -> str:
 def _annotation_requests(env: Env, template: str) -> list[Finding]:
     """A GPU asked for by a scheduler annotation (the KAI scheduler's `gpu-fraction`...) on a
     CPU-only template: a GPU all the same, as a GPU template counts it (else a namespace kept
-    from GPUs by its cpu-only default let a fraction of one in)."""
+    from GPUs by its cpu-only default let a fraction of one in). Told of the GPU templates a label
+    may take, as a resource is: a GPU template counts the annotation as a GPU."""
     asked = [key for key in ANNOTATION_REQUESTS if key in env.view.annotations]
     if not asked:
         return []
     key = asked[0]
-    message = f"annotation {key} asks the KAI scheduler for a GPU; template {template} is CPU-only: remove it"
+    message = (
+        f"annotation {key} asks the KAI scheduler for a GPU; template {template} is CPU-only; "
+        f"{_cpu_only_advice(env, None)}"
+    )
     return [Finding("GpuOnCpuOnlyTemplate", f'{env.view.meta}.annotations["{key}"]', message)]
 
 

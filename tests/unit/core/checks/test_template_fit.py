@@ -120,3 +120,19 @@ def test_a_kai_scheduler_gpu_annotation_on_a_cpu_only_template(unit_catalog: Cat
     assert run(template_fit.check, unit_catalog, pod) == [
         ("GpuOnCpuOnlyTemplate", f'metadata.annotations["{key}"]')
     ]
+
+
+def test_a_kai_scheduler_gpu_annotation_on_a_cpu_only_template_is_told_of_the_gpu_templates() -> None:
+    """The annotation was told only to go, where a label may take a GPU template that counts it
+    as a GPU (above) and the resources beside it are told of them; where the namespace allows
+    only CPU-only templates it still is."""
+    no_gpus = policy_doc("no-gpus", ["web"], templates={"allowed": ["cpu"], "default": "cpu"})
+    catalog = make_catalog(SERVING, SMALL, TRAINING, CPU, NOTEBOOK, no_gpus, *POLICIES)
+    pod = make_pod().template("cpu").annotation("gpu-fraction", "0.5").container("c").build()
+    (elsewhere,) = template_fit.check(make_env(pod, catalog, namespace="default"))
+    (no_gpu_here,) = template_fit.check(make_env(pod, catalog, namespace="web"))
+    path = 'metadata.annotations["gpu-fraction"]'
+    assert (elsewhere.code, elsewhere.path) == ("GpuOnCpuOnlyTemplate", path)
+    assert (no_gpu_here.code, no_gpu_here.path) == (elsewhere.code, elsewhere.path)
+    assert "set label" in elsewhere.message and "notebook" in elsewhere.message
+    assert "set label" not in no_gpu_here.message and "allows only CPU-only" in no_gpu_here.message

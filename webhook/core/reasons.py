@@ -35,8 +35,8 @@ _TABLE: Final = (
     Reason("ExceedsTemplateMaxGpus", "deny", "More GPUs per pod than the template allows."),
     Reason("BelowTemplateMinGpus", "deny", "Fewer GPUs per pod than the template needs."),
     Reason("ExceedsPolicyMaxGpus", "deny", "More GPUs per pod than the namespace policy allows."),
-    Reason("ExceedsLargestNode", "deny", "More GPUs or slices than the largest node in the inventory has."),
-    Reason("NoNodeHoldsAll", "deny", "GPUs or slices that each fit on some node, but that no one node has all of together."),
+    Reason("ExceedsLargestNode", "deny", "More GPUs or slices than the largest node the pod may run on has."),
+    Reason("NoNodeHoldsAll", "deny", "GPUs or slices that each fit on some node the pod may run on, but that no one of them has all of together."),
     Reason("ExceedsSharedGpuLimit", "deny", "More than one nvidia.com/gpu in a container whose only GPU nodes are GKE nodes whose sharing allows one (MPS: multi-GPU nodes)."),
     # MIG.
     Reason("MigProfileUnavailable", "deny", "A MIG resource (nvidia.com/mig-*) no node it may run on advertises; where single-strategy or GKE nodes have the slice, the message says how to ask there."),

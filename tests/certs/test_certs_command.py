@@ -189,6 +189,28 @@ def test_a_secret_file_with_string_data_keeps_its_ca(certs: Run, tmp_path: Path)
     assert code == 0 and again == out and "nothing changed" in err
 
 
+def test_a_secret_file_that_is_a_symlink_is_written_through_it(certs: Run, tmp_path: Path) -> None:
+    """It was renamed over: the link became a file of its own, and the file it named (a shared
+    secrets folder, an overlay's) kept the old Secret, or none, while certs said it was stored."""
+    (tmp_path / "secrets").mkdir()
+    target, link = tmp_path / "secrets" / "secret.yaml", tmp_path / "secret.yaml"
+    link.symlink_to(target)
+    code, out, _ = certs("--secret", "tls", "--secret-file", str(link))
+    assert code == 0 and link.is_symlink() and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert base64.b64decode(yaml.safe_load(target.read_text())["data"]["ca.crt"]).decode() == out
+    code, again, err = certs("--secret", "tls", "--secret-file", str(link))
+    assert code == 0 and again == out and "nothing changed" in err and link.is_symlink()
+
+
+def test_a_secret_file_that_is_a_symlink_loop_is_named_and_kept(certs: Run, tmp_path: Path) -> None:
+    """A loop was read as no Secret yet and renamed over, where every other file option names it."""
+    link = tmp_path / "secret.yaml"
+    link.symlink_to(link)
+    code, out, err = certs("--secret", "tls", "--secret-file", str(link))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert str(link) in err and "Too many levels of symbolic links" in err and link.is_symlink()
+
+
 @pytest.mark.parametrize(
     ("string_data", "says"),
     [

@@ -6,6 +6,7 @@ back. Write errors surface as OSError or ClusterError naming the file or object.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,6 +17,7 @@ from webhook.tls import cluster
 from webhook.tls.bundle import FILES, BundleError, CertSet, files_from_secret, from_files, secret_manifest
 from webhook.tls.certgen import CA_KEY_FILE, KEY_FILE
 from webhook.tls.files import PRIVATE_MODE, PUBLIC_MODE, write_atomically, write_stdout
+from webhook.yamlio import stat_problem
 
 _PRIVATE = (CA_KEY_FILE, KEY_FILE)
 
@@ -82,7 +84,12 @@ class ManifestStore:
         return f"Secret {self.namespace}/{self.name} in {self.path or 'stdout'}"
 
     def load(self) -> CertSet:
-        if self.path is None or not self.path.exists():
+        if self.path is None:
+            return CertSet()
+        if not self.path.exists():
+            problem = stat_problem(self.path)  # a symlink loop, renamed over as no Secret yet
+            if problem is not None:
+                raise BundleError(f"{self.path}: {problem}")
             return CertSet()
         try:
             secret = yaml.safe_load(self.path.read_text(encoding="utf-8"))
@@ -116,7 +123,14 @@ class ManifestStore:
         if self.path is None:
             write_stdout(text, "the Secret manifest")
         else:
-            write_atomically(self.path, text.encode("utf-8"), PRIVATE_MODE)
+            write_atomically(_through_symlink(self.path), text.encode("utf-8"), PRIVATE_MODE)
+
+
+def _through_symlink(path: Path) -> Path:
+    """The file a symlink names, which a Secret read through it is written back to: renamed over,
+    the link became a file of its own and the file it named (in a shared secrets folder, say)
+    kept the old Secret."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _held(namespace: object, name: object) -> str:

@@ -33,6 +33,7 @@ BAD_FILES = {
     "a-list": b"- a\n- b\n",
     "escape-beyond-unicode": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\UFFFFFFFF"}\n',
     "explicit-tag": b"apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a: !!bool maybe}}\n",
+    "control-character": b"apiVersion: v1\nkind: Pod\nmetadata: {name: \x1b[31mp}\n",
     "surrogate-escape": b'apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\ud83d\\ude00"}\n',
     "json-lone-surrogate": b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p\\ud83d"}, '
     b'"spec": {"containers": [{"name": "c", "image": "x"}]}}\n',
@@ -84,7 +85,16 @@ def bad(tmp_path: Path) -> dict[str, str]:
     ids=["check", "check-inventory", "lint", "test", "report-inventory"],
 )
 @pytest.mark.parametrize(
-    "which", ["missing", "folder", "not-utf8", "alias-bomb", "escape-beyond-unicode", "symlink-loop"]
+    "which",
+    [
+        "missing",
+        "folder",
+        "not-utf8",
+        "alias-bomb",
+        "escape-beyond-unicode",
+        "control-character",
+        "symlink-loop",
+    ],
 )
 def test_a_bad_input_file_is_one_clear_error_naming_it(
     bad: dict[str, str], command: tuple[str, ...], which: str

@@ -507,14 +507,33 @@ def _load_pure(
     """The stream read by the pure reader; YamlError with its message (or `refused_json`) when it
     is no YAML."""
     try:
-        return _load(_DuplicateNotingLoader(text), stream, source, strict, report_duplicates)
+        return _load(_pure_loader(text), stream, source, strict, report_duplicates)
     except _Refused as refused:
         if refused_json is not None:
             raise refused_json from refused.error
         exc, documents = refused.error, refused.documents
-        mark = getattr(exc, "problem_mark", None)
+        mark = getattr(exc, "problem_mark", None) or _reader_mark(text, exc)
         line = mark.line + 1 if mark is not None else None
-        raise YamlError(_describe(source, exc), source, line, _problem(exc), documents) from exc
+        raise YamlError(_describe(source, exc, mark), source, line, _problem(exc), documents) from exc
+
+
+def _pure_loader(text: str) -> _DuplicateNotingLoader:
+    """The pure reader over `text`, _Refused for a character YAML does not allow (a raw ESC or NUL,
+    which libyaml and kubectl refuse too): it checks the whole text before reading any of it, and
+    its ReaderError was a traceback from every command."""
+    try:
+        return _DuplicateNotingLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise _Refused(exc, []) from exc
+
+
+def _reader_mark(text: str, exc: yaml.YAMLError) -> yaml.Mark | None:
+    """Where a ReaderError's character is (it has only its offset in the text)."""
+    if not isinstance(exc, yaml.reader.ReaderError):
+        return None
+    line = text.count("\n", 0, exc.position)
+    column = exc.position - (text.rfind("\n", 0, exc.position) + 1)
+    return yaml.Mark(exc.name, exc.position, line, column, text, exc.position)
 
 
 class _Refused(Exception):
@@ -953,13 +972,15 @@ def _child(node: yaml.Node | None, step: str | int) -> yaml.Node | None:
     return None
 
 
-def _describe(source: str, exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
+def _describe(source: str, exc: yaml.YAMLError, mark: yaml.Mark | None = None) -> str:
+    mark = mark or getattr(exc, "problem_mark", None)
     where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
     return f"{where}: {_problem(exc)}"
 
 
 def _problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.reader.ReaderError):  # its str() adds the offset in "<unicode string>"
+        return f"invalid YAML: unacceptable character #x{exc.character:04x}: {exc.reason}"
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
     return f"invalid YAML: {problem}" + (f" ({context})" if context else "")

@@ -136,6 +136,16 @@ def test_a_value_its_explicit_tag_cannot_read_is_refused_at_its_line(value: str,
     }
 
 
+@pytest.mark.parametrize("character", ["\x1b", "\x00", "\x7f", "\ufffe"], ids=["esc", "nul", "del", "ufffe"])
+def test_a_character_yaml_does_not_allow_is_refused_at_its_line(character: str) -> None:
+    """A raw control character (an ESC of a terminal's colours pasted into a manifest), which
+    libyaml and kubectl refuse too: PyYAML's pure reader checks the whole text before reading any
+    of it, and its ReaderError was a traceback from every command."""
+    with pytest.raises(YamlError) as caught:
+        load_documents(f"a: 1\n---\nb:\n  c: [{character}31mred\n", "t.yaml")
+    assert caught.value.line == 4 and caught.value.problem.startswith("invalid YAML")
+
+
 def test_values_nested_too_deeply_are_refused_at_their_line_not_a_recursion_error() -> None:
     deep = "a: 1\nb: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n"
     with pytest.raises(YamlError) as caught:

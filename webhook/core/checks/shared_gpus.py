@@ -3,11 +3,13 @@
 on GPU nodes", MIG.md §3), and only once the pod is on the node. A container asking for more,
 in a pod whose only GPU nodes share their GPUs that way, would never start. Under MPS it refuses
 more only on a node with several physical GPUs (each MIG partition counts as one): on a node with
-one, a container may take several of its shares (GpuNode.gives_one_per_container)."""
+one, a container may take several of its shares (GpuNode.gives_one_per_container). Where the pod
+may reach a GPU node no node count tells of (its driver installing, or DRA serving
+nvidia.com/gpu), that node may give a container several, as ExceedsLargestNode reads it."""
 
 from __future__ import annotations
 
-from webhook.core.checks.largest_node import not_steered
+from webhook.core.checks.largest_node import not_steered, reaches_dra_node, reaches_pending_node
 from webhook.core.env import Env
 from webhook.core.model import GKE_SHARING_LABEL, Finding, GpuNode
 from webhook.core.placement import admitted, gets_whole_gpus
@@ -24,7 +26,7 @@ def check(env: Env) -> list[Finding]:
         for a in c.gpu_requests
         if a.resource == GPU and (a.count or 0) > 1
     ]
-    if not over:
+    if not over or _reaches_uncounted_node(env):
         return []
     placement = env.placement
     whole = gets_whole_gpus(inventory, placement)
@@ -42,3 +44,11 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("ExceedsSharedGpuLimit", container.resource_path("limits", GPU), message))
     return findings
+
+
+def _reaches_uncounted_node(env: Env) -> bool:
+    """Whether the pod may reach a GPU node whose nvidia.com/gpu no node count tells: one whose
+    device plugin advertises nothing yet, or one DRA serves them on (largest_node skips both)."""
+    if GPU in env.inventory.dra_resources and reaches_dra_node(env):
+        return True
+    return reaches_pending_node(env)

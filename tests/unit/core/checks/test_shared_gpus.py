@@ -9,6 +9,7 @@ from tests.unit.core.checks._helpers import run
 from webhook.core.checks import shared_gpus
 from webhook.core.decide import decide
 from webhook.core.model import Catalog
+from webhook.inventory.nodes import build_inventory
 
 GKE_L4 = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
 SHARING = {
@@ -94,3 +95,31 @@ def test_mps_on_one_gpu_gives_a_container_several_shares(unit_catalog: Catalog) 
     assert run(shared_gpus.check, unit_catalog, pod, make_inventory(one_l4_time_shared)) == [
         ("ExceedsSharedGpuLimit", 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]')
     ]
+
+
+GPU_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {
+        "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+        "extendedResourceName": "nvidia.com/gpu",
+    },
+}
+
+
+def test_a_node_whose_gpus_no_node_count_tells_is_enough(unit_catalog: Catalog) -> None:
+    """Beside the shared pool, a GPU node still installing its driver (no device advertised yet),
+    or one whose GPUs DRA hands out as nvidia.com/gpu: either may give a container two GPUs, as
+    ExceedsLargestNode reads them (reaches_pending_node, reaches_dra_node). Pinned to the shared
+    pool, the pod is held to it still."""
+    pod = make_pod().container("a", gpu=2).build()
+    installing = make_node("a100-installing", {"nvidia.com/gpu.present": "true"}, {})
+    assert run(shared_gpus.check, unit_catalog, pod, make_inventory(shared_l4(), installing)) == []
+    dra_node = make_node("a100-dra", {"nvidia.com/gpu.product": A100}, {})
+    dra = build_inventory([shared_l4(), dra_node], device_classes=[GPU_CLASS])
+    assert run(shared_gpus.check, unit_catalog, pod, dra) == []
+    pinned = make_pod().container("a", gpu=2).spec("nodeSelector", dict(SHARING)).build()
+    limit = 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]'
+    for inventory in (make_inventory(shared_l4(), installing), dra):
+        assert ("ExceedsSharedGpuLimit", limit) in pairs(decide(pinned, context(unit_catalog, inventory)))

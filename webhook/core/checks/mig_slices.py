@@ -8,7 +8,7 @@ device plugin advertises nothing yet, where the pod may land, may offer any
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from webhook.core.checks.largest_node import Reach, reach, reaches_pending_node
 from webhook.core.env import Env
@@ -92,7 +92,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         message = (
             f"container {container}: no {nodes} offers {resource}; "
             f"offered{there}: {', '.join(offered) or f'none (no {nodes} advertises nvidia.com/mig-*)'}"
-            f"{_as_gpu(env, profile)}"
+            f"{_as_gpu(_reached_offers(env, reached), profile)}"
         )
         findings.append(Finding("MigProfileUnavailable", path, message))
     return findings
@@ -100,10 +100,15 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
 
 def _offered(env: Env, reached: Reach) -> list[str]:
     """The mixed-strategy slices on offer on the nodes the pod may land on."""
-    offers = env.inventory.offers
+    return sorted({o.resource for o in _reached_offers(env, reached) if o.strategy == "mixed"})
+
+
+def _reached_offers(env: Env, reached: Reach) -> Iterable[SliceOffer]:
+    """The slice offers with a node the pod may land on (every one where its choice admits no
+    known node)."""
     if reached.chosen is not None and env.placement is not None:
-        offers = tuple(admitted_offers(env.inventory, env.placement).values())
-    return sorted({o.resource for o in offers if o.strategy == "mixed"})
+        return admitted_offers(env.inventory, env.placement).values()
+    return env.inventory.offers
 
 
 def _needs_whole_gpus(template: Template) -> bool:
@@ -113,10 +118,11 @@ def _needs_whole_gpus(template: Template) -> bool:
     return template.accelerator.mig == "forbidden" and template.accelerator.gpu != "forbidden"
 
 
-def _as_gpu(env: Env, spelled: str) -> str:
-    """Where single-strategy or GKE nodes offer the profile, how to ask for it there: as
-    nvidia.com/gpu on the nodes labelled for it (they advertise no nvidia.com/mig-* names)."""
-    for offer in env.inventory.offers:
+def _as_gpu(offers: Iterable[SliceOffer], spelled: str) -> str:
+    """Where single-strategy or GKE nodes the pod may land on offer the profile, how to ask for
+    it there: as nvidia.com/gpu on the nodes labelled for it (they advertise no nvidia.com/mig-*
+    names)."""
+    for offer in offers:
         if offer.strategy == "mixed" or offer.profile.replace("+", ".") != spelled:
             continue
         label = node_label(offer)

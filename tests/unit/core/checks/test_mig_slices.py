@@ -14,11 +14,12 @@ from tests.builders import (
     mixed_node,
     pairs,
     policy_doc,
+    single_node,
 )
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import mig_slices
 from webhook.core.decide import decide
-from webhook.core.model import Catalog, Inventory
+from webhook.core.model import Catalog, Inventory, Violation
 from webhook.core.placement import REQUIRED
 from webhook.inventory.nodes import build_inventory
 
@@ -191,3 +192,30 @@ def test_a_slice_no_node_the_pod_admits_offers_is_unavailable(unit_catalog: Cata
     assert found(on(A100)) == []
     assert found(on("NVIDIA-B200")) == []
     assert found(make_pod().container("c", limits={SLICE: 1}).build()) == []
+
+
+def test_the_advice_to_ask_for_a_gpu_names_only_nodes_the_pod_may_land_on(unit_catalog: Catalog) -> None:
+    """Pinned by nodeName to a mixed-strategy H100 node, asking for 1g.10gb, which only a
+    single-strategy A100 node elsewhere offers (as nvidia.com/gpu): no advice to ask for
+    nvidia.com/gpu "there", on a node the pod may not land on. Pinned to that node, it is told."""
+    inventory = build_inventory(
+        [
+            mixed_node("h100", H100, {"1g.20gb": (4, 19968), "3g.40gb": (1, 40320)}),
+            single_node("a100", A100, "1g.10gb", 7, 9856),
+        ]
+    )
+    label = f"nvidia.com/gpu.product={A100}-MIG-1g.10gb"
+
+    def found(node: str | None) -> list[Violation]:
+        pod = make_pod().container("c", limits={SLICE: 1})
+        if node is not None:
+            pod = pod.spec("nodeName", node)
+        decision = decide(pod.build(), context(unit_catalog, inventory))
+        return [f for f in decision.violations if f.code == "MigProfileUnavailable"]
+
+    pinned = found("h100")
+    assert [(f.code, f.path) for f in pinned] == [("MigProfileUnavailable", path(SLICE))]
+    assert label not in pinned[0].message
+    for node in ("a100", None):
+        [finding] = found(node)
+        assert label in finding.message

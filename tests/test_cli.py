@@ -8,6 +8,7 @@ mostly imports, dominates) and each test asserts on its own run.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import yaml
 
 from tests.builders import make_pod
 from tests.conftest import ROOT
+from webhook.cli import build_parser
 
 EXAMPLES = ROOT / "examples"
 MIXED = str(EXAMPLES / "inventories" / "a100-mixed.yaml")
@@ -716,3 +718,16 @@ def test_names_with_control_characters_are_shown_escaped(
     assert "c\\x1b[2K" in out
     assert "Service s\\x1b[2K\\r" in err and "m\\x1b[2K" in err, err
     assert not any(c in out + err for c in "\x1b\x07\r"), (out, err)
+
+
+def test_every_option_of_every_command_says_what_it_does_in_help() -> None:
+    """`check --help` and `report --help` listed `-o` with its formats and nothing of what each prints."""
+    parser = build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [
+        (name, action.dest)
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if action.help is None
+    ]
+    assert silent == []

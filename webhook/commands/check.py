@@ -71,7 +71,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the conditions were generated with tools/gen_webhooks.py --extra-resource NAME: pods "
         "asking for it are sent (NAME* for every name it starts); repeat for more",
     )
-    parser.add_argument("-o", "--output", choices=FORMATS, default="text")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=FORMATS,
+        default="text",
+        help="text (default): each verdict, violation and diff; yaml or json: the same with the "
+        "mutated object, as data; patch: each object's JSONPatch",
+    )
     parser.set_defaults(run=run)
 
 

@@ -47,7 +47,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--templates", default="templates", help="templates folder (default: templates)")
     parser.add_argument("--policies", default="policies", help="policies folder (default: policies)")
-    parser.add_argument("-o", "--output", choices=FORMATS, default="text")
+    parser.add_argument("-o", "--output", choices=FORMATS, default="text", help="text (default), json or csv")
     parser.add_argument("--prometheus", metavar="URL", help="Prometheus with dcgm-exporter metrics")
     parser.add_argument(
         "--window", help=f"averaging window for utilisation, with --prometheus (default: {WINDOW})"

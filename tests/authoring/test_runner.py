@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import ROOT
 from webhook.authoring.junit import junit_xml
 from webhook.authoring.runner import EXIT_BAD_SUITE, EXIT_FAILED, EXIT_PASSED, Run, run_paths
+from webhook.authoring.suite import suite_files
 from webhook.cli import main
 
 HEADER = f"""\
@@ -377,3 +378,12 @@ def test_a_suite_symlinked_to_nothing_in_a_folder_is_a_bad_suite_not_left_out(
     assert [r.passed for r in run.results] == [True]
     assert main(["test", str(tmp_path)]) == EXIT_BAD_SUITE
     assert f"{gone}: (document): no such file or directory" in capsys.readouterr().out
+
+
+def test_a_folders_suites_are_its_lower_case_yaml_and_yml_files(tmp_path: Path) -> None:
+    """As `test --help` and the README say: not `.json` or `.YAML` ones, nor its subfolders' (inputs)."""
+    for name in ("a.yaml", "b.yml", "C.YAML", "d.json", "inputs/e.yaml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("kind: TemplateTestSuite\n", encoding="utf-8")
+    files, problems = suite_files([tmp_path])
+    assert (files, problems) == ([tmp_path / "a.yaml", tmp_path / "b.yml"], [])

@@ -10,9 +10,11 @@ import argparse
 from webhook.authoring.junit import write_junit
 from webhook.authoring.report import render
 from webhook.authoring.runner import run_paths
+from webhook.authoring.suite import SUITE_SUFFIXES
 from webhook.commands.common import EXIT_BAD_INPUT, emit, error
 
 DEFAULT_SUITES = "templates/tests"
+SUFFIXES = " and ".join(f"*{suffix}" for suffix in SUITE_SUFFIXES)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,7 +26,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         nargs="*",
         default=[DEFAULT_SUITES],
         metavar="PATH",
-        help=f"suite files, or folders whose *.yaml and *.yml files are suites (default: {DEFAULT_SUITES})",
+        help=f"suite files, or folders whose {SUFFIXES} files, lower case and not in subfolders "
+        f"(they hold the inputs), are suites (default: {DEFAULT_SUITES})",
     )
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML results to FILE")
     parser.add_argument("-q", "--quiet", action="store_true", help="list only failing cases in the table")

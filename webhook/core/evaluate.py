@@ -74,19 +74,9 @@ def evaluate(
     if view.has_resource_claims:
         placement = _placement(spec, None, context)  # nothing of the template's is injected
         env = Env(
-            pod,
-            view,
-            namespace,
-            policy,
-            template,
-            inventory,
-            need,
-            NO_PLAN,
-            placement,
-            NO_FILLS,
-            suggestions,
-            context.catalog,
-        )
+            pod, view, namespace, policy, template, inventory, need, NO_PLAN, placement,
+            suggestions=suggestions, catalog=context.catalog,
+        )  # fmt: skip
         note = Finding("DraClaimsPresent", f"{base}.resourceClaims", _CLAIMS)
         return Evaluation(template, (note, *findings, *need_findings, *run_checks(env)), None)
     placement = _placement(spec, template, context)
@@ -97,19 +87,9 @@ def evaluate(
         fills = bounded_fills(spec, fills, limits)
     plan = plan_slice(view, template, need, policy, inventory, placement, quota, spec, fills, limits)
     env = Env(
-        pod,
-        view,
-        namespace,
-        policy,
-        template,
-        inventory,
-        need,
-        plan,
-        placement,
-        fills,
-        suggestions,
-        context.catalog,
-    )
+        pod, view, namespace, policy, template, inventory, need, plan, placement, fills,
+        suggestions=suggestions, catalog=context.catalog,
+    )  # fmt: skip
     return Evaluation(template, (*findings, *need_findings, *plan.findings, *run_checks(env)), env)
 
 

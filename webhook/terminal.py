@@ -15,7 +15,12 @@ of them, the Arabic letter mark (U+061C) too, as in a log line (webhook.jsoncode
 def showable(line: str) -> str:
     """`line` with each such character written as Python writes it in a string: `\\n`, `\\x1b`,
     `\\u202e`. One line: a newline in it is escaped too."""
-    return _UNSHOWABLE.sub(_escaped, line)
+    return escape(_UNSHOWABLE, line)
+
+
+def escape(characters: re.Pattern[str], text: str) -> str:
+    """`text` with each match of `characters` written as Python writes it in a string."""
+    return characters.sub(_escaped, text)
 
 
 def _escaped(found: re.Match[str]) -> str:

@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from webhook.authoring.runner import ResourceResult, Run
+from webhook.terminal import escape
 from webhook.tls.files import PUBLIC_MODE, write_atomically
 
 
@@ -41,13 +42,9 @@ def _escape_what_xml_cannot_hold(root: ET.Element) -> None:
     a case's or pod's name (`"\\e[31m"` in YAML) made the whole file unreadable to a CI."""
     for element in root.iter():
         for key, value in list(element.attrib.items()):
-            element.set(key, _NOT_IN_XML.sub(_escaped, value))
+            element.set(key, escape(_NOT_IN_XML, value))
         if element.text:
-            element.text = _NOT_IN_XML.sub(_escaped, element.text)
-
-
-def _escaped(found: re.Match[str]) -> str:
-    return found.group().encode("unicode_escape").decode("ascii")
+            element.text = escape(_NOT_IN_XML, element.text)
 
 
 def write_junit(run: Run, path: str | Path) -> None:

@@ -380,10 +380,20 @@ def test_a_suite_symlinked_to_nothing_in_a_folder_is_a_bad_suite_not_left_out(
     assert f"{gone}: (document): no such file or directory" in capsys.readouterr().out
 
 
-def test_a_folders_suites_are_its_lower_case_yaml_and_yml_files(tmp_path: Path) -> None:
-    """As `test --help` and the README say: not `.json` or `.YAML` ones, nor its subfolders' (inputs)."""
-    for name in ("a.yaml", "b.yml", "C.YAML", "d.json", "inputs/e.yaml"):
+def test_a_folders_suites_are_its_yaml_and_yml_files_in_any_case_not_hidden(tmp_path: Path) -> None:
+    """As `test --help` and the README say: `.YAML` too, as the catalog reads it (it was left out
+    without a word); not `.json` ones, nor hidden ones, nor its subfolders' (inputs)."""
+    for name in ("a.yaml", "b.yml", "C.YAML", "d.json", ".e.yaml", "inputs/f.yaml"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("kind: TemplateTestSuite\n", encoding="utf-8")
     files, problems = suite_files([tmp_path])
-    assert (files, problems) == ([tmp_path / "a.yaml", tmp_path / "b.yml"], [])
+    assert (files, problems) == ([tmp_path / "C.YAML", tmp_path / "a.yaml", tmp_path / "b.yml"], [])
+
+
+def test_an_editors_lock_file_beside_the_suites_does_not_fail_the_run(tmp_path: Path) -> None:
+    """Emacs keeps `.#name.yaml`, a symlink to nowhere, while the suite is open: it was read as
+    a suite whose target is gone, and every run failed with exit 2 until the editor closed it."""
+    suite(tmp_path, case("allowed: true\n"))
+    (tmp_path / ".#suite.yaml").symlink_to("someone@host.1234:1700000000")
+    run = run_paths([tmp_path])
+    assert (run.exit_code, run.problems, [r.passed for r in run.results]) == (0, [], [True])

@@ -94,7 +94,7 @@ def suite_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            named = [p for p in sorted(path.iterdir()) if p.suffix in SUITE_SUFFIXES]
+            named = [p for p in sorted(path.iterdir()) if is_suite_name(p.name)]
             found = [p for p in named if p.is_file()]
             dangling = [_missing(p) for p in named if p.is_symlink() and not p.exists()]
             if not found and not dangling:  # a mistyped CI path must not pass with nothing tested
@@ -109,6 +109,13 @@ def suite_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]
         else:
             problems.append(_missing(path))
     return files, problems
+
+
+def is_suite_name(name: str) -> bool:
+    """A folder's suite: `.yaml`/`.yml` in any case, as the catalog reads them (an `A100.YAML` was
+    left out without a word), and not hidden: an editor's lock file (Emacs' `.#a100.yaml`, a
+    symlink to nowhere) made the whole run fail while the suite was open."""
+    return name.lower().endswith(SUITE_SUFFIXES) and not name.startswith(".")
 
 
 def _missing(path: Path) -> Problem:

@@ -26,8 +26,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         nargs="*",
         default=[DEFAULT_SUITES],
         metavar="PATH",
-        help=f"suite files, or folders whose {SUFFIXES} files, lower case and not in subfolders "
-        f"(they hold the inputs), are suites (default: {DEFAULT_SUITES})",
+        help=f"suite files, or folders whose {SUFFIXES} files (in any case; not hidden ones, nor "
+        f"those in subfolders, which hold the inputs) are suites (default: {DEFAULT_SUITES})",
     )
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML results to FILE")
     parser.add_argument("-q", "--quiet", action="store_true", help="list only failing cases in the table")

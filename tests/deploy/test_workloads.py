@@ -45,6 +45,21 @@ def test_replicas_spread_and_rollout_keep_an_answer(objects: Objects) -> None:
     assert spread["kubernetes.io/hostname"]["labelSelector"]["matchLabels"].items() <= labels.items()
 
 
+def test_replicas_are_not_preempted_and_their_class_is_admitted_in_the_namespace(objects: Objects) -> None:
+    """The validating webhook fails closed: a replica preempted for other pods stops pod creation.
+    Where the API server limits the critical classes to kube-system (GKE), a pod of one is refused
+    in a namespace without a quota covering it, so the quota must cover the replicas and a surge."""
+    deployment = one(objects, "Deployment", "gpu-webhook")
+    assert _pod(objects)["priorityClassName"] == "system-cluster-critical"
+    quota = one(objects, "ResourceQuota")
+    assert quota["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    (scope,) = quota["spec"]["scopeSelector"]["matchExpressions"]
+    assert (scope["scopeName"], scope["operator"]) == ("PriorityClass", "In")
+    assert "system-cluster-critical" in scope["values"]
+    surge = deployment["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
+    assert int(quota["spec"]["hard"]["pods"]) >= deployment["spec"]["replicas"] + surge
+
+
 def test_spread_counts_only_the_pods_of_one_rollout(objects: Objects) -> None:
     """Counted with the old pods still running, the second new pod sees two nodes (or zones) with
     one pod each and may join the first: after a rollout both replicas can share one node, and

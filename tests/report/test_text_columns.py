@@ -50,3 +50,16 @@ def test_every_column_lines_up_with_its_header() -> None:
             assert row[end - 1] != " " and (len(row) == end or row[end] == " "), (row, end)
     long_row = next(row for row in rows if LONG in row)
     assert long_row.split()[3:8] == ["gpu", "4", "1", "3", "$3,703.50"]
+
+
+def test_a_product_label_holding_control_characters_keeps_its_row_in_line() -> None:
+    """Escaped after the widths were measured, `\\x1b` (one character, four once escaped) pushed
+    the rest of its row four columns right of the header."""
+    nodes = [whole_node("w0", "H100\x1b[2J", 4), whole_node("w1", H100, 8)]
+    template = template_doc("t", {"gpu": "optional"}, match={"images": ["yy*"]})
+    catalog = make_catalog(template, policy_doc("all"))
+    table = render(build_report(build_inventory(nodes, []), catalog, []), "text").split("\n\n", 1)[0]
+    header, *rows = table.splitlines()
+    assert "\x1b" not in table and any("H100\\x1b[2J" in row for row in rows)
+    state = header.index("STATE")
+    assert all(row[state - 1] == " " and row[state] != " " for row in rows), table

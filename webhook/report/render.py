@@ -108,8 +108,10 @@ def render_text(report: Report) -> str:
 
 def _table(columns: tuple[tuple[str, str], ...], rows: list[tuple[str, ...]]) -> list[str]:
     """Header and rows, each column as wide as its widest cell (the last one left unpadded), two
-    spaces before the last column and one between the others."""
-    cells = [tuple(name for name, _ in columns), *rows]
+    spaces before the last column and one between the others. Cells are escaped (`showable`)
+    before they are measured: escaped after, a name holding a control character pushed its row's
+    columns out of line with the others."""
+    cells = [tuple(name for name, _ in columns), *(tuple(map(showable, row)) for row in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns) - 1)]
     lines = []
     for row in cells:

@@ -244,9 +244,12 @@ def _steering_record(text: object) -> list[tuple[int, int] | None]:
 
 
 def _json(text: object) -> object:
+    """The JSON value of a record; None when it is none. A record nested deeper than the parser
+    goes (RecursionError) is unreadable too: its author may write any text there, and the review
+    of a pod carrying `[[[...` a few thousand deep was an internal error (/validate: refused)."""
     try:
         return json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -514,10 +517,7 @@ def _is_zero(value: object) -> bool:
 
 def _recorded(text: object) -> dict[str, Any]:
     """The containers the rewrite recorded, with what each asked for; empty when unreadable."""
-    try:
-        found = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return {}
+    found = _json(text)
     per_container = found.get(GPU) if isinstance(found, dict) else None
     return per_container if isinstance(per_container, dict) else {}
 

@@ -428,3 +428,26 @@ def test_a_pods_own_slice_toleration_beside_a_catch_all_stays(
     assert "nvidia.com/mig-3g.40gb" in first.mutated["spec"]["containers"][0]["resources"]["limits"]
     again = decide(first.mutated, context(catalog, inventories["mixed-cluster"]))
     assert (again.allowed, again.patch, [v.code for v in again.violations]) == (True, (), [])
+
+
+@pytest.mark.parametrize(
+    "record",
+    [ORIGINAL_REQUEST_ANNOTATION, STEERED_ANNOTATION, "gpu.aethervirt.io/mig-node-preference"],
+)
+def test_a_record_nested_deeper_than_the_parser_goes_is_read_as_unreadable(
+    catalog: Catalog, inventories: dict[str, Inventory], record: str
+) -> None:
+    """Its author may write any text in a rewrite record: one of `[` nested 5,000 deep raised
+    RecursionError, the review an internal error (/mutate admitted the pod unmutated, /validate
+    refused it), and `report` stopped on a live pod carrying it (found by QA)."""
+    inventory = inventories["mixed-cluster"]
+    pod = vllm_pod()
+    pod["metadata"]["annotations"] = {
+        PROFILE_ANNOTATION: "3g.40gb",
+        ORIGINAL_REQUEST_ANNOTATION: '{"nvidia.com/gpu": {"vllm": "1"}}',
+        record: "[" * 5000 + "]" * 5000,
+    }
+    decision = decide(pod, context(catalog, inventory))
+    assert decision.allowed, decision.violations
+    assert decision.mutated is not None
+    assert "nvidia.com/mig-3g.40gb" in decision.mutated["spec"]["containers"][0]["resources"]["limits"]

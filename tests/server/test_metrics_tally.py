@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import threading
 import time
@@ -61,7 +62,8 @@ def count_at_once(
     for violation in made.violations:
         metrics.violations.labels(endpoint, violation.code, violation.outcome, dry).inc()
     if endpoint == "mutate" and made.allowed and made.patch:
-        metrics.patched.labels(made.template or "none", dry).inc()
+        for template in (made.template or "none").split(", "):
+            metrics.patched.labels(template, dry).inc()
 
 
 def samples(metrics: Metrics) -> list[str]:
@@ -79,6 +81,24 @@ def test_a_flushed_tally_exposes_what_counting_each_review_does() -> None:
     assert samples(tallied) != samples(direct), "nothing is counted before the flush"
     tallied.flush()
     assert samples(tallied) == samples(direct)
+
+
+def test_a_workload_patched_under_several_templates_counts_once_under_each() -> None:
+    """A workload's decision names its templates joined in the order its pod templates meet
+    them: as one label value, each order and subset an author wrote (a JobSet's replicatedJobs)
+    was a series of its own, kept in every worker's metrics file (found by QA)."""
+    metrics = create_metrics()
+    for template in ("fine-tuning, notebook", "notebook, fine-tuning", "notebook"):
+        made = Decision(True, template, "default", "enforce", (), (), None, PATCH)
+        metrics.review("mutate", "JobSet", False, made, 0.001)
+    text = metrics.exposition().decode()
+    assert metric_value(text, "gpu_webhook_mutations_total", template="fine-tuning") == 2
+    assert metric_value(text, "gpu_webhook_mutations_total", template="notebook") == 3
+    assert metric_value(text, "gpu_webhook_mutations_total") == 5
+    assert sorted(re.findall(r'gpu_webhook_mutations_total\{[^}]*template="([^"]*)"', text)) == [
+        "fine-tuning",
+        "notebook",
+    ]
 
 
 @pytest.mark.parametrize("seconds", [0.0, *LATENCY_BUCKETS, 0.00099, 0.0011, 10.5, 1e9])

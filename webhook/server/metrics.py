@@ -40,9 +40,9 @@ PROBE_BYTES = 1 << 16
 first samples wrote 16 KiB; with a page or two free it started, and died writing the next)."""
 LOG = logging.getLogger("gpu_webhook.metrics")
 
-ReviewShape = tuple[str, str, bool, bool, int, str | None, tuple[tuple[str, str], ...], Outcome]
+ReviewShape = tuple[str, str, bool, bool, int, tuple[str, ...] | None, tuple[tuple[str, str], ...], Outcome]
 """What the metrics record of one review: endpoint, kind, allowed, dry run, latency bucket,
-the template of a patch /mutate made (else None), each violation's (code, outcome), and whether
+the templates of a patch /mutate made (else None), each violation's (code, outcome), and whether
 the decision came from the decision cache (hit, miss or bypass)."""
 
 M = TypeVar("M", Counter, Histogram)
@@ -98,7 +98,7 @@ class Metrics:
         """Tally one answered review; `flush` adds it to the metrics. `reported`: the violations
         the answer reports, the ones counted (default: all the decision's)."""
         made_patch = endpoint == "mutate" and decision.allowed and bool(decision.patch)
-        patched = (decision.template or "none") if made_patch else None
+        patched = templates_of(decision) if made_patch else None
         violations = decision.outcomes if reported is None else tuple([(v.code, v.outcome) for v in reported])
         bucket = bisect_left(LATENCY_BUCKETS, seconds)  # the first bound >= seconds, as observe() picks
         shape = (endpoint, kind, decision.allowed, dry_run, bucket, patched, violations, cache)
@@ -114,8 +114,8 @@ class Metrics:
             _observe_in_bucket(self._child(self.latency, endpoint, dry), bucket, count)
             for code, outcome in violations:
                 self._child(self.violations, endpoint, code, outcome, dry).inc(count)
-            if patched is not None:
-                self._child(self.patched, patched, dry).inc(count)
+            for template in patched or ():
+                self._child(self.patched, template, dry).inc(count)
         for (endpoint, dry_run), total in seconds.items():
             _add_to_sum(self._child(self.latency, endpoint, _flag(dry_run)), total)
 
@@ -153,6 +153,15 @@ class Metrics:
         fields = {"folder": directory, "error": f"{type(exc).__name__}: {exc}"}
         LOG.error("metrics_merge_failed", extra={"fields": fields})
         return generate_latest(self.registry)
+
+
+def templates_of(decision: Decision) -> tuple[str, ...]:
+    """The templates a decision applied, each a `template` label of its own ("none": no template).
+    A workload's decision names its pod templates' joined by ", " in the order met (template names
+    are DNS labels, never holding a comma): as one label value, every order and subset of the
+    catalog's templates was a series of its own, as many as the pod templates of a JobSet or
+    Volcano Job an author writes make, each kept in every worker's metrics file for good."""
+    return tuple(decision.template.split(", ")) if decision.template else ("none",)
 
 
 def create_metrics() -> Metrics:

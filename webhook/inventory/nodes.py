@@ -19,6 +19,7 @@ from typing import Any, Final
 from webhook.core.model import CORDONED, SLICE_STRATEGIES, GpuNode, Inventory, SliceOffer, Strategy, Taint
 from webhook.core.mutators.packing_affinity import packing_order
 from webhook.core.mutators.tolerations import TRANSIENT_TAINTS, gpu_taints, is_gpu_taint
+from webhook.core.node_reach import could_give
 from webhook.core.profiles import (
     GPU,
     MIG_PREFIX,
@@ -395,17 +396,12 @@ def _aggregate(
     capacity 56) is what it was and will be again in a minute. What is on offer and free now
     (offers, their nodes, packing) comes only from the nodes with a device allocatable."""
     nodes = tuple(node for node in every if _has_devices(node.allocatable))
-    largest: dict[str, tuple[int, str]] = {}
-    for node in every:
-        for resource, count in node.schedulable_counts().items():
-            if count > largest.get(resource, (0, ""))[0]:
-                largest[resource] = (count, node.name)
+    largest, largest_gpu_slices, largest_gpu_container = _largest(every)
     by_product: dict[str, set[str]] = defaultdict(set)
     for node in nodes:
         by_product[node.product].update(node.slices)
     whole = [n for n in every if n.strategy in ("none", "mixed") and n.has(GPU) > 0]
     slice_nodes = tuple(n for n in every if n.strategy in SLICE_STRATEGIES)
-    slice_counts = [(n.has(GPU), n.name) for n in slice_nodes]
     offers, members = _offers(nodes, usage_known)
     return Inventory(
         nodes=every,
@@ -419,16 +415,8 @@ def _aggregate(
         whole_gpu_taints=gpu_taints(whole),
         whole_gpu_nodes=tuple(whole),
         gpu_slice_nodes=slice_nodes,
-        largest_gpu_slices=max(slice_counts, key=lambda most: most[0], default=(0, "")),
-        largest_gpu_container=max(
-            (
-                (n.container_gpus(), n.name)
-                for n in every
-                if n.strategy not in SLICE_STRATEGIES and n.has(GPU) > 0 and not n.gives_one_per_container()
-            ),
-            key=lambda most: most[0],
-            default=(0, ""),
-        ),
+        largest_gpu_slices=largest_gpu_slices,
+        largest_gpu_container=largest_gpu_container,
         profiles_by_product={k: frozenset(v) for k, v in by_product.items()},
         usage_known=usage_known,
         packing=_packing(nodes, tuple(members)) if usage_known else {},
@@ -436,6 +424,26 @@ def _aggregate(
         has_blocking_taints=any(n.blocking_taints for n in every),
         has_cordoned_nodes=usage_known and any(n.state == CORDONED for n in nodes),
     )
+
+
+def _largest(
+    every: tuple[GpuNode, ...],
+) -> tuple[dict[str, tuple[int, str]], tuple[int, str], tuple[int, str]]:
+    """Inventory.largest, largest_gpu_slices and largest_gpu_container: the most of each figure
+    one node could ever give (`could_give`, the rule node_reach.reach counts the nodes a pod's
+    choice admits by), and the first node with it; (0, "") where no node gives any."""
+    largest: dict[str, tuple[int, str]] = {}
+    slices = container = (0, "")
+    for node in every:
+        gives = could_give(node)
+        for resource, count in gives.counts.items():
+            if count > largest.get(resource, (0, ""))[0]:
+                largest[resource] = (count, node.name)
+        if gives.gpu_slices > slices[0]:
+            slices = (gives.gpu_slices, node.name)
+        if gives.container > container[0]:
+            container = (gives.container, node.name)
+    return largest, slices, container
 
 
 def _packing(

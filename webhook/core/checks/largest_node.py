@@ -2,26 +2,17 @@
 serves the resource on a node the pod may reach, or the pod may reach a GPU node whose device
 plugin advertises nothing yet: then no node count tells). What a node has is its capacity: one
 whose device plugin MIG Manager stopped still has its 8 GPUs, though none is allocatable now.
-The nodes are those the pod's own node choice admits (`reach`): a pod bound by nodeName to a
-node of 4 GPUs asking for 8 never runs, however large the other nodes are."""
+The nodes are those the pod's own node choice admits (node_reach.reach): a pod bound by nodeName
+to a node of 4 GPUs asking for 8 never runs, however large the other nodes are."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from webhook.core.env import Env
-from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode, Inventory
-from webhook.core.placement import (
-    Admitted,
-    NodeIndex,
-    admitted,
-    gets_whole_gpus,
-    gpu_nodes,
-    node_index,
-    recall,
-    remember,
-)
+from webhook.core.model import Finding, Inventory
+from webhook.core.node_reach import Reach, reach, reached_nodes
+from webhook.core.placement import admitted, gets_whole_gpus, recall, remember
 from webhook.core.podview import PodView
 from webhook.core.profiles import GPU, MIG_PREFIX
 from webhook.core.resources import Kind
@@ -82,114 +73,6 @@ def _advice(env: Env, held: Held) -> str:
     return f"no {node} has any"
 
 
-class Reach(NamedTuple):
-    """What the GPU nodes (node templates included) a pod may land on could ever give it, as
-    Inventory's figures of every GPU node: those its own node choice admits (nodeName,
-    nodeSelector, required node affinity, the template's, untolerated pool taints), or every one
-    where it makes no choice or its choice admits no node the inventory knows (a pool scaled to
-    zero, as gets_whole_gpus reads it: judged as if it chose none)."""
-
-    largest: Mapping[str, tuple[int, str]]
-    largest_gpu_slices: tuple[int, str]
-    largest_gpu_container: tuple[int, str]
-    chosen: Admitted | None = None
-    """The nodes its choice admits, where it left out some GPU node (messages then say so); a
-    lookup, not a list of them: one is kept per inventory and choice."""
-
-
-def reached_nodes(reached: Reach, nodes: Iterable[GpuNode]) -> Iterable[GpuNode]:
-    """Those of `nodes` the pod may land on."""
-    return nodes if reached.chosen is None else reached.chosen.among(nodes)
-
-
-def reach(env: Env) -> Reach:
-    """Worked out once per inventory and node choice, from bit masks of the nodes (`_Orders`):
-    a few operations per resource, not a read of every node the choice admits."""
-    inventory, placement = env.inventory, env.placement
-    if placement is None:
-        return _everywhere(inventory)
-    key = ("reach", placement)
-    found: Reach | None = recall(inventory, key)
-    if found is None:
-        orders, chosen = _orders(inventory), admitted(inventory, placement)
-        nodes = chosen.mask() & orders.every
-        found = _everywhere(inventory) if nodes in (0, orders.every) else _reach(orders, chosen, nodes)
-        remember(inventory, key, found)
-    return found
-
-
-def _everywhere(inventory: Inventory) -> Reach:
-    return Reach(inventory.largest, inventory.largest_gpu_slices, inventory.largest_gpu_container)
-
-
-def _reach(orders: _Orders, chosen: Admitted, nodes: int) -> Reach:
-    largest = {}
-    for resource, order in orders.by_resource.items():
-        most = _most(order, nodes, chosen.index)
-        if most[0] > 0:
-            largest[resource] = most
-    slices = _most(orders.slices, nodes, chosen.index)
-    return Reach(largest, slices, _most(orders.container, nodes, chosen.index), chosen)
-
-
-Order = tuple[tuple[int, int], ...]
-"""(a count, the nodes with that count as a mask of NodeIndex positions), the largest count first."""
-
-
-class _Orders(NamedTuple):
-    """The GPU nodes by what they could ever give, as Inventory's figures count it: per NVIDIA
-    resource (GpuNode.schedulable_counts), the nvidia.com/gpu of single-strategy and GKE partition
-    nodes (largest_gpu_slices), and the most one container gets (largest_gpu_container)."""
-
-    by_resource: dict[str, Order]
-    slices: Order
-    container: Order
-    every: int
-    """Every GPU node (`gpu_nodes`)."""
-
-
-def _orders(inventory: Inventory) -> _Orders:
-    """Worked out once per inventory."""
-    found: _Orders | None = recall(inventory, ("largest-orders",))
-    if found is None:
-        positions = node_index(inventory).positions
-        by_resource: dict[str, dict[int, int]] = {}
-        slices: dict[int, int] = {}
-        container: dict[int, int] = {}
-        every = 0
-        for node in gpu_nodes(inventory):
-            bit = 1 << positions[id(node)]
-            every |= bit
-            for resource, count in node.schedulable_counts().items():
-                _file(by_resource.setdefault(resource, {}), count, bit)
-            if node.strategy in SLICE_STRATEGIES:
-                _file(slices, node.has(GPU), bit)
-            elif node.has(GPU) > 0 and not node.gives_one_per_container():
-                _file(container, node.container_gpus(), bit)
-        orders = {resource: _order(counts) for resource, counts in by_resource.items()}
-        found = _Orders(orders, _order(slices), _order(container), every)
-        remember(inventory, ("largest-orders",), found)
-    return found
-
-
-def _file(counts: dict[int, int], count: int, bit: int) -> None:
-    if count > 0:
-        counts[count] = counts.get(count, 0) | bit
-
-
-def _order(counts: dict[int, int]) -> Order:
-    return tuple(sorted(counts.items(), reverse=True))
-
-
-def _most(order: Order, nodes: int, index: NodeIndex) -> tuple[int, str]:
-    """The most one of `nodes` has, and the first such node."""
-    for count, having in order:
-        found = having & nodes
-        if found:
-            return count, index.nodes[(found & -found).bit_length() - 1].name
-    return 0, ""
-
-
 class Held(NamedTuple):
     """One accelerator resource of the pod that node counts judge: how much the pod asks for and
     the most one node has (and which node); for nvidia.com/gpu, also the most one container asks
@@ -210,7 +93,7 @@ def held_against_nodes(env: Env) -> list[Held]:
     not what DRA serves where the pod may reach a node DRA serves on (reaches_dra_node), not a
     slice no node offers (MigProfileUnavailable says so), and none of NVIDIA's where the pod may
     reach a node whose devices are not known yet (reaches_pending_node); against the nodes its
-    own node choice admits (`reach`)."""
+    own node choice admits (node_reach.reach)."""
     inventory = env.inventory
     if not inventory.known:
         return []

@@ -2,7 +2,7 @@
 
 A node offers a slice it has in its capacity, allocatable now or not (MIG Manager stops the
 device plugin while it reconfigures), of the nodes the pod's own node choice admits
-(largest_node.reach: pinned to H100 nodes, an A100-only slice is nowhere for it); a node whose
+(node_reach.reach: pinned to H100 nodes, an A100-only slice is nowhere for it); a node whose
 device plugin advertises nothing yet, where the pod may land, may offer any
 (largest_node.reaches_pending_node)."""
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from webhook.core.checks.largest_node import Reach, reach, reaches_pending_node
+from webhook.core.checks.largest_node import reaches_pending_node
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer, Template
+from webhook.core.node_reach import Reach, reach
 from webhook.core.placement import admitted_offers
 from webhook.core.podview import AccelRequest
 from webhook.core.profiles import is_profile_syntax, policy_spelling, profile_from_resource

@@ -3,14 +3,15 @@ offers together (one pool partitioned `all-1g.10gb`, another `all-3g.40gb`), or 
 beside a slice where the nodes with whole GPUs have no slices. The scheduler puts a pod on one
 node, so such a pod would stay Pending for ever. Judged as `largest_node` judges one resource:
 against each node's capacity (node templates included), not what is free, of the nodes the
-pod's own node choice admits (`reach`): pinned to H100 nodes that each offer one of its two
-slices, it never runs, though an A100 node offers both."""
+pod's own node choice admits (node_reach.reach): pinned to H100 nodes that each offer one of its
+two slices, it never runs, though an A100 node offers both."""
 
 from __future__ import annotations
 
-from webhook.core.checks.largest_node import exceeds, held_against_nodes, not_steered, reach, reached_nodes
+from webhook.core.checks.largest_node import exceeds, held_against_nodes, not_steered
 from webhook.core.env import Env
 from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode
+from webhook.core.node_reach import reach, reached_nodes
 from webhook.core.placement import gets_whole_gpus, gpu_nodes
 from webhook.core.profiles import GPU
 

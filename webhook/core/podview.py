@@ -16,6 +16,7 @@ from webhook.core.quantity import is_whole, parse_quantity
 from webhook.core.resources import Kind, classify
 
 CONTAINER_GROUPS: Final = ("initContainers", "containers")
+VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -56,6 +57,9 @@ class ContainerView:
     image: str
     sidecar: bool
     accel: tuple[AccelRequest, ...]
+    visible_devices: str | None = None
+    """The value its env gives NVIDIA_VISIBLE_DEVICES (`_visible_value`), read in the one walk of
+    its env (`_read_env`): what GpuByEnvironment judges."""
 
     def __init__(
         self,
@@ -66,6 +70,7 @@ class ContainerView:
         image: str,
         sidecar: bool,
         accel: tuple[AccelRequest, ...],
+        visible_devices: str | None = None,
     ) -> None:
         object.__setattr__(self, "group", group)
         object.__setattr__(self, "index", index)
@@ -74,6 +79,7 @@ class ContainerView:
         object.__setattr__(self, "image", image)
         object.__setattr__(self, "sidecar", sidecar)
         object.__setattr__(self, "accel", accel)
+        object.__setattr__(self, "visible_devices", visible_devices)
 
     def resource_path(self, section: str, resource: str) -> str:
         return f'{self.path}.resources.{section}["{resource}"]'
@@ -162,6 +168,7 @@ def build_view(
     the workload runs the pod spec as one rank of a multi-pod group (`PodView.grouped`); a pod's
     own marks of one are read here (`_in_group`)."""
     containers = []
+    ranks = 0  # the largest group a container's env makes the pod a rank of
     pod_spec, pod_meta = lenient_object(spec), lenient_object(metadata)
     for group in CONTAINER_GROUPS:
         items = pod_spec.get(group)
@@ -169,7 +176,9 @@ def build_view(
             continue
         for index, item in enumerate(items):
             if isinstance(item, MAPPINGS):
-                containers.append(_container(base, group, index, item, advertised, inventory_known))
+                visible, size = _read_env(item.get("env"))
+                ranks = max(ranks, size)
+                containers.append(_container(base, group, index, item, advertised, inventory_known, visible))
     labels = _str_map(pod_meta.get("labels"))
     annotations = _str_map(pod_meta.get("annotations"))
     return PodView(
@@ -180,7 +189,7 @@ def build_view(
         annotations=annotations,
         has_resource_claims=bool(pod_spec.get("resourceClaims")),
         queued=queued or bool(pod_spec.get("schedulingGates")) or KUEUE_QUEUE_LABEL in labels,
-        grouped=grouped or _in_group(annotations, pod_spec),
+        grouped=grouped or ranks > 1 or _in_group(annotations),
     )
 
 
@@ -211,25 +220,43 @@ GROUP_VARS: Final = GROUP_SIZE_VARS | {TF_CONFIG_VAR, JAX_SIZE_VAR, JAX_COORDINA
 """Every variable that tells a rank of a group (what the inventory's trimmed pod keeps)."""
 
 
-def _in_group(annotations: Mapping[str, str], spec: Mapping[str, Any]) -> bool:
-    """A pod created as one rank of a group of more than one: a LeaderWorkerSet's or a JobSet's
-    replicated Job's (`GROUP_SIZE_ANNOTATIONS`), or a torch.distributed world's, a PaddleJob's, a
-    TFJob's or a JAXJob's (a container's `GROUP_VARS`)."""
-    if any(group_size(annotations.get(name)) > 1 for name in GROUP_SIZE_ANNOTATIONS):
-        return True
-    for group in CONTAINER_GROUPS:
-        items = spec.get(group)
-        for item in items if isinstance(items, list) else ():
-            env = item.get("env") if isinstance(item, MAPPINGS) else None
-            if isinstance(env, list) and _env_group_size(env) > 1:
-                return True
-    return False
+def _in_group(annotations: Mapping[str, str]) -> bool:
+    """A pod created as one rank of a group of more than one by its annotations: a
+    LeaderWorkerSet's or a JobSet's replicated Job's (`GROUP_SIZE_ANNOTATIONS`). A torch.distributed
+    world's, a PaddleJob's, a TFJob's or a JAXJob's is told by a container's `GROUP_VARS`
+    (`_read_env`)."""
+    return any(group_size(annotations.get(name)) > 1 for name in GROUP_SIZE_ANNOTATIONS)
 
 
-def _env_group_size(env: list[Any]) -> int:
-    """The largest group a container's env makes it a rank of. One pass that reads only the
-    variables of `GROUP_VARS`: it runs on every pod, and a container may set hundreds of others."""
-    found = [v for v in env if isinstance(v, MAPPINGS) and is_group_var(v.get("name"))]
+def _read_env(env: object) -> tuple[str | None, int]:
+    """A container's env, read in one pass: the value it gives NVIDIA_VISIBLE_DEVICES
+    (`_visible_value`), and the largest group it makes the pod a rank of (`_env_group_size`).
+    It runs on every container of every pod, and a container may set hundreds of variables:
+    GpuByEnvironment reads the value from the view, not the env again."""
+    visible: Any = None
+    found = []
+    for entry in env if isinstance(env, list) else ():
+        if isinstance(entry, MAPPINGS):
+            name = entry.get("name")
+            if name == VISIBLE_DEVICES:
+                visible = entry
+            elif is_group_var(name):
+                found.append(entry)
+    return _visible_value(visible), _env_group_size(found)
+
+
+def _visible_value(entry: Any) -> str | None:
+    """The value the last entry of a container's env named NVIDIA_VISIBLE_DEVICES gives it (the
+    last wins, as the kubelet sets them in order); None where none sets it or its value comes
+    from `valueFrom`."""
+    if entry is None or entry.get("valueFrom") is not None:
+        return None
+    value = entry.get("value")
+    return "" if value is None else str(value)
+
+
+def _env_group_size(found: list[Any]) -> int:
+    """The largest group these variables of `GROUP_VARS` make a container a rank of."""
     if not found:
         return 0
     coordinated = any(v.get("name") == JAX_COORDINATOR_VAR for v in found)
@@ -293,6 +320,7 @@ def _container(
     container: Mapping[str, Any],
     advertised: frozenset[str],
     inventory_known: bool,
+    visible_devices: str | None,
 ) -> ContainerView:
     item = lenient_object(container)
     name = item.get("name")
@@ -321,6 +349,7 @@ def _container(
         image=str(item.get("image") or ""),
         sidecar=group == "initContainers" and item.get("restartPolicy") == "Always",
         accel=tuple(accel),
+        visible_devices=visible_devices,
     )
 
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
-from webhook.core.checks.visible_devices import VISIBLE_DEVICES
 from webhook.core.model import ANNOTATION_PREFIX, ANNOTATIONS_MAX_BYTES, MIRROR_ANNOTATION, lenient_object
 from webhook.core.placement import REQUIRED
-from webhook.core.podview import GROUP_SIZE_ANNOTATIONS, build_view, is_group_var
+from webhook.core.podview import GROUP_SIZE_ANNOTATIONS, VISIBLE_DEVICES, build_view, is_group_var
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
 

@@ -162,3 +162,38 @@ def test_a_rank_of_a_multi_pod_group_is_told_by_what_its_controller_writes(
     if env is not None:
         pod["spec"]["containers"][0]["env"] = env
     assert view(pod).grouped is grouped
+
+
+@pytest.mark.parametrize(
+    ("env", "visible", "grouped"),
+    [
+        ([{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}], "all", False),
+        (
+            [
+                {"name": "NVIDIA_VISIBLE_DEVICES", "value": "0"},
+                {"name": "NVIDIA_VISIBLE_DEVICES", "value": "1"},
+            ],
+            "1",  # the last wins, as the kubelet sets them in order
+            False,
+        ),
+        ([{"name": "NVIDIA_VISIBLE_DEVICES", "value": None}], "", False),
+        ([{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "x"}}}], None, False),
+        (
+            [{"name": "WORLD_SIZE", "value": "2"}, {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+            "all",
+            True,
+        ),
+        ([{"name": "WORLD_SIZE", "value": "2"}], None, True),
+        ("not a list", None, False),
+        ([["NVIDIA_VISIBLE_DEVICES"]], None, False),
+    ],
+)
+def test_one_walk_of_a_containers_env_records_its_visible_devices_and_its_group(
+    env: object, visible: str | None, grouped: bool
+) -> None:
+    """GpuByEnvironment reads the value from the view, not the container's env again."""
+    pod = make_pod().init_container("i").container("a", gpu=1).build()
+    pod["spec"]["initContainers"][0]["env"] = env
+    found = view(pod)
+    assert [c.visible_devices for c in found.containers] == [visible, None]
+    assert found.grouped is grouped

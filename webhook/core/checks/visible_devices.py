@@ -23,11 +23,10 @@ from typing import Any, Final
 
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
 from webhook.core.env import Env
-from webhook.core.model import MAPPINGS, Finding, lenient_object
-from webhook.core.podview import ContainerView
+from webhook.core.model import Finding, lenient_object
+from webhook.core.podview import VISIBLE_DEVICES, ContainerView
 from webhook.core.resources import DEVICE_CLASS_PREFIX, NVIDIA_SHARING_PREFIXES, Kind
 
-VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
 EXPOSES_NO_GPU: Final = frozenset({"", "void", "none"})
 """The values of NVIDIA_VISIBLE_DEVICES that expose no GPU; any other names GPUs."""
 _NVIDIA_KINDS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.SUSPECT)
@@ -44,9 +43,8 @@ def check(env: Env) -> list[Finding]:
     dra = env.inventory.dra_resources
     findings = []
     for container in view.containers:
-        item = _item(spec, container)
-        value = visible_devices(item.get("env"))
-        if value is None or value in EXPOSES_NO_GPU or _asks_for_gpu(container, item, dra):
+        value = container.visible_devices  # read from its env as the view was built
+        if value is None or value in EXPOSES_NO_GPU or _asks_for_gpu(container, _item(spec, container), dra):
             continue
         message = (
             f"container {container.name} sets {VISIBLE_DEVICES}={value!r} but asks for no GPU: where "
@@ -56,19 +54,6 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("GpuByEnvironment", f"{container.path}.env[name={VISIBLE_DEVICES}]", message))
     return findings
-
-
-def visible_devices(env: object) -> str | None:
-    """The value a container's `env` gives NVIDIA_VISIBLE_DEVICES: the last entry of that name wins,
-    as the kubelet sets them in order; None where none sets it or its value comes from `valueFrom`."""
-    found: Any = None
-    for entry in env if isinstance(env, list) else ():
-        if isinstance(entry, MAPPINGS) and entry.get("name") == VISIBLE_DEVICES:
-            found = entry
-    if found is None or found.get("valueFrom") is not None:
-        return None
-    value = found.get("value")
-    return "" if value is None else str(value)
 
 
 def _item(spec: dict[Any, Any], container: ContainerView) -> dict[Any, Any]:

@@ -35,11 +35,11 @@ _TABLE: Final = (
     Reason("ExceedsTemplateMaxGpus", "deny", "More GPUs per pod than the template allows."),
     Reason("BelowTemplateMinGpus", "deny", "Fewer GPUs per pod than the template needs."),
     Reason("ExceedsPolicyMaxGpus", "deny", "More GPUs per pod than the namespace policy allows."),
-    Reason("ExceedsLargestNode", "deny", "More GPUs or slices than the largest node the pod may run on has."),
+    Reason("ExceedsLargestNode", "deny", "More GPUs or slices (or their time-sliced shares, `nvidia.com/gpu.shared`) than the largest node the pod may run on has."),
     Reason("NoNodeHoldsAll", "deny", "GPUs or slices that each fit on some node the pod may run on, but that no one of them has all of together."),
     Reason("ExceedsSharedGpuLimit", "deny", "More than one nvidia.com/gpu in a container whose only GPU nodes are GKE nodes whose sharing allows one (MPS: multi-GPU nodes)."),
     # MIG.
-    Reason("MigProfileUnavailable", "deny", "A MIG resource (nvidia.com/mig-*) no node it may run on advertises; where single-strategy or GKE nodes have the slice, the message says how to ask there."),
+    Reason("MigProfileUnavailable", "deny", "A MIG resource (nvidia.com/mig-*, `.shared` too) no node it may run on offers; where single-strategy or GKE nodes have it, the message says how to ask there."),
     Reason("MigProfileNotAllowed", "deny", "A MIG slice the namespace policy does not allow: asked for by name, or as nvidia.com/gpu on single-strategy or GKE partition nodes the pod may run on."),
     Reason("MigForbiddenByTemplate", "deny", "A MIG slice on a template that needs whole GPUs."),
     Reason("NoSliceFits", "deny", "No offered slice meets the need and the policy says to deny."),

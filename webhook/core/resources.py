@@ -114,8 +114,19 @@ def is_sharing(name: str) -> bool:
 
 
 def mig_profile_known(name: str, advertised: frozenset[str]) -> bool:
-    spelled = name[len(MIG_PREFIX) :]
+    """Whether a MIG resource names a profile some GPU or node has; a time-sliced share of a
+    slice (`nvidia.com/mig-1g.10gb.shared`) names its slice's."""
+    spelled = name[len(MIG_PREFIX) :].removesuffix(SHARED_SUFFIX)
     return name in advertised or is_known_profile_spelling(spelled)
+
+
+def is_time_sliced_name(name: str) -> bool:
+    """The name time-slicing renames NVIDIA's whole GPUs or a MIG slice to (renameByDefault):
+    `nvidia.com/gpu.shared`, `nvidia.com/mig-<profile>.shared`."""
+    if not (name.endswith(SHARED_SUFFIX) and name.startswith("nvidia.com/")):
+        return False
+    plain = name.removesuffix(SHARED_SUFFIX)
+    return plain == GPU or (plain.startswith(MIG_PREFIX) and is_profile_syntax(plain[len(MIG_PREFIX) :]))
 
 
 def _looks_like_gpu(name: str) -> bool:

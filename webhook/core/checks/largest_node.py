@@ -13,9 +13,9 @@ from webhook.core.env import Env
 from webhook.core.model import Finding, Inventory
 from webhook.core.node_reach import Reach, reach, reached_nodes
 from webhook.core.placement import admitted, gets_whole_gpus, recall, remember
-from webhook.core.podview import PodView
-from webhook.core.profiles import GPU, MIG_PREFIX
-from webhook.core.resources import Kind
+from webhook.core.podview import AccelRequest, PodView
+from webhook.core.profiles import GPU, MIG_PREFIX, SHARED_SUFFIX
+from webhook.core.resources import Kind, is_time_sliced_name
 
 
 def check(env: Env) -> list[Finding]:
@@ -68,6 +68,12 @@ def _advice(env: Env, held: Held) -> str:
     slices = sorted(r for r in reached.largest if r.startswith(MIG_PREFIX))
     if held.resource == GPU and slices:
         return f"no {node} serves whole GPUs, only MIG slices ({', '.join(slices)}): ask for one of those"
+    if held.resource.endswith(SHARED_SUFFIX):
+        plain = held.resource.removesuffix(SHARED_SUFFIX)
+        return (
+            f"no {node} has any (time-slicing advertises its shares as {held.resource} only where its "
+            f"config renames them, renameByDefault): ask for {plain}"
+        )
     if env.inventory.dra_nodes and held.resource in env.inventory.dra_resources:
         return "no node it may run on has any (its node choice or taints keep it off the nodes DRA serves on)"
     return f"no {node} has any"
@@ -100,15 +106,14 @@ def held_against_nodes(env: Env) -> list[Held]:
     held = []
     view = env.view
     reached = reach(env)
-    for resource in sorted({a.resource for c in view.containers for a in c.gpu_requests}):
+    for resource in sorted({a.resource for c in view.containers for a in c.accel if _judged(a)}):
         if resource == GPU and env.plan.rewrite:
             continue
         if resource in inventory.dra_resources and reaches_dra_node(env):
             continue  # its devices are in ResourceSlices, not in node counts
         if resource.startswith("nvidia.com/") and reaches_pending_node(env):
             continue  # a node it may land on has not said what it has
-        kind = Kind.WHOLE if resource == GPU else Kind.MIG
-        if kind is Kind.MIG and resource not in reached.largest:
+        if resource.startswith(MIG_PREFIX) and resource not in reached.largest:
             continue
         most, node = reached.largest.get(resource, (0, ""))
         if resource == GPU and not gets_whole_gpus(inventory, env.placement):
@@ -121,6 +126,16 @@ def held_against_nodes(env: Env) -> list[Held]:
             continue
         held.append(Held(resource, view.effective(resource), most, node))
     return held
+
+
+def _judged(request: AccelRequest) -> bool:
+    """Whole GPUs, MIG slices, and time-sliced shares of either by the name time-slicing renames
+    them to (`nvidia.com/gpu.shared`, `nvidia.com/mig-1g.10gb.shared`): a node advertises those
+    only where its device plugin's config renames them (renameByDefault), so a pod asking for
+    one no node it may reach advertises, or for more than one node has, stayed Pending for ever."""
+    if request.kind is Kind.SHARED:
+        return is_time_sliced_name(request.resource)
+    return request.kind in (Kind.WHOLE, Kind.MIG)
 
 
 def _held_per_container(inventory: Inventory, reached: Reach, view: PodView, most: int, node: str) -> Held:
@@ -190,7 +205,7 @@ def reaches_pending_node(env: Env) -> bool:
 def request_path(env: Env, resource: str) -> str:
     """Where the pod asks for `resource`: its first container's limit, else its request."""
     for container in env.view.containers:
-        for accel in container.gpu_requests:
+        for accel in container.accel:
             if accel.resource == resource:  # where the count is: a request alone has its own finding
                 return container.resource_path("limits" if accel.limit is not None else "requests", resource)
     return f"{env.view.base}.containers"  # pragma: no cover - a requested resource has a container

@@ -16,7 +16,7 @@ from webhook.core.model import Finding, SliceOffer, Template
 from webhook.core.node_reach import Reach, reach
 from webhook.core.placement import admitted_offers
 from webhook.core.podview import AccelRequest
-from webhook.core.profiles import is_profile_syntax, policy_spelling, profile_from_resource
+from webhook.core.profiles import SHARED_SUFFIX, is_profile_syntax, policy_spelling, profile_from_resource
 from webhook.core.resources import Kind, mig_profile_known
 
 
@@ -93,7 +93,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         message = (
             f"container {container}: no {nodes} offers {resource}; "
             f"offered{there}: {', '.join(offered) or f'none (no {nodes} advertises nvidia.com/mig-*)'}"
-            f"{_as_gpu(_reached_offers(env, reached), profile)}"
+            f"{_as_gpu(_reached_offers(env, reached), profile)}{_renamed(resource)}"
         )
         findings.append(Finding("MigProfileUnavailable", path, message))
     return findings
@@ -110,6 +110,16 @@ def _reached_offers(env: Env, reached: Reach) -> Iterable[SliceOffer]:
     if reached.chosen is not None and env.placement is not None:
         return admitted_offers(env.inventory, env.placement).values()
     return env.inventory.offers
+
+
+def _renamed(resource: str) -> str:
+    """Why a slice's time-sliced name may be on offer nowhere though the slice is."""
+    if not resource.endswith(SHARED_SUFFIX):
+        return ""
+    return (
+        f"; time-slicing names a slice's shares {resource} only where its config renames them "
+        f"(renameByDefault): elsewhere ask for {resource.removesuffix(SHARED_SUFFIX)}"
+    )
 
 
 def _needs_whole_gpus(template: Template) -> bool:

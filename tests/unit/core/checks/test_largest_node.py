@@ -270,3 +270,28 @@ def test_slices_are_held_against_the_nodes_the_pod_admits(unit_catalog: Catalog)
     path = 'spec.containers[name=c].resources.limits["nvidia.com/mig-1g.10gb"]'
     assert _decided(unit_catalog, pinned.build(), inventory) == [("ExceedsLargestNode", path)]
     assert _decided(unit_catalog, make_pod().container("c", limits=slices).build(), inventory) == []
+
+
+TIME_SLICED = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.replicas": "4"}
+
+
+def test_time_sliced_shares_by_their_renamed_name_are_judged_against_the_nodes(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    """Time-slicing advertises `nvidia.com/gpu.shared` only where its config renames the shares
+    (renameByDefault): asked for on a cluster whose nodes advertise none, or more of them than
+    one node has, the pod stayed Pending for ever with nothing said."""
+    limit = 'spec.containers[name=c].resources.limits["nvidia.com/gpu.shared"]'
+    one = make_pod().container("c", image="pytorch/pytorch", limits={"nvidia.com/gpu.shared": 1}).build()
+    assert run(largest_node.check, unit_catalog, one, mixed) == [("ExceedsLargestNode", limit)]
+    renamed = make_inventory(make_node("ts", TIME_SLICED, {"nvidia.com/gpu.shared": 16}))
+    assert run(largest_node.check, unit_catalog, one, renamed) == []
+    many = make_pod().container("c", image="pytorch/pytorch", limits={"nvidia.com/gpu.shared": 17}).build()
+    assert run(largest_node.check, unit_catalog, many, renamed) == [("ExceedsLargestNode", limit)]
+
+
+def test_a_slices_renamed_shares_no_node_offers_are_left_to_the_mig_check(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb.shared": 1}).build()
+    assert run(largest_node.check, unit_catalog, pod, mixed) == []

@@ -10,6 +10,8 @@ from tests.builders import (
     context,
     make_catalog,
     make_env,
+    make_inventory,
+    make_node,
     make_pod,
     mixed_node,
     pairs,
@@ -219,3 +221,18 @@ def test_the_advice_to_ask_for_a_gpu_names_only_nodes_the_pod_may_land_on(unit_c
     for node in ("a100", None):
         [finding] = found(node)
         assert label in finding.message
+
+
+def test_a_slices_renamed_shares_no_node_offers_are_unavailable(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    """Time-slicing advertises `nvidia.com/mig-1g.10gb.shared` only where its config renames a
+    slice's shares (renameByDefault): on nodes that offer the slice itself, the pod asking for
+    the renamed name stayed Pending for ever with nothing said."""
+    resource = "nvidia.com/mig-1g.10gb.shared"
+    pod = make_pod().container("c", image="vllm/vllm-openai", limits={resource: 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed) == [("MigProfileUnavailable", path(resource))]
+    renamed = make_inventory(
+        make_node("ts", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}, {resource: 28})
+    )
+    assert run(mig_slices.check, unit_catalog, pod, renamed) == []

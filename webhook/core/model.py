@@ -66,6 +66,10 @@ TotalAnnotationSizeLimitB)."""
 
 GKE_SHARING_LABEL: Final = "cloud.google.com/gke-gpu-sharing-strategy"
 GKE_CLIENTS_LABEL: Final = "cloud.google.com/gke-max-shared-clients-per-gpu"
+MIG_CONFIG_STATE_LABEL: Final = "nvidia.com/mig.config.state"
+MIG_RECONFIGURING_STATES: Final = frozenset({"pending", "rebooting"})
+"""MIG Manager's `nvidia.com/mig.config.state` while it applies the node's `nvidia.com/mig.config`
+(MIG.md §2.3): what the node advertises is the configuration it is leaving, or nothing."""
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -282,6 +286,12 @@ class GpuNode:
                     return state
         return READY
 
+    @property
+    def reconfiguring(self) -> bool:
+        """Whether MIG Manager is applying a new MIG configuration to it (MIG_RECONFIGURING_STATES):
+        its devices, allocatable and capacity, are those of the configuration it is leaving."""
+        return self.labels.get(MIG_CONFIG_STATE_LABEL) in MIG_RECONFIGURING_STATES
+
     def free(self, resource: str, cordon_applies: bool = True) -> int:
         """What a new pod could get of the resource here: none on a node that takes no new pods
         (its devices nobody holds are not free for the pod being decided). `cordon_applies`:
@@ -432,6 +442,9 @@ class Inventory:
     """Per namespace, what its LimitRanges allow of CPU, memory and NVIDIA resources
     (webhook/inventory/limit_ranges.py): injected CPU/memory keeps within them, and a rewrite
     does not drop a GPU they bound. Only namespaces some LimitRange bounds one of those in."""
+    reconfiguring_nodes: tuple[GpuNode, ...] = ()
+    """The GPU nodes MIG Manager is reconfiguring (GpuNode.reconfiguring), in `nodes` too: what they
+    will have when it is done is not what they have now, so they count among `pending_nodes`."""
     has_blocking_taints: bool = False
     """Some GPU node has blocking taints: then a pod's tolerations are part of its node choice."""
     has_cordoned_nodes: bool = False
@@ -448,8 +461,11 @@ class Inventory:
         """The GPU nodes whose devices are not known yet: `dra_nodes` where no DeviceClass selects
         NVIDIA GPUs, so no DRA driver serves them. A node labelled by NVIDIA's Node Feature
         Discovery rule (`nvidia.com/gpu.present`) while its driver installs, or whose device
-        plugin has never come up, advertises nothing until it does: it may have any device."""
-        return () if self.dra_gpu_resources else self.dra_nodes
+        plugin has never come up, advertises nothing until it does: it may have any device. So may
+        a node MIG Manager is reconfiguring (`reconfiguring_nodes`): an admin cutting the only H100
+        node `all-3g.40gb` made every pod asking for that slice MigProfileUnavailable until done."""
+        installing = () if self.dra_gpu_resources else self.dra_nodes
+        return (*installing, *self.reconfiguring_nodes) if self.reconfiguring_nodes else installing
 
 
 UNKNOWN_INVENTORY: Final = Inventory(

@@ -421,6 +421,7 @@ def _aggregate(
         usage_known=usage_known,
         packing=_packing(nodes, tuple(members)) if usage_known else {},
         members=members,
+        reconfiguring_nodes=tuple(n for n in every if n.reconfiguring),
         has_blocking_taints=any(n.blocking_taints for n in every),
         has_cordoned_nodes=usage_known and any(n.state == CORDONED for n in nodes),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from webhook.core.model import Catalog, GpuNode, Inventory
+from webhook.core.model import MIG_CONFIG_STATE_LABEL, Catalog, GpuNode, Inventory
 from webhook.core.profiles import GPU
 from webhook.inventory.nodes import is_gpu_device
 from webhook.inventory.usage import PodUsage
@@ -38,7 +38,6 @@ MIG_INVALID = (
     "<model>-MIG-INVALID, with gpu.count, gpu.replicas and gpu.memory 0): no device of it is counted"
 )
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 MIG_CONFIG_STATES = {"failed": "failed", "pending": "in progress", "rebooting": "in progress"}
 """The states MIG Manager leaves in `nvidia.com/mig.config.state` short of `success`."""
 UNRECOGNISED_PROFILE = (

@@ -185,7 +185,8 @@ def reaches_dra_node(env: Env) -> bool:
 
 def reaches_pending_node(env: Env) -> bool:
     """Whether the pod's node choice may reach a GPU node whose device plugin advertises nothing
-    yet (Inventory.pending_nodes: its driver installing, and no DRA driver serving GPUs). That
+    yet (Inventory.pending_nodes: its driver installing, and no DRA driver serving GPUs), or one
+    MIG Manager is reconfiguring, whose devices are those of the configuration it leaves. That
     node may have any device, as a node pool with no node now may (README: Node pools that scale
     from zero), so no node count tells what the pod can get. A choice that reaches no known node
     at all is judged as before, against the nodes the inventory knows."""

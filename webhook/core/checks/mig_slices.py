@@ -3,8 +3,8 @@
 A node offers a slice it has in its capacity, allocatable now or not (MIG Manager stops the
 device plugin while it reconfigures), of the nodes the pod's own node choice admits
 (node_reach.reach: pinned to H100 nodes, an A100-only slice is nowhere for it); a node whose
-device plugin advertises nothing yet, where the pod may land, may offer any
-(largest_node.reaches_pending_node)."""
+device plugin advertises nothing yet, or that MIG Manager is reconfiguring, where the pod may
+land, may offer any (largest_node.reaches_pending_node)."""
 
 from __future__ import annotations
 

@@ -236,3 +236,43 @@ def test_a_slices_renamed_shares_no_node_offers_are_unavailable(
         make_node("ts", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}, {resource: 28})
     )
     assert run(mig_slices.check, unit_catalog, pod, renamed) == []
+
+
+def test_a_slice_is_not_unavailable_while_a_node_it_may_reach_is_reconfigured(unit_catalog: Catalog) -> None:
+    """An admin relabels the only H100 node `nvidia.com/mig.config=all-3g.40gb`: while MIG Manager
+    applies it (`nvidia.com/mig.config.state` pending, then rebooting), the node still advertises
+    the 1g.10gb it is leaving, and a pod asking for 3g.40gb was denied until it was done. Pinned
+    to another node, or once the state is `success` or `failed`, it is judged as before."""
+    inventory_for = {
+        state: build_inventory(
+            [
+                {
+                    **(node := mixed_node("h100", H100, {"1g.10gb": (56, 9984)})),
+                    "metadata": {
+                        "name": "h100",
+                        "labels": {
+                            **node["metadata"]["labels"],
+                            "nvidia.com/mig.config": "all-3g.40gb",
+                            "nvidia.com/mig.config.state": state,
+                        },
+                    },
+                },
+                mixed_node("a100", A100, {"1g.10gb": (7, 9856)}),
+            ]
+        )
+        for state in ("pending", "rebooting", "success", "failed")
+    }
+    resource = "nvidia.com/mig-3g.40gb"
+    pod = make_pod().container("c", limits={resource: 1}).build()
+    pinned = make_pod().spec("nodeName", "a100").container("c", limits={resource: 1}).build()
+
+    def found(pod: dict[str, Any], state: str) -> list[tuple[str, str]]:
+        decision = decide(pod, context(unit_catalog, inventory_for[state]))
+        return [p for p in pairs(decision) if p[0] == "MigProfileUnavailable"]
+
+    unavailable = [("MigProfileUnavailable", path(resource))]
+    for state in ("pending", "rebooting"):
+        assert found(pod, state) == []
+        assert found(pinned, state) == unavailable
+    for state in ("success", "failed"):
+        assert found(pod, state) == unavailable

@@ -394,8 +394,10 @@ def _aggregate(
     (the largest node, whole-GPU and MIG nodes, the products steered off) comes from every one,
     by its labels and capacity: a node whose device plugin MIG Manager stopped (allocatable 0,
     capacity 56) is what it was and will be again in a minute. What is on offer and free now
-    (offers, their nodes, packing) comes only from the nodes with a device allocatable."""
-    nodes = tuple(node for node in every if _has_devices(node.allocatable))
+    (offers, their nodes, packing) comes only from the nodes with a device allocatable, and not
+    from one MIG Manager is reconfiguring (GpuNode.reconfiguring): until it stops the device
+    plugin, that advertises the slices it is about to lose, and pods were rewritten to them."""
+    nodes = tuple(node for node in every if _has_devices(node.allocatable) and not node.reconfiguring)
     largest, largest_gpu_slices, largest_gpu_container = _largest(every)
     by_product: dict[str, set[str]] = defaultdict(set)
     for node in nodes:

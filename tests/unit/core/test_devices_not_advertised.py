@@ -12,6 +12,7 @@ from typing import Any
 from tests.builders import (
     A100,
     GPU_TAINT,
+    H100,
     context,
     gke_node,
     make_inventory,
@@ -27,6 +28,7 @@ from webhook.core.checks import largest_node, mig_slices, one_node
 from webhook.core.decide import decide
 from webhook.core.model import Catalog, Inventory
 from webhook.core.mutators import tolerations, whole_gpu_guard
+from webhook.core.placement import REQUIRED
 from webhook.inventory.nodes import build_inventory
 from webhook.inventory.watch import node_record
 
@@ -228,3 +230,21 @@ def test_a_node_whose_gpus_the_sandbox_device_plugin_serves_is_still_a_gpu_node(
     kata = make_node("kata-0", labels, {"nvidia.com/pgpu": 8})
     inventory = make_inventory(passthrough, kata)
     assert [n.name for n in inventory.nodes] == ["kv-0", "kata-0"] and inventory.pending_nodes == ()
+
+
+def test_a_node_mig_manager_is_reconfiguring_offers_none_of_the_slices_it_is_leaving(
+    unit_catalog: Catalog,
+) -> None:
+    """The H100 node is relabelled `all-3g.40gb` (state pending) and its device plugin is not yet
+    stopped: it still advertises 56 allocatable 1g.10gb, which it is about to lose. A notebook was
+    rewritten to 1g.10gb on the H100s as well as the A100s; only the A100 node offers it now."""
+    h100 = mixed_node("h100-mig", H100, {"1g.10gb": (56, 9984)})
+    h100["metadata"]["labels"].update(
+        {"nvidia.com/mig.config": "all-3g.40gb", "nvidia.com/mig.config.state": "pending"}
+    )
+    inventory = build_inventory([h100, mixed_node("a100-mig", A100, {"1g.10gb": (28, 9856)})], pods=[])
+    assert [o.products for o in inventory.offers] == [(A100,)]
+    decision = decide(notebook({GPU: 1}), context(unit_catalog, inventory))
+    assert "RewrittenToMig" in decision.codes
+    terms = decision.mutated["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    assert [e["values"] for t in terms for e in t["matchExpressions"]] == [[A100]]

@@ -20,7 +20,7 @@ import pybase64
 
 from webhook import jsoncodec
 from webhook.core.clone import JSON_SCALARS
-from webhook.core.decide import MAX_WARNING, decide
+from webhook.core.decide import MAX_WARNING, decide, decide_ephemeral
 from webhook.core.model import (
     APPLIED_TEMPLATE_ANNOTATION,
     PROFILE_ANNOTATION,
@@ -43,6 +43,8 @@ from webhook.core.workloads import (
 )
 from webhook.core.workloads import is_supported as is_supported_group_kind
 
+EPHEMERAL_CONTAINERS: Final = "ephemeralcontainers"
+"""The pod subresource `kubectl debug` adds ephemeral containers through (an UPDATE of the Pod)."""
 API_VERSION: Final = "admission.k8s.io/v1"
 REVIEW_KIND: Final = "AdmissionReview"
 OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
@@ -90,6 +92,8 @@ class Review:
     old_obj: dict[str, Any] | None
     group: str | None = None
     """request.kind.group (`` for Pods, `apps`, `batch.volcano.sh`...); None: the kind's home group."""
+    sub_resource: str = ""
+    """request.subResource: `ephemeralcontainers` for `kubectl debug`; empty for the object itself."""
 
     def __init__(
         self,
@@ -102,6 +106,7 @@ class Review:
         obj: dict[str, Any],
         old_obj: dict[str, Any] | None,
         group: str | None = None,
+        sub_resource: str = "",
     ) -> None:
         object.__setattr__(self, "uid", uid)
         object.__setattr__(self, "kind", kind)
@@ -112,6 +117,7 @@ class Review:
         object.__setattr__(self, "obj", obj)
         object.__setattr__(self, "old_obj", old_obj)
         object.__setattr__(self, "group", group)
+        object.__setattr__(self, "sub_resource", sub_resource)
 
     @property
     def group_kind(self) -> GroupKind:
@@ -197,6 +203,7 @@ def _parse_request(request: dict[str, Any], uid: str) -> Review:
         obj=obj or {},
         old_obj=old,
         group=group,
+        sub_resource=_optional_string(request, "subResource", uid),
     )
 
 
@@ -323,6 +330,8 @@ def decide_review(review: Review, catalog: Catalog, inventory: Inventory) -> Dec
     )
     found = review.group_kind  # the review's group and kind decide: the object itself may not say
     if found == ("", "Pod"):
+        if review.sub_resource == EPHEMERAL_CONTAINERS:
+            return decide_ephemeral(review.obj, context)
         return decide(review.obj, context)
     if is_supported_group_kind(found):
         return decide_workload(review.obj, context, found)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from webhook.core.checks.visible_devices import ephemeral_findings, ephemeral_names
 from webhook.core.evaluate import evaluate_first_asked, mutated_copy
-from webhook.core.matching import excluded_by, policy_for
+from webhook.core.matching import excluded_by, policy_for, resolve_template
 from webhook.core.model import (
     MIRROR_ANNOTATION,
     Context,
@@ -19,6 +20,7 @@ from webhook.core.model import (
     Violation,
 )
 from webhook.core.patches import PatchDoesNotApply, make_patch
+from webhook.core.podview import build_view
 from webhook.core.reasons import NOT_MUTATIONS, REASONS
 from webhook.core.rewritten import redecided
 
@@ -66,6 +68,22 @@ def decide(pod: Pod, context: Context) -> Decision:
     patch, problems = patch_for(pod, mutated, env.view.base) if mutated is not pod else ([], [])
     changes = changes if patch else unmade(changes)
     return finish(policy, name, [*findings, *changes, *problems], mutated if patch else None, patch)
+
+
+def decide_ephemeral(pod: Pod, context: Context) -> Decision:
+    """An UPDATE of the pod's `ephemeralcontainers` subresource (`kubectl debug`): only the
+    ephemeral containers it adds (names the old object lacks; one added cannot be changed or
+    removed) are judged, by GpuByEnvironment, under the pod's policy and its mode. The pod's other
+    containers were judged when it was created, and nothing else of it can change here."""
+    namespace, policy, untouched = governing(pod, context, ("UPDATE",))
+    if untouched is not None:
+        return untouched
+    spec, metadata = _mapping(pod.get("spec")), _mapping(pod.get("metadata"))
+    findings = ephemeral_findings(spec, "spec", ephemeral_names(context.old_object))
+    inventory = context.inventory
+    view = build_view(spec, metadata, inventory.advertised, inventory.known)
+    template, _ = resolve_template(view, namespace, context.catalog, policy)  # named, not judged again
+    return finish(policy, template.name if template else None, findings, None, [])
 
 
 def unmade(changes: list[Finding]) -> list[Finding]:

@@ -245,6 +245,16 @@ def _read_env(env: object) -> tuple[str | None, int]:
     return _visible_value(visible), _env_group_size(found)
 
 
+def env_visible_devices(env: object) -> str | None:
+    """The value a container's `env` gives NVIDIA_VISIBLE_DEVICES (`_visible_value`), for a
+    container the view does not hold: an ephemeral one (GpuByEnvironment)."""
+    last: Any = None
+    for entry in env if isinstance(env, list) else ():
+        if isinstance(entry, MAPPINGS) and entry.get("name") == VISIBLE_DEVICES:
+            last = entry
+    return _visible_value(last)
+
+
 def _visible_value(entry: Any) -> str | None:
     """The value the last entry of a container's env named NVIDIA_VISIBLE_DEVICES gives it (the
     last wins, as the kubelet sets them in order); None where none sets it or its value comes

@@ -80,6 +80,7 @@ def example_values() -> dict[str, dict[str, Any]]:
         "Review": {
             "uid": "u", "kind": "Pod", "operation": "CREATE", "namespace": "ns", "name": "n", "dry_run": True,
             "obj": {"kind": "Pod"}, "old_obj": {"kind": "Pod", "old": True}, "group": "",
+            "sub_resource": "ephemeralcontainers",
         },
     }  # fmt: skip
 

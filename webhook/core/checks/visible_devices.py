@@ -15,6 +15,12 @@ issue 27). Nor is one that asks through DRA (a claim, a DeviceClass) or the KAI 
 annotations, whose drivers hand it its devices. A value from `valueFrom` (a ConfigMap, a Secret)
 cannot be read at admission: it is not judged (GPU-sharing schedulers set the variable that way for
 the GPUs they gave the pod).
+
+An ephemeral container (`kubectl debug`) may set no resources, so it never asks for a GPU: one
+that sets the variable to GPUs is always flagged, at `spec.ephemeralContainers[name=...]`. The
+API server adds them through the pod's `ephemeralcontainers` subresource, never at create:
+`ephemeral_findings` judges the ones an update of it adds (webhook/core/decide.py), and `check`
+judges every one a pod carries (a `kubectl get -o yaml` manifest given to `gpu-webhook check`).
 """
 
 from __future__ import annotations
@@ -24,22 +30,27 @@ from typing import Any, Final
 from webhook.core.checks.template_fit import ANNOTATION_REQUESTS
 from webhook.core.env import Env
 from webhook.core.model import Finding, lenient_object
-from webhook.core.podview import VISIBLE_DEVICES, ContainerView
+from webhook.core.podview import VISIBLE_DEVICES, ContainerView, env_visible_devices
 from webhook.core.resources import DEVICE_CLASS_PREFIX, NVIDIA_SHARING_PREFIXES, Kind
 
 EXPOSES_NO_GPU: Final = frozenset({"", "void", "none"})
 """The values of NVIDIA_VISIBLE_DEVICES that expose no GPU; any other names GPUs."""
 _NVIDIA_KINDS: Final = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.SUSPECT)
 """A GPU asked for by its name: a misspelt one is reported as such (UnknownAcceleratorResource)."""
+EPHEMERAL_CONTAINERS: Final = "ephemeralContainers"
 _ASKING_PREFIXES: Final = ("nvidia.com/", DEVICE_CLASS_PREFIX, *NVIDIA_SHARING_PREFIXES)
 """Names whose device plugin (or DRA driver) hands the container its NVIDIA devices."""
 
 
 def check(env: Env) -> list[Finding]:
+    spec = lenient_object(env.pod.get("spec"))
+    return [*_containers(env, spec), *ephemeral_findings(spec, env.view.base)]
+
+
+def _containers(env: Env, spec: dict[Any, Any]) -> list[Finding]:
     view = env.view
     if any(key in view.annotations for key in ANNOTATION_REQUESTS):
         return []
-    spec = lenient_object(env.pod.get("spec"))
     dra = env.inventory.dra_resources
     findings = []
     for container in view.containers:
@@ -54,6 +65,39 @@ def check(env: Env) -> list[Finding]:
         )
         findings.append(Finding("GpuByEnvironment", f"{container.path}.env[name={VISIBLE_DEVICES}]", message))
     return findings
+
+
+def ephemeral_findings(spec: dict[Any, Any], base: str, known: frozenset[str] = frozenset()) -> list[Finding]:
+    """GpuByEnvironment for each ephemeral container of the pod spec at `base`, but those named in
+    `known` (there before the update: they cannot be changed), whose env names GPUs. It cannot ask
+    for one (an ephemeral container may set no resources), nor be given one by a device plugin."""
+    items = spec.get(EPHEMERAL_CONTAINERS)
+    findings = []
+    for index, item in enumerate(items if isinstance(items, list) else ()):
+        container = lenient_object(item)
+        name = container.get("name")
+        if isinstance(name, str) and name in known:
+            continue
+        value = env_visible_devices(container.get("env"))
+        if value is None or value in EXPOSES_NO_GPU:
+            continue
+        selector = f"name={name}" if isinstance(name, str) and name else str(index)
+        message = (
+            f"ephemeral container {name} sets {VISIBLE_DEVICES}={value!r}: where the NVIDIA runtime "
+            "honours it, it gets GPUs that no scheduler counts, and that other pods are given too; an "
+            "ephemeral container cannot ask for GPUs: leave it out or set it to void"
+        )
+        path = f"{base}.{EPHEMERAL_CONTAINERS}[{selector}].env[name={VISIBLE_DEVICES}]"
+        findings.append(Finding("GpuByEnvironment", path, message))
+    return findings
+
+
+def ephemeral_names(pod: object) -> frozenset[str]:
+    """The names of the ephemeral containers a pod carries (none for a pod that is not an object)."""
+    spec = lenient_object(lenient_object(pod).get("spec"))
+    items = spec.get(EPHEMERAL_CONTAINERS)
+    names = [lenient_object(item).get("name") for item in (items if isinstance(items, list) else ())]
+    return frozenset([name for name in names if isinstance(name, str)])
 
 
 def _item(spec: dict[Any, Any], container: ContainerView) -> dict[Any, Any]:

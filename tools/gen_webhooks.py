@@ -1,4 +1,5 @@
-"""Write deploy/base/webhooks.yaml: the webhook configurations for pods, controllers and AI job kinds.
+"""Write deploy/base/webhooks.yaml: the webhook configurations for pods, controllers and AI job kinds,
+and the validating webhook's entry for the ephemeral containers `kubectl debug` adds.
 
 The CEL matchConditions are built here from one container check so that the pod, controller
 and CronJob variants cannot drift apart. Run after changing this file; a test fails while the
@@ -23,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from webhook.core.checks.visible_devices import VISIBLE_DEVICES
 from webhook.core.model import TEMPLATE_LABEL
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.sent import EXCLUDED_NAMESPACES, extra_resource
@@ -99,6 +101,13 @@ HEADER = """#
 # Mirror pods (annotation kubernetes.io/config.mirror: the API objects of static pods, which the
 # kubelet runs from files on the node) are not sent either: a change to one would not reach the
 # pod, and a denial would only hide it. The webhook leaves them alone if they come anyway.
+#
+# Ephemeral containers (kubectl debug) are added through the pods/ephemeralcontainers subresource,
+# which a rule on pods does not match. The validating configuration has an entry for it (UPDATE)
+# whose condition sends only an update that adds an ephemeral container setting
+# NVIDIA_VISIBLE_DEVICES (the GpuByEnvironment check: a debug container given every GPU of the node),
+# so kubectl debug without it never waits for the webhook. It fails closed, as pod validation
+# does: what it sends is a way around GPU accounting, and what it refuses nobody needs.
 """
 
 
@@ -106,6 +115,18 @@ OWNED_CONDITION = (
     "!has(object.metadata) || !has(object.metadata.ownerReferences) ||\n"
     "!object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"
 )
+EPHEMERAL_RESOURCE = "pods/ephemeralcontainers"
+ADDS_VISIBLE_DEVICES = "adds-visible-devices"
+EPHEMERAL_CONDITION = (
+    "has(object.spec) && has(object.spec.ephemeralContainers) &&\n"
+    "object.spec.ephemeralContainers.exists(e, has(e.env) &&\n"
+    f"  e.env.exists(v, has(v.name) && v.name == '{VISIBLE_DEVICES}') &&\n"
+    "  !(has(oldObject.spec) && has(oldObject.spec.ephemeralContainers) &&\n"
+    "    oldObject.spec.ephemeralContainers.exists(o, has(o.name) && has(e.name) && o.name == e.name)))"
+)
+"""An update of the subresource that adds an ephemeral container (a name oldObject lacks: one added
+cannot be changed or removed) setting NVIDIA_VISIBLE_DEVICES; /validate judges its value. The rule
+is UPDATE alone, whose oldObject is always the pod (null only on CREATE)."""
 MIRROR_CONDITION = (
     "!has(object.metadata) || !has(object.metadata.annotations) ||\n"
     "!('kubernetes.io/config.mirror' in object.metadata.annotations)"
@@ -198,13 +219,21 @@ def _webhook(
     webhook["namespaceSelector"] = {
         "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": EXCLUDED}]
     }
+    webhook["matchConditions"] = _conditions(rules[0]["resources"], condition)
+    return webhook
+
+
+def _conditions(resources: list[str], condition: str | None) -> list[dict[str, Any]]:
+    """The entry's `accelerator-or-template` condition (when given), then the one that keeps out
+    mirror pods or what a controller owns; the ephemeral containers' entry has its own alone."""
+    if resources == [EPHEMERAL_RESOURCE]:
+        return [{"name": ADDS_VISIBLE_DEVICES, "expression": EPHEMERAL_CONDITION}]
     conditions = [] if condition is None else [{"name": "accelerator-or-template", "expression": condition}]
-    if rules[0]["resources"] == ["pods"]:
+    if resources == ["pods"]:
         conditions.append({"name": "not-a-mirror-pod", "expression": MIRROR_CONDITION})
     else:
         conditions.append({"name": "not-owned-by-a-controller", "expression": OWNED_CONDITION})
-    webhook["matchConditions"] = conditions
-    return webhook
+    return conditions
 
 
 def _configuration(
@@ -214,6 +243,21 @@ def _configuration(
     pods = _rules({"": ["pods"]}, ["v1"], ["CREATE"])
     controllers = _rules(CONTROLLERS, ["v1"], ["CREATE", "UPDATE"])
     jobs = _rules(AI_JOBS, ["*"], ["CREATE", "UPDATE"])
+    ephemeral = _rules({"": [EPHEMERAL_RESOURCE]}, ["v1"], ["UPDATE"])
+    webhooks = [
+        _webhook(f"{verb}.gpu.aethervirt.io", path, pod_failure, pods, pod_condition(extras), mutating),
+        _webhook(
+            f"{verb}-workloads.gpu.aethervirt.io",
+            path,
+            "Ignore",
+            controllers,
+            controller_condition(extras),
+            mutating,
+        ),
+        _webhook(f"{verb}-ai-jobs.gpu.aethervirt.io", path, "Ignore", jobs, None, mutating),
+    ]
+    if not mutating:  # nothing to mutate: an ephemeral container may set no resources
+        webhooks.append(_webhook(f"{verb}-ephemeral.gpu.aethervirt.io", path, "Fail", ephemeral, None, False))
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
@@ -221,18 +265,7 @@ def _configuration(
             "name": "gpu-webhook",
             "labels": {"app.kubernetes.io/name": "gpu-webhook", "app.kubernetes.io/component": "webhook"},
         },
-        "webhooks": [
-            _webhook(f"{verb}.gpu.aethervirt.io", path, pod_failure, pods, pod_condition(extras), mutating),
-            _webhook(
-                f"{verb}-workloads.gpu.aethervirt.io",
-                path,
-                "Ignore",
-                controllers,
-                controller_condition(extras),
-                mutating,
-            ),
-            _webhook(f"{verb}-ai-jobs.gpu.aethervirt.io", path, "Ignore", jobs, None, mutating),
-        ],
+        "webhooks": webhooks,
     }
 
 

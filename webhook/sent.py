@@ -7,7 +7,10 @@ cases and asserts that both agree on every one. Change them together.
 
 The API server hands the conditions the object as it decoded it: a field set to null is absent,
 as it is here. The operation is CREATE; the mutating and validating configurations have the same
-rules and conditions.
+rules and conditions. But a pod that carries an ephemeral container setting NVIDIA_VISIBLE_DEVICES
+(`kubectl get -o yaml` of a pod `kubectl debug --env` was run on) is sent: the validating
+configuration's own entry for `pods/ephemeralcontainers` sent the update that added it, and `check`
+judges it as that review does.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from webhook.core.checks.visible_devices import EPHEMERAL_CONTAINERS, VISIBLE_DEVICES
 from webhook.core.model import MIRROR_ANNOTATION, TEMPLATE_LABEL
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.core.workloads import group_kind
@@ -102,7 +106,8 @@ def failed_condition(obj: Mapping[str, Any], at: str, extras: tuple[str, ...] = 
     """The first of entry `at`'s matchConditions that is false for the object; None when all hold."""
     metadata = _field(obj, "metadata")
     if at == POD_ENTRY:
-        if not (_labelled(metadata) or _asks(_field(obj, "spec"), extras)):
+        spec = _field(obj, "spec")
+        if not (_labelled(metadata) or _asks(spec, extras) or _debugged_with_visible_devices(spec)):
             why = f"it asks for no accelerator resource the conditions know and has no {TEMPLATE_LABEL} label"
             return NotSent("matchConditions", ACCELERATOR_OR_TEMPLATE, why)
         if MIRROR_ANNOTATION in _mapping(_field(metadata, "annotations")):
@@ -144,6 +149,17 @@ def _asks(spec: Any, extras: tuple[str, ...]) -> bool:
             for field in ("limits", "requests"):
                 if any(key_sent(str(key), extras) for key in _mapping(_field(resources, field))):
                     return True
+    return False
+
+
+def _debugged_with_visible_devices(spec: Any) -> bool:
+    """An ephemeral container with an env entry named NVIDIA_VISIBLE_DEVICES: the update that added
+    it was sent (the validating webhook's `adds-visible-devices` condition)."""
+    containers = _field(spec, EPHEMERAL_CONTAINERS)
+    for container in containers if isinstance(containers, list) else ():
+        env = _field(container, "env")
+        if any(_field(entry, "name") == VISIBLE_DEVICES for entry in (env if isinstance(env, list) else ())):
+            return True
     return False
 
 

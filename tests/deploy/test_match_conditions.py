@@ -32,6 +32,13 @@ MIRROR = "kubernetes.io/config.mirror"
 DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
 GENERATOR = ROOT / "tools" / "gen_webhooks.py"
 TEMPLATE_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
+EPHEMERAL = "validate-ephemeral.gpu.aethervirt.io"
+
+
+def paired(configuration: dict[str, Any]) -> list[dict[str, Any]]:
+    """A configuration's entries that have a twin in the other: all but the ephemeral containers'
+    entry, which only the validating configuration has (an ephemeral container has nothing to mutate)."""
+    return [webhook for webhook in configuration["webhooks"] if webhook["name"] != EPHEMERAL]
 
 
 def _conditions(rendered: Callable[[str], Objects], name: str) -> Callable[[Pod], bool]:
@@ -271,7 +278,7 @@ def test_extra_resources_a_cluster_names_are_sent_when_generated_with_them(tmp_p
         all_of(objects, f"{kind}WebhookConfiguration")[0] for kind in ("Mutating", "Validating")
     )
     assert [w.get("matchConditions") for w in mutating["webhooks"]] == [
-        w.get("matchConditions") for w in validating["webhooks"]
+        w.get("matchConditions") for w in paired(validating)
     ]
     assert "--extra-resource example.com/h100" in out.read_text(encoding="utf-8").splitlines()[0]
     assert _generate("--check", *extras[2:], *extras[:2], "--out", str(out)).returncode == 0
@@ -324,4 +331,69 @@ def test_extra_resources_are_bounded_so_the_conditions_stay_cheap(tmp_path: Path
         for webhook in document["webhooks"]
         for condition in webhook["matchConditions"]
     ]
-    assert len(expressions) == 10 and max(map(len, expressions)) < 50_000, "cel-go parses up to 100,000"
+    assert len(expressions) == 11 and max(map(len, expressions)) < 50_000, "cel-go parses up to 100,000"
+
+
+def _debugged(pod: Pod, name: str, env: list[Pod] | None) -> Pod:
+    """The pod with an ephemeral container added, as `kubectl debug` writes it (no env: none given)."""
+    debugged = {**pod, "spec": {**pod["spec"]}}
+    container: Pod = {"name": name, "image": "nvcr.io/nvidia/cuda:12.4.0-base-ubuntu22.04"}
+    if env is not None:
+        container["env"] = env
+    debugged["spec"]["ephemeralContainers"] = [*pod["spec"].get("ephemeralContainers", []), container]
+    return debugged
+
+
+def _sends_debug(rendered: Callable[[str], Objects]) -> Callable[[Pod, Pod], bool]:
+    (configuration,) = all_of(rendered("default"), "ValidatingWebhookConfiguration")
+    (webhook,) = [w for w in configuration["webhooks"] if w["name"] == EPHEMERAL]
+    environment = celpy.Environment()
+    programs = [environment.program(environment.compile(c["expression"])) for c in webhook["matchConditions"]]
+
+    def evaluate(new: Pod, old: Pod) -> bool:
+        activation = {"object": celpy.json_to_cel(new), "oldObject": celpy.json_to_cel(old)}
+        results = [program.evaluate(activation) for program in programs]
+        assert all(isinstance(r, celpy.celtypes.BoolType) for r in results), f"evaluation error: {results}"
+        return all(bool(r) for r in results)
+
+    return evaluate
+
+
+ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+
+
+def test_only_a_debug_container_that_sets_visible_devices_is_sent(rendered: Callable[[str], Objects]) -> None:
+    """kubectl debug without --env NVIDIA_VISIBLE_DEVICES never waits for the webhook (it fails closed)."""
+    sends = _sends_debug(rendered)
+    gpu = make_pod("gpu").container("c", gpu=1).build()
+    cpu = make_pod("cpu").container("c").build()
+    for old in (gpu, cpu):
+        assert sends(_debugged(old, "debugger", ALL), old)
+        assert sends(_debugged(old, "debugger", [{"name": "NVIDIA_VISIBLE_DEVICES"}]), old)
+        assert not sends(_debugged(old, "debugger", None), old)
+        assert not sends(_debugged(old, "debugger", [{"name": "TERM", "value": "xterm"}]), old)
+    earlier = _debugged(gpu, "earlier", ALL)  # admitted in warn mode: it is not sent again
+    assert not sends(_debugged(earlier, "debugger", None), earlier)
+    assert sends(_debugged(earlier, "debugger", ALL), earlier)
+
+
+def test_the_debug_entry_is_its_own_validating_rule(rendered: Callable[[str], Objects]) -> None:
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        (configuration,) = all_of(rendered("default"), kind)
+        entries = [w for w in configuration["webhooks"] if "pods/ephemeralcontainers" in str(w["rules"])]
+        if kind.startswith("Mutating"):
+            assert entries == [], "nothing to mutate: an ephemeral container may set no resources"
+            continue
+        (webhook,) = entries
+        assert webhook["name"] == EPHEMERAL and webhook["failurePolicy"] == "Fail"
+        assert webhook["clientConfig"]["service"]["path"] == "/validate"
+        assert webhook["rules"] == [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["UPDATE"],
+                "resources": ["pods/ephemeralcontainers"],
+                "scope": "Namespaced",
+            }
+        ]
+        assert [c["name"] for c in webhook["matchConditions"]] == ["adds-visible-devices"]

@@ -22,7 +22,7 @@ from tests.builders import make_pod
 from tests.conftest import corpus_files
 from tests.corpus_pods import pods_in
 from tests.deploy.conftest import Objects, all_of
-from tests.deploy.test_match_conditions import GENERATOR, _documents, _generate, celpy
+from tests.deploy.test_match_conditions import GENERATOR, _documents, _generate, celpy, paired
 from webhook.core.model import MIRROR_ANNOTATION, TEMPLATE_LABEL
 from webhook.sent import (
     _ENTRIES,
@@ -58,7 +58,7 @@ def _compiled(objects: Objects) -> Conditions:
     (validating,) = all_of(objects, "ValidatingWebhookConfiguration")
     (mutating,) = all_of(objects, "MutatingWebhookConfiguration")
     assert [w.get("matchConditions") for w in mutating["webhooks"]] == [
-        w.get("matchConditions") for w in validating["webhooks"]
+        w.get("matchConditions") for w in paired(validating)
     ], "check models both with one predicate"
     environment = celpy.Environment()
     programs = {
@@ -254,7 +254,7 @@ def test_sent_names_the_kinds_and_namespaces_the_rules_and_selector_do(
         if not configuration["kind"].endswith("WebhookConfiguration"):
             continue
         ruled: dict[tuple[str, str], str] = {}
-        for webhook in configuration["webhooks"]:
+        for webhook in paired(configuration):  # sent.py models CREATE, not a subresource's update
             verb, dash, rest = webhook["name"].split(".")[0].partition("-")
             at = entries[dash + rest]
             for rule in webhook["rules"]:
@@ -287,6 +287,14 @@ def test_sent_reads_extra_resources_and_words_as_the_generator_writes_them() -> 
         extra_resource("h100")
 
 
+def _debugged(env: list[Obj]) -> Obj:
+    """A pod asking for no GPU, as `kubectl get -o yaml` shows it after `kubectl debug --env ...`:
+    the update that added the ephemeral container is sent when it sets NVIDIA_VISIBLE_DEVICES."""
+    pod = make_pod("p").container("c").build()
+    pod["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox", "env": env}]
+    return pod
+
+
 @pytest.mark.parametrize(
     ("obj", "namespace", "by"),
     [
@@ -296,6 +304,9 @@ def test_sent_reads_extra_resources_and_words_as_the_generator_writes_them() -> 
         ({"apiVersion": "v1", "kind": "ReplicationController", "spec": {}}, "default", "rules"),
         ({"apiVersion": "other.example/v1", "kind": "Deployment"}, "default", "rules"),
         ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {}}, "default", None),
+        (_debugged([{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]), "default", None),
+        (_debugged([{"name": "TERM", "value": "xterm"}]), "default", "matchConditions"),
+        (_debugged([{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]), "kube-system", "namespaceSelector"),
     ],
 )
 def test_not_sent_says_what_skips_an_object(obj: Obj, namespace: str, by: str | None) -> None:

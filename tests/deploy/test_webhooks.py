@@ -49,6 +49,7 @@ def test_mutation_fails_open_and_only_pod_validation_fails_closed(objects: Objec
         "validate.gpu.aethervirt.io": "Fail",
         "validate-workloads.gpu.aethervirt.io": "Ignore",
         "validate-ai-jobs.gpu.aethervirt.io": "Ignore",
+        "validate-ephemeral.gpu.aethervirt.io": "Fail",
     }
     mutating = [w for kind, w in _webhooks(objects) if kind.startswith("Mutating")]
     assert all(w["reinvocationPolicy"] == "IfNeeded" for w in mutating)

@@ -171,6 +171,17 @@ def test_a_request_that_differs_from_its_limit_is_caught(
     ]
 
 
+@pytest.mark.parametrize(
+    "name", ["gke-samples__vit-training-spec-gcs-statefulset.yaml", "instaslice__tf-notebook.yaml"]
+)
+def test_tensorflow_jupyter_servers_are_notebooks(
+    name: str, catalog: Catalog, every_inventory: dict[str, Inventory]
+) -> None:
+    """TensorFlow's -jupyter image starts Jupyter: both manifests serve it on port 8888."""
+    decisions = _decisions(name, catalog, every_inventory["mixed-cluster"])
+    assert [d.template for _, d in decisions] == ["notebook"]
+
+
 @pytest.mark.parametrize("name", sorted(NO_GPU_REQUEST))
 def test_negative_controls_ask_for_no_gpu(
     name: str, catalog: Catalog, every_inventory: dict[str, Inventory]

@@ -295,3 +295,81 @@ def test_a_slices_renamed_shares_no_node_offers_are_left_to_the_mig_check(
 ) -> None:
     pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb.shared": 1}).build()
     assert run(largest_node.check, unit_catalog, pod, mixed) == []
+
+
+def test_a_choice_of_several_nodes_is_held_against_the_largest_of_them(unit_catalog: Catalog) -> None:
+    """A nodeSelector on a pool of a 4-GPU and an 8-GPU node, beside a pool of 16: 8 GPUs fit
+    the pool's 8-GPU node, 9 fit none of its nodes."""
+    nodes = [whole_node("p4", A100, 4), whole_node("p8", A100, 8), whole_node("q16", A100, 16)]
+    for node, pool in zip(nodes, ("p", "p", "q"), strict=True):
+        node["metadata"]["labels"]["pool"] = pool
+    inventory = make_inventory(*nodes)
+    eight = make_pod().spec("nodeSelector", {"pool": "p"}).container("c", gpu=8).build()
+    assert _decided(unit_catalog, eight, inventory) == []
+    nine = make_pod().spec("nodeSelector", {"pool": "p"}).container("c", gpu=9).build()
+    assert _decided(unit_catalog, nine, inventory) == [("ExceedsLargestNode", LIMIT)]
+
+
+def _hami_beside_whole() -> Inventory:
+    """A node of 2 GPUs HAMi splits into 20 vGPUs and a node of 4 whole GPUs, both in pool `p`,
+    and a node of 8 whole GPUs in pool `q`."""
+    labels = {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/gpu.count": "2", "pool": "p"}
+    nodes = [whole_node("a4", A100, 4), whole_node("a8", A100, 8)]
+    for node, pool in zip(nodes, ("p", "q"), strict=True):
+        node["metadata"]["labels"]["pool"] = pool
+    return make_inventory(make_node("hami", labels, {"nvidia.com/gpu": 20}), *nodes)
+
+
+def test_containers_of_as_many_gpus_as_one_container_gets_are_held_against_the_nodes_that_give_them(
+    unit_catalog: Catalog,
+) -> None:
+    """4 + 4 GPUs, where one container gets 4 on the node of 4 whole GPUs only: that node cannot
+    hold 8, though the HAMi node has 20 vGPUs; pinned to pool `p`, the 8-GPU node is out of reach."""
+    pod = make_pod().spec("nodeSelector", {"pool": "p"}).container("a", gpu=4).container("b", gpu=4).build()
+    path = 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]'
+    assert _decided(unit_catalog, pod, _hami_beside_whole()) == [("ExceedsLargestNode", path)]
+
+
+def test_whole_gpu_nodes_out_of_the_pods_reach_do_not_hold_its_containers(unit_catalog: Catalog) -> None:
+    """3 + 3 GPUs pinned to pool `p`: the HAMi node gives a container 2, the node of 4 cannot hold
+    6; the 8-GPU node that could is in pool `q`. Unpinned, the pod fits that node."""
+    three = make_pod().container("a", gpu=3).container("b", gpu=3)
+    assert _decided(unit_catalog, three.build(), _hami_beside_whole()) == []
+    pinned = three.spec("nodeSelector", {"pool": "p"}).build()
+    path = 'spec.containers[name=a].resources.limits["nvidia.com/gpu"]'
+    assert _decided(unit_catalog, pinned, _hami_beside_whole()) == [("ExceedsLargestNode", path)]
+
+
+def test_a_container_beyond_what_one_container_gets_is_found_at_its_request_alone(
+    unit_catalog: Catalog,
+) -> None:
+    """A container with a request and no limit: the finding points at the request it wrote."""
+    pod = make_pod().container("c", requests={"nvidia.com/gpu": 8}).build()
+    assert run(largest_node.check, unit_catalog, pod, _hami()) == [
+        ("ExceedsLargestNode", 'spec.containers[name=c].resources.requests["nvidia.com/gpu"]')
+    ]
+
+
+def test_a_pod_pinned_to_gke_shared_nodes_is_left_to_the_sharing_check(unit_catalog: Catalog) -> None:
+    """Selecting the GKE time-shared L4 pool, a container of 2 GPUs is ExceedsSharedGpuLimit's to
+    judge (GKE gives a container one there), not held against what one container gets elsewhere."""
+    shared = {
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+        "cloud.google.com/gke-max-shared-clients-per-gpu": "8",
+    }
+    inventory = make_inventory(
+        make_node("gke-l4-ts", shared, {"nvidia.com/gpu": 16}),
+        make_node(
+            "gke-a100-4", {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}, {"nvidia.com/gpu": 4}
+        ),
+    )
+    pod = (
+        make_pod()
+        .spec("nodeSelector", {"cloud.google.com/gke-accelerator": "nvidia-l4"})
+        .container("c", gpu=2)
+        .build()
+    )
+    found = pairs(decide(pod, context(unit_catalog, inventory)))
+    assert ("ExceedsSharedGpuLimit", LIMIT) in found
+    assert [f for f in found if f[0] == "ExceedsLargestNode"] == []

@@ -276,3 +276,16 @@ def test_a_slice_is_not_unavailable_while_a_node_it_may_reach_is_reconfigured(un
         assert found(pinned, state) == unavailable
     for state in ("success", "failed"):
         assert found(pod, state) == unavailable
+
+
+def test_a_slice_of_an_init_container_is_judged_too(unit_catalog: Catalog, mixed: Inventory) -> None:
+    """An init container's slice (a warm-up, a conversion step) is as much the pod's as a container's."""
+    pod = (
+        make_pod()
+        .init_container("warm", image="vllm/vllm-openai", limits={"nvidia.com/mig-2g.20gb": 1})
+        .container("c", image="vllm/vllm-openai")
+        .build()
+    )
+    assert run(mig_slices.check, unit_catalog, pod, mixed, "prod-a") == [
+        ("MigProfileNotAllowed", 'spec.initContainers[name=warm].resources.limits["nvidia.com/mig-2g.20gb"]')
+    ]

@@ -126,3 +126,22 @@ def test_only_the_nodes_the_pod_admits_may_hold_all(unit_catalog: Catalog) -> No
     assert found(on(A100)) == []
     assert found(on("NVIDIA-B200")) == []
     assert found(_two_slices("1g.10gb", "3g.40gb")) == []
+
+
+def test_a_container_beyond_what_one_container_gets_is_left_to_exceeds_largest_node(
+    unit_catalog: Catalog,
+) -> None:
+    """5 GPUs in one container, beside a slice: the HAMi node's 40 vGPUs are 4 GPUs, which no
+    container of 5 fits (ExceedsLargestNode says so); no second finding that no node has both."""
+    labels = {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/gpu.count": "4"}
+    inventory = make_inventory(
+        make_node("hami", labels, {"nvidia.com/gpu": 40}),
+        mixed_node("a100-1g", A100, {"1g.10gb": (28, 9856)}),
+    )
+    pod = (
+        make_pod()
+        .container("a", image="pytorch/pytorch", gpu=5)
+        .container("b", limits={"nvidia.com/mig-1g.10gb": 1})
+        .build()
+    )
+    assert run(one_node.check, unit_catalog, pod, inventory) == []

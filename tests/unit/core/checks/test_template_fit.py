@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import make_catalog, make_env, make_pod, policy_doc
+from tests.builders import (
+    A100,
+    make_catalog,
+    make_env,
+    make_inventory,
+    make_node,
+    make_pod,
+    policy_doc,
+    whole_node,
+)
 from tests.unit.core.checks._helpers import run
 from tests.unit.core.conftest import CPU, NOTEBOOK, POLICIES, SERVING, SMALL, TRAINING
 from webhook.core.checks import template_fit
 from webhook.core.model import Catalog
+from webhook.inventory.nodes import build_inventory
 
 
 @pytest.mark.parametrize(
@@ -136,3 +146,71 @@ def test_a_kai_scheduler_gpu_annotation_on_a_cpu_only_template_is_told_of_the_gp
     assert (no_gpu_here.code, no_gpu_here.path) == (elsewhere.code, elsewhere.path)
     assert "set label" in elsewhere.message and "notebook" in elsewhere.message
     assert "set label" not in no_gpu_here.message and "allows only CPU-only" in no_gpu_here.message
+
+
+def test_a_gpu_requested_without_a_limit_on_a_cpu_only_template_is_found_at_its_request(
+    unit_catalog: Catalog,
+) -> None:
+    pod = make_pod().template("cpu").container("c", requests={"nvidia.com/gpu": 1}).build()
+    assert run(template_fit.check, unit_catalog, pod) == [
+        ("GpuOnCpuOnlyTemplate", 'spec.containers[name=c].resources.requests["nvidia.com/gpu"]')
+    ]
+
+
+def test_a_gpu_of_an_init_container_on_a_cpu_only_template(unit_catalog: Catalog) -> None:
+    pod = make_pod().template("cpu").init_container("warm", gpu=1).container("c").build()
+    assert run(template_fit.check, unit_catalog, pod) == [
+        ("GpuOnCpuOnlyTemplate", 'spec.initContainers[name=warm].resources.limits["nvidia.com/gpu"]')
+    ]
+
+
+def test_kai_scheduler_annotations_together_are_found_at_the_fraction(unit_catalog: Catalog) -> None:
+    """KAI's gpu-fraction with gpu-fraction-num-devices: one finding, at the fraction it asks for."""
+    pod = (
+        make_pod()
+        .template("cpu")
+        .annotation("gpu-fraction-num-devices", "2")
+        .annotation("gpu-fraction", "0.5")
+        .container("prep")
+        .build()
+    )
+    assert run(template_fit.check, unit_catalog, pod) == [
+        ("GpuOnCpuOnlyTemplate", 'metadata.annotations["gpu-fraction"]')
+    ]
+
+
+@pytest.mark.parametrize(
+    "label",
+    [("training.kubeflow.org/job-role", "Launcher"), ("training.kubeflow.org/replica-type", "LAUNCHER")],
+)
+def test_a_launcher_labelled_in_any_case_needs_no_gpu(unit_catalog: Catalog, label: tuple[str, str]) -> None:
+    pod = make_pod().label(*label).container("c", image="vllm/vllm-openai").build()
+    assert run(template_fit.check, unit_catalog, pod) == []
+
+
+def test_a_device_that_is_no_accelerator_does_not_satisfy_a_gpu_template(unit_catalog: Catalog) -> None:
+    """An RDMA device a node advertises (an InfiniBand NIC) is no GPU: the pod still asks for none."""
+    inventory = make_inventory(
+        whole_node("a100", A100, 8), make_node("ib", {}, {"rdma/hca_shared_devices_a": 1})
+    )
+    pod = make_pod().container("c", image="vllm/vllm-openai", limits={"rdma/hca_shared_devices_a": 1}).build()
+    assert run(template_fit.check, unit_catalog, pod, inventory) == [
+        ("NoGpuOnGpuTemplate", "spec.containers")
+    ]
+
+
+def test_a_device_class_the_cluster_lacks_does_not_satisfy_a_gpu_template(unit_catalog: Catalog) -> None:
+    """Where the inventory lists DeviceClasses, a class name that is none of them (misspelt) is no
+    GPU: UnknownAcceleratorResource says so, and the GPU template that it asks for none."""
+    spec = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
+    gpu_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+    }
+    inventory = build_inventory([whole_node("a100", A100, 8)], device_classes=[{**gpu_class, "spec": spec}])
+    limits = {"deviceclass.resource.kubernetes.io/gpu.nvidia.co": 1}
+    pod = make_pod().container("c", image="vllm/vllm-openai", limits=limits).build()
+    assert run(template_fit.check, unit_catalog, pod, inventory) == [
+        ("NoGpuOnGpuTemplate", "spec.containers")
+    ]

@@ -172,3 +172,22 @@ def test_a_variant_gfd_wrote_without_its_plus_is_that_variant(
     plain = profile.split("+", 1)[0]
     assert found(pod, inventory, policy_doc("plain", mig={"allowedProfiles": [plain]})) == DENIED
     assert found(pod, inventory, policy_doc("variant", mig={"allowedProfiles": [profile]})) == []
+
+
+def test_a_pod_rewritten_where_only_mig_nodes_serve_gpus_is_judged_by_its_slice() -> None:
+    """Only single-strategy nodes: the notebook is rewritten to the allowed 1g.10gb slice and
+    pinned to its nodes, so the 3g.40gb nodes its nvidia.com/gpu might have landed on are no
+    longer where it goes."""
+    only_mig = make_inventory(
+        single_node("h100-1g", H100, "1g.10gb", 56, 9984), single_node("h100-3g", H100, "3g.40gb", 16, 40320)
+    )
+    pod = make_pod().container("c", image="jupyter/base-notebook", gpu=1).build()
+    allowed = policy_doc("only-1g", mig={"allowedProfiles": ["1g.10gb"]})
+    decision = decide(pod, context(make_catalog(NOTEBOOK, allowed), only_mig))
+    assert ("RewrittenToMig", GPU_PATH) in pairs(decision)
+    assert [p for p in pairs(decision) if p[0] == "MigProfileNotAllowed"] == []
+
+
+def test_a_pod_asking_zero_gpus_gets_no_mig_device(single: Inventory) -> None:
+    pod = make_pod().spec("nodeSelector", {PRODUCT: f"{H100}-MIG-1g.10gb"}).container("c", gpu=0).build()
+    assert found(pod, single) == []

@@ -105,3 +105,35 @@ def test_the_warning_names_the_devices_within_the_api_servers_budget(single_only
     pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).build()
     warning = next(w for w in decide(pod, context(catalog, single_only)).warnings if "OnlyMigDevices" in w)
     assert "(1g.10gb, 3g.40gb)" in warning[:MAX_WARNING]
+
+
+def test_several_devices_requested_without_a_limit_are_found_at_the_request(single_only: Inventory) -> None:
+    pod = make_pod().container("c", requests={"nvidia.com/gpu": 2}).build()
+    path = 'spec.containers[name=c].resources.requests["nvidia.com/gpu"]'
+    assert found(make_catalog(policy_doc("default")), pod, single_only) == [("OnlyMigDevices", path)]
+
+
+def test_a_pod_held_for_a_queue_manager_is_not_warned(single_only: Inventory) -> None:
+    """Kueue's flavor decides where it runs; QueuedPodKeptAsWritten says what it keeps."""
+    pod = make_pod().label("kueue.x-k8s.io/queue-name", "q").container("c", gpu=2).build()
+    assert found(make_catalog(policy_doc("default")), pod, single_only) == []
+    assert found(
+        make_catalog(policy_doc("default")), make_pod().container("c", gpu=2).build(), single_only
+    ) == [("OnlyMigDevices", GPU_PATH)]
+
+
+def test_several_devices_of_an_init_container_are_warned(single_only: Inventory) -> None:
+    pod = make_pod().init_container("convert", gpu=2).container("c", gpu=1).build()
+    path = 'spec.initContainers[name=convert].resources.limits["nvidia.com/gpu"]'
+    assert found(make_catalog(policy_doc("default")), pod, single_only) == [("OnlyMigDevices", path)]
+
+
+def test_a_template_that_forbids_mig_is_warned_of_a_single_device_too(single_only: Inventory) -> None:
+    """One nvidia.com/gpu, where a container of several is warned whatever its template."""
+    training = template_doc(
+        "training", match={"images": ["pytorch/*"]}, accelerator={"gpu": "required", "mig": "forbidden"}
+    )
+    pod = make_pod().container("c", image="pytorch/pytorch", gpu=1).build()
+    assert found(make_catalog(training, policy_doc("default")), pod, single_only) == [
+        ("OnlyMigDevices", GPU_PATH)
+    ]

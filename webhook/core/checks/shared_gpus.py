@@ -21,7 +21,7 @@ def check(env: Env) -> list[Finding]:
     if not inventory.known:
         return []
     over = [
-        (c, a.count)
+        (c, a)
         for c in env.view.containers
         for a in c.gpu_requests
         if a.resource == GPU and (a.count or 0) > 1
@@ -37,12 +37,14 @@ def check(env: Env) -> list[Finding]:
     if not nodes or not all(map(GpuNode.gives_one_per_container, nodes)):
         return []
     findings = []
-    for container, count in over:
+    for container, accel in over:
         message = (
-            f"container {container.name} asks for {count} {GPU}; the GPU nodes it may run on share "
+            f"container {container.name} asks for {accel.count} {GPU}; the GPU nodes it may run on share "
             f"their GPUs ({GKE_SHARING_LABEL}), where GKE gives a container at most 1"
         )
-        findings.append(Finding("ExceedsSharedGpuLimit", container.resource_path("limits", GPU), message))
+        # its request where it has no limit: a path to a limit it lacks would point at nothing
+        section = "limits" if accel.limit is not None else "requests"
+        findings.append(Finding("ExceedsSharedGpuLimit", container.resource_path(section, GPU), message))
     return findings
 
 

@@ -29,6 +29,14 @@ def test_two_gpus_in_a_container_on_shared_nodes_only(unit_catalog: Catalog) -> 
     ]
 
 
+def test_two_gpus_requested_without_a_limit_are_found_at_the_request(unit_catalog: Catalog) -> None:
+    """The path points at what the container wrote, not at a limit it lacks."""
+    pod = make_pod().container("a", requests={"nvidia.com/gpu": 2}).build()
+    assert run(shared_gpus.check, unit_catalog, pod, make_inventory(shared_l4())) == [
+        ("ExceedsSharedGpuLimit", 'spec.containers[name=a].resources.requests["nvidia.com/gpu"]')
+    ]
+
+
 def test_one_gpu_per_container_is_what_sharing_allows(unit_catalog: Catalog) -> None:
     pod = make_pod().container("a", gpu=1).container("b", gpu=1).build()
     assert run(shared_gpus.check, unit_catalog, pod, make_inventory(shared_l4())) == []

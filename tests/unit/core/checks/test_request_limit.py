@@ -54,3 +54,11 @@ def test_cpu_and_memory_may_differ(unit_catalog: Catalog) -> None:
         make_pod().container("c", gpu=1, requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "2"}).build()
     )
     assert run(request_limit.check, unit_catalog, pod) == []
+
+
+def test_a_misspelt_name_is_left_to_the_name_check(unit_catalog: Catalog) -> None:
+    """`nvidia.com/gpus` is UnknownAcceleratorResource; whether it has a limit is no second finding."""
+    pod = make_pod().container("c", requests={"nvidia.com/gpus": 1}).build()
+    assert run(request_limit.check, unit_catalog, pod) == []
+    pod = make_pod().container("c", limits={"nvidia.com/GPU": 2}, requests={"nvidia.com/GPU": 1}).build()
+    assert run(request_limit.check, unit_catalog, pod) == []

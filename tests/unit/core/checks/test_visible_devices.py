@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from tests.builders import make_pod
+from tests.builders import A100, make_pod, whole_node
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import visible_devices
 from webhook.core.model import Catalog
+from webhook.inventory.nodes import build_inventory
 
 PATH = "spec.containers[name=c].env[name=NVIDIA_VISIBLE_DEVICES]"
 
@@ -100,3 +101,23 @@ def test_malformed_env_is_read_as_absent(unit_catalog: Catalog) -> None:
         pod = make_pod().container("c").build()
         pod["spec"]["containers"][0]["env"] = env
         assert run(visible_devices.check, unit_catalog, pod) == []
+
+
+def test_a_container_asking_for_an_extended_resource_dra_serves_is_handed_its_devices(
+    unit_catalog: Catalog,
+) -> None:
+    """A DeviceClass's extendedResourceName outside nvidia.com/ (`example.com/h100`): DRA's driver
+    hands the container its GPUs, as the device plugin's Allocate does."""
+    spec = {
+        "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+        "extendedResourceName": "example.com/h100",
+    }
+    h100 = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "h100"},
+        "spec": spec,
+    }
+    inventory = build_inventory([whole_node("a100", A100, 8)], device_classes=[h100])
+    pod = _with_env(make_pod().container("c", limits={"example.com/h100": 1}).build(), _sets("all"))
+    assert run(visible_devices.check, unit_catalog, pod, inventory) == []

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhook.core.checks.visible_devices import EPHEMERAL_CONTAINERS, VISIBLE_DEVICES
+from webhook.core.checks.visible_devices import EPHEMERAL_CONTAINERS
 from webhook.core.model import MIRROR_ANNOTATION, TEMPLATE_LABEL
+from webhook.core.podview import VISIBLE_DEVICES
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.core.workloads import group_kind
 

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
+from webhook.core.podview import AccelRequest
 from webhook.core.resources import Kind
 
 
 def check(env: Env) -> list[Finding]:
     findings = []
     for container in env.view.containers:
-        kinds = sorted(
-            a.resource
-            for a in container.accel
-            if a.kind in (Kind.WHOLE, Kind.MIG) and (a.count is None or a.count > 0)
-        )
+        mixed = [a for a in container.accel if a.kind in (Kind.WHOLE, Kind.MIG) and _asks(a)]
+        kinds = sorted(a.resource for a in mixed)
         if len(kinds) > 1:
             message = (
                 f"container {container.name} asks for {' and '.join(kinds)}; "
                 "ask for whole GPUs or a single MIG profile, not both"
             )
-            findings.append(Finding("MixedAcceleratorKinds", f"{container.path}.resources.limits", message))
+            # its requests where it asks by requests alone: a path to limits it lacks points at nothing
+            section = "limits" if any(a.limit is not None for a in mixed) else "requests"
+            path = f"{container.path}.resources.{section}"
+            findings.append(Finding("MixedAcceleratorKinds", path, message))
     return findings
+
+
+def _asks(accel: AccelRequest) -> bool:
+    """A request for some of it (a zero asks for none: it is no kind of the container's)."""
+    return accel.count is None or accel.count > 0

@@ -39,3 +39,13 @@ def test_a_zero_quantity_does_not_count_as_a_kind(unit_catalog: Catalog) -> None
 def test_other_vendors_next_to_a_gpu_are_not_a_mix(unit_catalog: Catalog) -> None:
     pod = make_pod().container("c", gpu=1, limits={"rdma/roce_gdr": 1, "nvidia.com/gpumem": 3000}).build()
     assert run(mixed_kinds.check, unit_catalog, pod) == []
+
+
+def test_a_mix_asked_for_by_requests_alone_is_found_at_the_requests(unit_catalog: Catalog) -> None:
+    """The path named `limits`, which the container does not have (README: a path names a member
+    the object has); GpuRequestWithoutLimit is reported at the requests as well."""
+    requests = {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 1}
+    pod = make_pod().container("c", requests=requests).build()
+    assert run(mixed_kinds.check, unit_catalog, pod) == [
+        ("MixedAcceleratorKinds", "spec.containers[name=c].resources.requests")
+    ]

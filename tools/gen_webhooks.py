@@ -76,8 +76,9 @@ HEADER = """#
 #     the mutating webhook (fail closed: no GPU pod starts un-right-sized, nor at all while it is down).
 #
 # Who is never sent to the webhook: the namespaces kube-system, kube-node-lease, kube-public,
-# gpu-webhook (the webhook's own pods must start without it) and gpu-operator (the GPU operator's
-# validator pods ask for nvidia.com/gpu, and must start while the webhook is down): the default
+# gpu-webhook (the webhook's own pods must start without it), and gpu-operator and, as OpenShift
+# names it, nvidia-gpu-operator (the GPU operator's validator pods ask for nvidia.com/gpu, and
+# must start while the webhook is down): the default
 # policy's excludedNamespaces, which the webhook would leave alone anyway, selected by
 # kubernetes.io/metadata.name, which the API server sets and nobody can change. There is
 # deliberately no objectSelector: a label on the pod would let any user opt out of validation.

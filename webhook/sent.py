@@ -27,7 +27,14 @@ from webhook.core.podview import VISIBLE_DEVICES
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.core.workloads import group_kind
 
-EXCLUDED_NAMESPACES: Final = ("kube-system", "kube-node-lease", "kube-public", "gpu-webhook", "gpu-operator")
+EXCLUDED_NAMESPACES: Final = (
+    "kube-system",
+    "kube-node-lease",
+    "kube-public",
+    "gpu-webhook",
+    "gpu-operator",
+    "nvidia-gpu-operator",  # the GPU operator's namespace on OpenShift (OperatorHub)
+)
 """The namespaceSelector: kubernetes.io/metadata.name NotIn these: the default policy's
 excludedNamespaces, so that what the webhook would leave alone does not wait for it (the GPU
 operator's validator pods ask for nvidia.com/gpu, and the validating webhook fails closed)."""

@@ -15,7 +15,14 @@ from tests.deploy.conftest import Objects, all_of, one
 from webhook.core.model import TEMPLATE_LABEL
 from webhook.core.workloads import SUPPORTED
 
-EXCLUDED = {"kube-system", "kube-node-lease", "kube-public", "gpu-webhook", "gpu-operator"}
+EXCLUDED = {
+    "kube-system",
+    "kube-node-lease",
+    "kube-public",
+    "gpu-webhook",
+    "gpu-operator",
+    "nvidia-gpu-operator",
+}
 
 
 def _webhooks(objects: Objects) -> list[tuple[str, dict[str, Any]]]:

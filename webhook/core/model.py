@@ -450,6 +450,13 @@ class Inventory:
     has_cordoned_nodes: bool = False
     """Bound pods were counted and some GPU node is cordoned: a pod's tolerations then decide
     whether that node's free devices are free for it (Placement.free_on)."""
+    resting: Inventory | None = None
+    """The slices in the capacity of the GPU nodes whose device plugin is stopped (nothing
+    allocatable: a driver or GPU Operator upgrade restarts it, or every device is unhealthy) and
+    that MIG Manager is not reconfiguring, as an inventory of their own: those nodes with those
+    slices, none free. Not on offer (what is on offer now is what nodes advertise): slice choice
+    takes one only for a pod that, kept whole, could land on no node serving nvidia.com/gpu
+    (webhook/core/selection.py), which then waits for the slice it gets when the plugin is back."""
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """What was worked out of this inventory for a pod's node choice (webhook/core/placement.py),
     kept with it: reading a nodeSelector against 5,000 nodes takes most of a millisecond, and

@@ -584,6 +584,27 @@ def gets_whole_gpus(inventory: Inventory, placement: Placement | None) -> bool:
     return found
 
 
+def serves_kept_gpus(inventory: Inventory, placement: Placement | None) -> bool:
+    """Whether a pod that keeps nvidia.com/gpu may land on a node that could serve it, by its
+    labels and capacity: whole GPUs, MIG devices posing as GPUs (single strategy, GKE partitions),
+    a node whose devices are not known yet (Inventory.pending_nodes), or DRA serving it. Where
+    none does, kept whole it could run nowhere, and slice choice takes a slice only nodes whose
+    device plugin is stopped have (Inventory.resting). A choice that admits no GPU node the
+    inventory knows is judged as if it chose none."""
+    if GPU in inventory.dra_resources:
+        return True
+    serving = (*inventory.whole_gpu_nodes, *inventory.gpu_slice_nodes, *inventory.pending_nodes)
+    if placement is None or not serving:
+        return bool(serving)
+    key = ("serves-kept-gpus", placement)
+    found: bool | None = recall(inventory, key)
+    if found is None:
+        chosen = admitted(inventory, placement)
+        found = chosen.any_of(serving) or not chosen.any_of(gpu_nodes(inventory))
+        remember(inventory, key, found)
+    return found
+
+
 def _gets_whole_gpus(
     whole: tuple[GpuNode, ...], slices: tuple[GpuNode, ...], chosen: Admitted, any_whole: bool
 ) -> bool:
@@ -639,12 +660,21 @@ def offer_rooms(inventory: Inventory, placement: Placement | None, offer: SliceO
         chosen = None if placement is None else admitted(inventory, placement)
         pairs = {
             (n.allocatable.get("cpu", 0), n.allocatable.get("memory", 0))
-            for n in inventory.members.get(offer, ())
+            for n in offer_nodes(inventory, offer)
             if n.slices.get(profile, 0) >= devices and (chosen is None or chosen.admits(n))
         }
         found = tuple(sorted(pairs))
         remember(inventory, key, found)
     return found
+
+
+def offer_nodes(inventory: Inventory, offer: SliceOffer) -> tuple[GpuNode, ...]:
+    """The nodes of the offer: the inventory's, or, for a slice only nodes whose device plugin is
+    stopped have, theirs (Inventory.resting)."""
+    nodes = inventory.members.get(offer)
+    if nodes is None and inventory.resting is not None:
+        nodes = inventory.resting.members.get(offer)
+    return nodes or ()
 
 
 @dataclass(frozen=True, slots=True)

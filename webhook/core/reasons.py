@@ -55,7 +55,7 @@ _TABLE: Final = (
     # Warnings.
     Reason("OnlyMigDevices", "warn", "nvidia.com/gpu kept where the pod's GPU nodes serve it only as MIG devices, and its template forbids MIG, none holds its need or a container asks for several."),
     Reason("KeptWholeGpu", "warn", "The template prefers MIG but no slice that fits is offered where the pod may run, or the pod is a rank of a multi-pod group; nvidia.com/gpu is kept."),
-    Reason("WaitingForFreeSlice", "warn", "Every right-sized slice is in use; the pod keeps the smallest and waits for one to free up."),
+    Reason("WaitingForFreeSlice", "warn", "Every right-sized slice is in use (or on nodes whose device plugin is stopped); the pod keeps the smallest and waits for one to free up."),
     Reason("AnnotationsLeaveNoRoom", "deny", "The pod's annotations leave no room for what the webhook must add within the API server's 256 KiB."),
     Reason("MutationSkipped", "warn", "The webhook could not mutate this pod safely and left it unchanged."),
     # Information (mutations and skips).

@@ -40,6 +40,7 @@ from webhook.core.placement import (
     has_room,
     recall,
     remember,
+    serves_kept_gpus,
     slice_rooms,
 )
 from webhook.core.pod_resources import NO_FILLS, TemplateFills, pod_requests
@@ -108,6 +109,39 @@ def plan_slice(
         return NO_PLAN
     if view.queued or view.grouped:
         return _kept_as_written(view, inventory, placement)
+    plan = _plan_on(inventory, view, template, need, devices, policy, placement, quota, spec, fills, limits)
+    resting = inventory.resting
+    if plan.offer is not None or resting is None or serves_kept_gpus(inventory, placement):
+        return plan
+    waiting = _plan_on(
+        resting, view, template, need, devices, policy, placement, quota, spec, fills, limits, _STOPPED
+    )
+    return waiting if any(f.code in _NONE_FREE for f in waiting.findings) else plan
+
+
+_NONE_FREE: Final = frozenset({"WaitingForFreeSlice", "NoFreeSlice"})
+_STOPPED: Final = "on nodes whose device plugin is stopped (restarting, or their devices unhealthy)"
+
+
+def _plan_on(
+    inventory: Inventory,
+    view: PodView,
+    template: Template,
+    need: Need,
+    devices: int,
+    policy: Policy,
+    placement: Placement | None,
+    quota: Mapping[str, int] | None,
+    spec: Mapping[str, Any] | None,
+    fills: TemplateFills,
+    limits: LimitBounds | None,
+    busy: str = "in use",
+) -> Plan:
+    """The slice among the inventory's offers. Among Inventory.resting's, the slices only nodes
+    whose device plugin is stopped have, none is free: `whenNoneFree` decides, as on a busy
+    cluster, `busy` saying where they are (kept whole where no node it may reach serves
+    nvidia.com/gpu, a notebook was denied ExceedsLargestNode for the minute a driver or GPU
+    Operator upgrade restarted the only MIG node's device plugin)."""
     if placement is None:
         offers, original = inventory.offers, None
     else:
@@ -124,7 +158,9 @@ def plan_slice(
     own = _own_requests(spec, fills) if offers else _NO_REQUESTS
     roomy = _with_room(inventory, placement, devices, offers, own)
     adds = bool(template.inject.node_affinity or template.inject.tolerations)
-    sizing = Sizing(inventory.usage_known, pinned, inventory, placement, roomy, left_out, left_out_by, adds)
+    sizing = Sizing(
+        inventory.usage_known, pinned, inventory, placement, roomy, left_out, left_out_by, adds, busy
+    )
     plan = _plan(view, roomy, need, devices, policy, sizing)
     if plan.offer is None and len(roomy) < len(offers):
         crowded = [o for o in offers if o not in roomy and _candidate(o, need, devices, policy)]
@@ -427,6 +463,8 @@ class Sizing:
     left_out_by: str = "ResourceQuota"
     template_adds: bool = False
     """The template adds node affinity or tolerations to the choice (named in the message)."""
+    busy: str = "in use"
+    """Where the slices are when none is free (`_choose_free`'s messages)."""
 
     def kept(self) -> str:
         """What the pod keeps when it gets no slice (`_kept`): worked out only then."""
@@ -447,11 +485,16 @@ def _plan(
     candidates = list(right_sized) or larger
     if not candidates:
         return Plan(findings=(_no_fit(view, need, policy, fitting, sizing, devices),))
-    return _choose_free(view, candidates, fitting, devices, policy)
+    return _choose_free(view, candidates, fitting, devices, policy, sizing.busy)
 
 
 def _choose_free(
-    view: PodView, candidates: list[SliceOffer], fitting: list[SliceOffer], devices: int, policy: Policy
+    view: PodView,
+    candidates: list[SliceOffer],
+    fitting: list[SliceOffer],
+    devices: int,
+    policy: Policy,
+    busy: str = "in use",
 ) -> Plan:
     """The smallest candidate with room on one node; when none has, what `whenNoneFree` says."""
     free = [o for o in candidates if _has_free(o, devices)]
@@ -461,16 +504,16 @@ def _choose_free(
     larger = [o for o in fitting if _has_free(o, devices)]
     if policy.when_none_free == "larger" and larger:
         message = (
-            f"every {smallest.profile} slice is in use; took the next larger free one, {larger[0].profile}"
+            f"every {smallest.profile} slice is {busy}; took the next larger free one, {larger[0].profile}"
         )
         return Plan(offer=larger[0], rewrite=True, findings=(Finding("TookLargerFreeSlice", path, message),))
     if policy.when_none_free == "deny":
         free_now = (
             ", ".join(f"{o.profile} ({o.free_per_node} on one node)" for o in larger) or "none that fits"
         )
-        message = f"every {smallest.profile} slice is in use; free now: {free_now}"
+        message = f"every {smallest.profile} slice is {busy}; free now: {free_now}"
         return Plan(findings=(Finding("NoFreeSlice", path, message),))
-    message = f"every {smallest.profile} slice is in use; the pod waits for one"
+    message = f"every {smallest.profile} slice is {busy}; the pod waits for one"
     return Plan(offer=smallest, rewrite=True, findings=(Finding("WaitingForFreeSlice", path, message),))
 
 

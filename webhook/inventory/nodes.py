@@ -426,6 +426,36 @@ def _aggregate(
         reconfiguring_nodes=tuple(n for n in every if n.reconfiguring),
         has_blocking_taints=any(n.blocking_taints for n in every),
         has_cordoned_nodes=usage_known and any(n.state == CORDONED for n in nodes),
+        resting=_resting(every),
+    )
+
+
+def _resting(every: tuple[GpuNode, ...]) -> Inventory | None:
+    """Inventory.resting: each node with nothing allocatable, not being reconfigured, with the
+    slices its capacity has (what it offers again once its device plugin is back), and their
+    offers, none free (its allocatable stays 0); None where no such node has a slice."""
+    stopped = []
+    for node in every:
+        if _has_devices(node.allocatable) or node.reconfiguring:
+            continue
+        slices, memory = _slices(node.strategy, node.labels, node.capacity, node.product)
+        if slices:
+            stopped.append(replace(node, slices=slices, slice_memory_mib=memory))
+    if not stopped:
+        return None
+    offers, members = _offers(tuple(stopped), usage_known=True)
+    return Inventory(
+        nodes=tuple(stopped),
+        known=True,
+        offers=offers,
+        largest={},
+        advertised=frozenset(),
+        single_mig_products=(),
+        has_gke_partitions=False,
+        whole_gpu_taints=(),
+        profiles_by_product={},
+        usage_known=True,
+        members=members,
     )
 
 

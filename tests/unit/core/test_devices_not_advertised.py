@@ -15,14 +15,17 @@ from tests.builders import (
     H100,
     context,
     gke_node,
+    make_catalog,
     make_inventory,
     make_node,
     make_pod,
     mixed_node,
+    policy_doc,
     single_node,
     whole_node,
 )
 from tests.unit.core.checks._helpers import run
+from tests.unit.core.conftest import NOTEBOOK
 from tests.unit.core.mutators._helpers import apply
 from webhook.core.checks import largest_node, mig_slices, one_node
 from webhook.core.decide import decide
@@ -147,6 +150,69 @@ def test_a_pod_tolerates_the_taints_of_a_stopped_node_that_has_its_slice(unit_ca
     inventory = make_inventory(mig, whole_node("a100-2", A100, 2))
     mutated, _ = apply(tolerations.mutate, unit_catalog, notebook({SLICE: 1}), inventory)
     assert SKU_TOLERATION in mutated["spec"]["tolerations"]
+
+
+def restarting(node: dict[str, Any]) -> dict[str, Any]:
+    """The node while a driver or GPU Operator upgrade restarts its device plugin: every NVIDIA
+    device 0 allocatable, its capacity as it was, its MIG configuration applied (`success`)."""
+    paused(node)["metadata"]["labels"].update(
+        {"nvidia.com/gpu.deploy.device-plugin": "true", "nvidia.com/mig.config.state": "success"}
+    )
+    return node
+
+
+def gpu_limit(mutated: dict[str, Any]) -> dict[str, Any]:
+    return dict(mutated["spec"]["containers"][0]["resources"]["limits"])
+
+
+# ---------------------------------------------------------------------------------------------
+# A slice only a stopped node has: what a pod kept whole could never get otherwise
+
+
+def test_a_notebook_waits_for_the_slice_of_the_only_mig_node_whose_plugin_restarts(
+    unit_catalog: Catalog,
+) -> None:
+    """Kept whole for want of a slice on offer, it was denied ExceedsLargestNode ("no node serves
+    whole GPUs, only MIG slices: ask for one of those") until the device plugin was back."""
+    node = restarting(mixed_node("h100-mig", H100, {"1g.10gb": (56, 9984), "3g.40gb": (8, 40192)}))
+    for inventory in (make_inventory(node), build_inventory([node], pods=[])):
+        decision = decide(notebook({GPU: 1}), context(unit_catalog, inventory))
+        assert decision.allowed and "ExceedsLargestNode" not in decision.codes
+        assert {"RewrittenToMig", "WaitingForFreeSlice"} <= set(decision.codes)
+        assert gpu_limit(decision.mutated)[SLICE] == 1 and GPU not in gpu_limit(decision.mutated)
+
+
+def test_beside_a_whole_gpu_node_a_notebook_keeps_its_whole_gpu_while_the_mig_node_restarts(
+    unit_catalog: Catalog,
+) -> None:
+    """README: a stopped node offers no slice; a pod that fits a whole-GPU node as written keeps
+    it, unless its own node choice leaves it only the stopped node."""
+    mig = restarting(mixed_node("h100-mig", H100, {"1g.10gb": (56, 9984)}))
+    inventory = make_inventory(mig, whole_node("a100-2", A100, 2))
+    decision = decide(notebook({GPU: 1}), context(unit_catalog, inventory))
+    assert decision.allowed and "KeptWholeGpu" in decision.codes and "RewrittenToMig" not in decision.codes
+    pinned = make_pod().label("app", "jupyter").spec("nodeSelector", {"kubernetes.io/hostname": "h100-mig"})
+    decision = decide(
+        pinned.container("c", image="jupyter/base", limits={GPU: 1}).build(), context(unit_catalog, inventory)
+    )
+    assert decision.allowed and {"RewrittenToMig", "WaitingForFreeSlice"} <= set(decision.codes)
+
+
+def test_whennonefree_decides_for_a_slice_only_a_stopped_node_has() -> None:
+    """As on a busy cluster: `deny` rejects the pod and names what is free (nothing)."""
+    catalog = make_catalog(NOTEBOOK, policy_doc("default", ["*"], mig={"whenNoneFree": "deny"}))
+    node = restarting(mixed_node("h100-mig", H100, {"1g.10gb": (56, 9984)}))
+    decision = decide(notebook({GPU: 1}), context(catalog, make_inventory(node)))
+    assert not decision.allowed and "NoFreeSlice" in decision.codes
+
+
+def test_a_notebook_is_never_rewritten_to_a_slice_a_reconfiguring_node_is_leaving(
+    unit_catalog: Catalog,
+) -> None:
+    node = restarting(mixed_node("h100-mig", H100, {"1g.10gb": (56, 9984)}))
+    node["metadata"]["labels"]["nvidia.com/mig.config.state"] = "pending"
+    decision = decide(notebook({GPU: 1}), context(unit_catalog, make_inventory(node)))
+    assert decision.allowed and "RewrittenToMig" not in decision.codes
 
 
 # ---------------------------------------------------------------------------------------------

@@ -84,16 +84,16 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         )
         findings.append(Finding("MigProfileNotAllowed", path, message))
     inventory = env.inventory
-    known = mig_profile_known(resource, inventory.advertised)
+    judged = _judged_by_offers(resource, inventory.advertised)
     reached = reach(env) if inventory.known else None
     available = reached is None or resource in reached.largest or resource in inventory.dra_resources
-    if reached is not None and known and not available and not reaches_pending_node(env):
+    if reached is not None and judged and not available and not reaches_pending_node(env):
         offered = _offered(env, reached)
         nodes, there = ("node", "") if reached.chosen is None else ("node its node choice admits", " there")
         message = (
             f"container {container}: no {nodes} offers {resource}; "
             f"offered{there}: {', '.join(offered) or f'none (no {nodes} advertises nvidia.com/mig-*)'}"
-            f"{_as_gpu(_reached_offers(env, reached), profile)}{_renamed(resource)}"
+            f"{_as_gpu(_reached_offers(env, reached), profile)}{_renamed(resource, inventory.advertised)}"
         )
         findings.append(Finding("MigProfileUnavailable", path, message))
     return findings
@@ -112,13 +112,22 @@ def _reached_offers(env: Env, reached: Reach) -> Iterable[SliceOffer]:
     return env.inventory.offers
 
 
-def _renamed(resource: str) -> str:
-    """Why a slice's time-sliced name may be on offer nowhere though the slice is."""
-    if not resource.endswith(SHARED_SUFFIX):
+def _judged_by_offers(resource: str, advertised: frozenset[str]) -> bool:
+    """Whether a slice no node offers is MigProfileUnavailable: one of a profile some GPU or node
+    has (else UnknownMigProfile names it), and any time-sliced share of a slice, whose name
+    resource_names never judges (`nvidia.com/mig-9g.99gb.shared` was allowed, Pending for ever)."""
+    return resource.endswith(SHARED_SUFFIX) or mig_profile_known(resource, advertised)
+
+
+def _renamed(resource: str, advertised: frozenset[str]) -> str:
+    """Why a slice's time-sliced name may be on offer nowhere though the slice is (none to say
+    where no GPU has the slice: asking for it by its own name would not do either)."""
+    plain = resource.removesuffix(SHARED_SUFFIX)
+    if plain == resource or not mig_profile_known(plain, advertised):
         return ""
     return (
         f"; time-slicing names a slice's shares {resource} only where its config renames them "
-        f"(renameByDefault): elsewhere ask for {resource.removesuffix(SHARED_SUFFIX)}"
+        f"(renameByDefault): elsewhere ask for {plain}"
     )
 
 

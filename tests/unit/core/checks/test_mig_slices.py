@@ -238,6 +238,19 @@ def test_a_slices_renamed_shares_no_node_offers_are_unavailable(
     assert run(mig_slices.check, unit_catalog, pod, renamed) == []
 
 
+def test_renamed_shares_of_a_profile_no_gpu_has_are_unavailable(
+    unit_catalog: Catalog, mixed: Inventory
+) -> None:
+    """A time-sliced name is never judged as a name (no UnknownMigProfile): a share of a profile
+    no GPU has, which no node can offer, was allowed and stayed Pending for ever."""
+    resource = "nvidia.com/mig-9g.99gb.shared"
+    pod = make_pod().container("c", image="vllm/vllm-openai", limits={resource: 1}).build()
+    assert run(mig_slices.check, unit_catalog, pod, mixed) == [("MigProfileUnavailable", path(resource))]
+    decision = decide(pod, context(unit_catalog, mixed))
+    assert not decision.allowed
+    assert ("MigProfileUnavailable", path(resource)) in pairs(decision)
+
+
 def test_a_slice_is_not_unavailable_while_a_node_it_may_reach_is_reconfigured(unit_catalog: Catalog) -> None:
     """An admin relabels the only H100 node `nvidia.com/mig.config=all-3g.40gb`: while MIG Manager
     applies it (`nvidia.com/mig.config.state` pending, then rebooting), the node still advertises

@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from webhook.core.checks.visible_devices import VISIBLE_DEVICES
 from webhook.core.model import TEMPLATE_LABEL
+from webhook.core.podview import VISIBLE_DEVICES
 from webhook.core.resources import DEVICE_CLASS_PREFIX
 from webhook.sent import EXCLUDED_NAMESPACES, extra_resource
 from webhook.sent import RESOURCE_PATTERN as SENT_RESOURCE_PATTERN

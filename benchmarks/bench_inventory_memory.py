@@ -243,17 +243,17 @@ def scenario_baseline(nodes: int, pods: int) -> dict[str, Any]:
 
 def load_state(nodes: int, pods: int) -> tuple[Any, float]:
     """The watcher's state fed page by page; returns it and the seconds spent parsing and indexing."""
-    from webhook.inventory.usage import pod_usage
-    from webhook.inventory.watch import ClusterState, node_record
+    from webhook.inventory.usage import PodUsage, pod_usage
+    from webhook.inventory.watch import ClusterState, NodeRecord, node_record
 
     state = ClusterState()
     spent = 0.0
-    records = []
+    records: list[NodeRecord] = []
     for page in pages(nodes, make_node):
         started = time.perf_counter()
         records.extend(map(node_record, page))
         spent += time.perf_counter() - started
-    usages = []
+    usages: list[PodUsage] = []
     for page in pages(pods, make_pod):
         started = time.perf_counter()
         usages.extend(u for u in map(pod_usage, page) if u is not None)

@@ -270,7 +270,9 @@ def main() -> None:
                 baselines[what] = measure(path, "json.load", what)
             base_seconds, base_peak = baselines[what]
             size = path.stat().st_size / 1e6
-            rows = (("json.load", baselines[what]),) if path.suffix == ".json" else ()
+            rows: tuple[tuple[str, tuple[float, float]], ...] = (
+                (("json.load", baselines[what]),) if path.suffix == ".json" else ()
+            )
             for how in ("load_documents", "reader"):
                 rows += ((how, measure(path, how, what)),)
             for how, (seconds, peak) in rows:

@@ -314,3 +314,12 @@ def test_a_node_mig_manager_is_reconfiguring_offers_none_of_the_slices_it_is_lea
     assert "RewrittenToMig" in decision.codes
     terms = decision.mutated["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
     assert [e["values"] for t in terms for e in t["matchExpressions"]] == [[A100]]
+
+
+def test_a_slice_no_node_has_tolerates_the_taints_of_a_pool_installing_its_driver(
+    unit_catalog: Catalog,
+) -> None:
+    """Only the installing pool may have the 3g.40gb slice the pod asks for by name."""
+    inventory = make_inventory(mixed_node("a100-mig", A100, {"1g.10gb": (7, None)}), installing())
+    mutated, _ = apply(tolerations.mutate, unit_catalog, notebook({"nvidia.com/mig-3g.40gb": 1}), inventory)
+    assert SKU_TOLERATION in mutated["spec"]["tolerations"]

@@ -204,3 +204,70 @@ def test_a_resource_only_dra_serves_tolerates_the_whole_gpu_nodes_taints(unit_ca
         exists("nvidia.com/mig-1g.12gb"),
         SKU_TOLERATION,
     ]
+
+
+@pytest.mark.parametrize(
+    "own",
+    [
+        {"operator": "Exists", "effect": "NoExecute"},
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule"},
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+    ],
+)
+def test_a_toleration_that_does_not_cover_the_device_taint_leaves_it_to_add(
+    unit_catalog: Catalog, tainted: Inventory, own: dict[str, str]
+) -> None:
+    """Kubernetes' matching: a toleration of another effect covers none of NoSchedule, and one
+    that is `Equal` (the default operator) covers only its own value, not every value as `Exists`
+    does."""
+    pod = make_pod().container("c", image="pytorch/pytorch", gpu=2).toleration(**own).build()
+    mutated, found = apply(tolerations.mutate, unit_catalog, pod, tainted)
+    assert found == [("InjectedTolerations", PATH)]
+    assert mutated["spec"]["tolerations"][:2] == [own, exists("nvidia.com/gpu")]
+
+
+def test_a_single_strategy_rewrite_tolerates_its_slices_nodes_only(unit_catalog: Catalog) -> None:
+    """Rewritten to a single-strategy slice the pod still asks for nvidia.com/gpu, but it runs on
+    its slice's nodes: the whole-GPU nodes' GPU taint is not tolerated."""
+    inventory = make_inventory(
+        single_node("a100-1g", A100, "1g.10gb", 56),
+        whole_node("a100-whole", A100, 8, taints=(SKU,)),
+    )
+    pod = make_pod().container("c", image="embeddings/server", gpu=1).build()
+    assert decided_tolerations(unit_catalog, pod, inventory) == [exists("nvidia.com/gpu")]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "gpu"),
+    [
+        ("example.com/GPU", "", True),
+        ("dedicated", "GPU", True),
+        ("Accelerator", "a100", True),
+        ("node-role.kubernetes.io/gpu", "", False),
+        ("node.kubernetes.io/gpu", "", False),
+    ],
+)
+def test_which_taints_are_gpu_taints(key: str, value: str, gpu: bool) -> None:
+    """A word for GPUs in any case is one; a node role or a node condition never is."""
+    assert tolerations.is_gpu_taint(key, value) is gpu
+
+
+def test_a_slice_dra_serves_beside_a_node_tolerates_the_whole_gpu_nodes_taints_too(
+    unit_catalog: Catalog,
+) -> None:
+    """A mixed node advertises the slice and a DeviceClass serves it too: its DRA devices may be
+    on the whole-GPU nodes, whose GPU taints are tolerated as where no node advertises it."""
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "mig-1g-10gb.gpu.nvidia.com"},
+        "spec": {
+            "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+            "extendedResourceName": SLICE,
+        },
+    }
+    mig = mixed_node("a100-mig", A100, {"1g.10gb": (7, None)})
+    nodes = [mig, whole_node("a100-whole", A100, 8, taints=(SKU,))]
+    inventory = build_inventory(nodes, device_classes=[device_class])
+    assert SKU_TOLERATION in decided_tolerations(unit_catalog, slice_by_name(), inventory)

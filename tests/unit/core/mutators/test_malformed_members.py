@@ -116,3 +116,17 @@ def test_a_pod_the_mutators_do_not_change_gets_no_patch(
     decision = decide(copy.deepcopy(pod), context(unit_catalog, single))
     assert decision.allowed
     assert (decision.patch, decision.mutated) == ((), None)
+
+
+@pytest.mark.parametrize("section", ["requests", "limits"])
+def test_a_malformed_pod_level_resources_section_stops_the_mutation(
+    unit_catalog: Catalog, mixed: Inventory, section: str
+) -> None:
+    """The fills were worked out reading a pod-level section of another type as absent: filled
+    on that reading, the containers could ask more than the pod's budget (KEP-2837)."""
+    pod = _set(_serving_pod(), ("spec", "resources", section), "8")
+    decision = decide(pod, context(unit_catalog, mixed))
+    assert [(v.code, v.path) for v in decision.violations if v.code == "MutationSkipped"] == [
+        ("MutationSkipped", f"spec.resources.{section}")
+    ]
+    assert (decision.patch, decision.mutated) == ((), None)

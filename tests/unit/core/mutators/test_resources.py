@@ -315,3 +315,20 @@ def test_a_node_whose_gpus_hami_splits_is_no_room_for_a_container_of_more(unit_c
     found = resources.mutate(mutated, make_env(pod, unit_catalog, make_inventory(hami, small)))
     assert [f.code for f in found] == ["InjectionExceedsNodes"]
     assert mutated["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 6}}
+
+
+def test_where_either_resource_left_out_would_fit_the_memory_is_left_out(unit_catalog: Catalog) -> None:
+    """One L4 node has the CPU but not the memory, the other the memory but not the CPU: the
+    pod fits either with one resource left out, and it is the memory (README: the memory is left
+    as the pod sets it, or the CPU, or both, whatever lets the rest fit)."""
+    labels = {"nvidia.com/gpu.product": "NVIDIA-L4"}
+    cpu_rich = make_node("l4-cpu", labels, {"nvidia.com/gpu": 1, "cpu": "8", "memory": "16Gi"})
+    memory_rich = make_node("l4-memory", labels, {"nvidia.com/gpu": 1, "cpu": "2", "memory": "64Gi"})
+    pod = make_pod().container("vllm", image="vllm/vllm-openai", gpu=1).build()
+    mutated = writable_copy(pod)
+    found = resources.mutate(mutated, make_env(pod, unit_catalog, make_inventory(cpu_rich, memory_rich)))
+    assert [f.code for f in found] == ["InjectionExceedsNodes", "InjectedResources"]
+    assert mutated["spec"]["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": 1},
+        "requests": {"cpu": "4"},
+    }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import make_pod
+from tests.builders import make_catalog, make_pod, policy_doc, template_doc
 from tests.unit.core.mutators._helpers import apply
 from webhook.core.model import Catalog
 from webhook.core.mutators import shared_memory
@@ -133,3 +133,23 @@ def test_templates_without_shm_size_add_none(unit_catalog: Catalog) -> None:
     pod = make_pod().container("c", image="text-embeddings-inference", gpu=1).build()
     mutated, found = apply(shared_memory.mutate, unit_catalog, pod)
     assert (mutated, found) == (pod, [])
+
+
+def test_under_a_template_that_forbids_gpus_every_container_gets_shm() -> None:
+    """A CPU-only template with shmSize (a PyTorch data-loading job): its containers have no GPU
+    to go by, and each gets the /dev/shm; a plain init container, done before, does not."""
+    loader = template_doc(
+        "loader",
+        kind="cpu-only",
+        match={"images": ["loader/*"]},
+        accelerator={"gpu": "forbidden", "mig": "forbidden"},
+        inject={"shmSize": "2Gi"},
+    )
+    catalog = make_catalog(loader, policy_doc("default"))
+    pod = (
+        make_pod().init_container("fetch", image="loader/fetch").container("load", image="loader/run").build()
+    )
+    mutated, found = apply(shared_memory.mutate, catalog, pod)
+    assert found == [("InjectedSharedMemory", "spec.volumes")]
+    assert mutated["spec"]["containers"][0]["volumeMounts"] == [SHM]
+    assert "volumeMounts" not in mutated["spec"]["initContainers"][0]

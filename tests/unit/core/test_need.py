@@ -46,6 +46,7 @@ def test_a_need_within_bounds_replaces_the_template_need(
         ({MEMORY_ANNOTATION: "lots"}, [("InvalidGpuAnnotation", MEMORY_PATH)]),
         ({MEMORY_ANNOTATION: "-4Gi"}, [("InvalidGpuAnnotation", MEMORY_PATH)]),
         ({MEMORY_ANNOTATION: "40"}, [("InvalidGpuAnnotation", MEMORY_PATH)]),  # 40 bytes: a unit left out
+        ({MEMORY_ANNOTATION: "1048575"}, [("InvalidGpuAnnotation", MEMORY_PATH)]),  # a byte under 1Mi
         ({COMPUTE_ANNOTATION: "150%"}, [("InvalidGpuAnnotation", COMPUTE_PATH)]),
         ({COMPUTE_ANNOTATION: "half"}, [("InvalidGpuAnnotation", COMPUTE_PATH)]),
         ({COMPUTE_ANNOTATION: "nan"}, [("InvalidGpuAnnotation", COMPUTE_PATH)]),

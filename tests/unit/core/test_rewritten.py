@@ -451,3 +451,31 @@ def test_a_record_nested_deeper_than_the_parser_goes_is_read_as_unreadable(
     assert decision.allowed, decision.violations
     assert decision.mutated is not None
     assert "nvidia.com/mig-3g.40gb" in decision.mutated["spec"]["containers"][0]["resources"]["limits"]
+
+
+def test_a_term_a_later_webhook_appended_after_the_rewrites_keeps_its_own_product_pin(
+    catalog: Catalog, inventories: dict[str, Inventory]
+) -> None:
+    """The record reads in place: the rewrite's requirement goes from its own term, and a term
+    appended after it (`nodeSelectorTerms/-`) that pins the same product stays whole, though the
+    record would read on it too, one term on."""
+    pod = copy.deepcopy(rewritten(catalog, inventories["mixed-cluster"]))
+    terms = pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}
+    appended = {"matchExpressions": [copy.deepcopy(terms[0]["matchExpressions"][-1]), zone]}
+    terms.append(copy.deepcopy(appended))
+    read = as_first_asked(pod)
+    assert read["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"] == [appended]
+
+
+@pytest.mark.parametrize("record", ["[[-1,1]]", "[[true,1]]", '[["0",1]]'])
+def test_a_steering_record_of_no_place_takes_back_nothing(
+    catalog: Catalog, inventories: dict[str, Inventory], record: str
+) -> None:
+    """A record whose start is no index (hand-edited, or written by another tool) finds no
+    requirement of the rewrite's: the pod's own product pin at the front of its term stays."""
+    pod = copy.deepcopy(rewritten(catalog, inventories["mixed-cluster"]))
+    pod["metadata"]["annotations"][STEERED_ANNOTATION] = record
+    terms = pod["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    read = as_first_asked(pod)
+    assert read["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"] == terms

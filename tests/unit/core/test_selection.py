@@ -25,6 +25,8 @@ from tests.builders import (
 from tests.unit.core.conftest import SERVING, SMALL
 from webhook.core.decide import decide
 from webhook.core.model import MEMORY_ANNOTATION, UNKNOWN_INVENTORY, Catalog, Inventory
+from webhook.core.need import Need
+from webhook.core.selection import holds
 from webhook.inventory.nodes import build_inventory
 
 GPU_LIMIT = 'spec.containers[name={}].resources.limits["nvidia.com/gpu"]'
@@ -519,3 +521,20 @@ def test_kept_whole_names_the_node_affinity_its_template_adds() -> None:
     decision = decide(pod, context(make_catalog(pooled, policy_doc("open")), inventory))
     message = next(v.message for v in decision.violations if v.code == "KeptWholeGpu")
     assert "(by its node affinity, with its template's)" in message and "nodeSelector" not in message
+
+
+def test_a_slice_of_exactly_the_memory_needed_holds_it() -> None:
+    """GFD says 9856 MiB: a need of exactly that fits the 1g.10gb, a byte more does not."""
+    inventory = make_inventory(mixed_node("a100-mig", A100, {"1g.10gb": (7, 9856)}))
+    (offer,) = inventory.offers
+    assert holds(offer, Need(memory_bytes=9856 * 2**20), 1)
+    assert not holds(offer, Need(memory_bytes=9856 * 2**20 + 1), 1)
+
+
+def test_a_compute_share_stated_as_the_slices_own_fits_it_whatever_the_float_rounding() -> None:
+    """1/7 written as a percentage (`14.285714285714286%`) reads a hair above the 1g's 1/7 as a
+    float: it still fits the 1g."""
+    inventory = make_inventory(mixed_node("a100-mig", A100, {"1g.10gb": (7, 9856)}))
+    (offer,) = inventory.offers
+    assert holds(offer, Need(compute_share=float("14.285714285714286") / 100), 1)
+    assert not holds(offer, Need(compute_share=0.15), 1)

@@ -8,6 +8,7 @@ from webhook.core.model import Catalog
 
 EXPECTED_TEMPLATES = {
     "llm-serving",
+    "llm-serving-large",
     "llm-serving-tgi",
     "llm-serving-triton",
     "small-inference",

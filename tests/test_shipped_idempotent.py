@@ -29,6 +29,7 @@ SHIPPED = (
     "distributed-training",
     "fine-tuning",
     "llm-serving",
+    "llm-serving-large",
     "llm-serving-tgi",
     "llm-serving-triton",
     "notebook",

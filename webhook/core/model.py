@@ -464,14 +464,21 @@ class Inventory:
     copy may differ in what the memo was worked out from."""
 
     @property
+    def installing_nodes(self) -> tuple[GpuNode, ...]:
+        """The GPU nodes that may have any device: `dra_nodes` where no DeviceClass selects NVIDIA
+        GPUs, so no DRA driver serves them. A node labelled by NVIDIA's Node Feature Discovery rule
+        (`nvidia.com/gpu.present`) while its driver installs, or whose device plugin has never come
+        up, advertises nothing until it does."""
+        return () if self.dra_gpu_resources else self.dra_nodes
+
+    @property
     def pending_nodes(self) -> tuple[GpuNode, ...]:
-        """The GPU nodes whose devices are not known yet: `dra_nodes` where no DeviceClass selects
-        NVIDIA GPUs, so no DRA driver serves them. A node labelled by NVIDIA's Node Feature
-        Discovery rule (`nvidia.com/gpu.present`) while its driver installs, or whose device
-        plugin has never come up, advertises nothing until it does: it may have any device. So may
-        a node MIG Manager is reconfiguring (`reconfiguring_nodes`): an admin cutting the only H100
-        node `all-3g.40gb` made every pod asking for that slice MigProfileUnavailable until done."""
-        installing = () if self.dra_gpu_resources else self.dra_nodes
+        """The GPU nodes whose devices are not known yet: `installing_nodes`, and the nodes MIG
+        Manager is reconfiguring (`reconfiguring_nodes`), which will have other slices, or whole
+        GPUs, when it is done: an admin cutting the only H100 node `all-3g.40gb` made every pod
+        asking for that slice MigProfileUnavailable until done. Node counts hold a pod that may
+        reach one of the latter to what it could have then (webhook/core/reconfiguring.py)."""
+        installing = self.installing_nodes
         return (*installing, *self.reconfiguring_nodes) if self.reconfiguring_nodes else installing
 
 

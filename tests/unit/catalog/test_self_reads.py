@@ -281,6 +281,8 @@ def test_every_label_and_annotation_the_core_names_is_judged() -> None:
         "GKE_PARTITION_LABEL",
         "GKE_ACCELERATOR_LABEL",
         "MIG_CONFIG_STATE_LABEL",
+        "GPU_COUNT_LABEL",
+        "MIG_STRATEGY_LABEL",
     }
     named: dict[str, set[str]] = {}
     for module in pkgutil.walk_packages(webhook.core.__path__, "webhook.core."):

@@ -2,19 +2,23 @@
 serves the resource on a node the pod may reach, or the pod may reach a GPU node whose device
 plugin advertises nothing yet: then no node count tells). What a node has is its capacity: one
 whose device plugin MIG Manager stopped still has its 8 GPUs, though none is allocatable now.
+A node MIG Manager is reconfiguring counts with what it could have when it is done
+(reconfiguring.could_have): its GPUs, cut any way its model can be.
 The nodes are those the pod's own node choice admits (node_reach.reach): a pod bound by nodeName
 to a node of 4 GPUs asking for 8 never runs, however large the other nodes are."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from webhook.core.env import Env
-from webhook.core.model import Finding, Inventory
+from webhook.core.model import Finding, GpuNode, Inventory
 from webhook.core.node_reach import Reach, reach, reached_nodes
 from webhook.core.placement import admitted, gets_whole_gpus, recall, remember
 from webhook.core.podview import AccelRequest, PodView
 from webhook.core.profiles import GPU, MIG_PREFIX, SHARED_SUFFIX
+from webhook.core.reconfiguring import could_have
 from webhook.core.resources import Kind, is_time_sliced_name
 
 
@@ -64,7 +68,8 @@ def _advice(env: Env, held: Held) -> str:
             "ask for fewer"
         )
     if held.node:
-        return f"the largest {node}, {held.node}, has {held.most}; split the work or ask for fewer"
+        once = _once_reconfigured(env.inventory, held.node)
+        return f"the largest {node}, {held.node}, has {held.most}{once}; split the work or ask for fewer"
     slices = sorted(r for r in reached.largest if r.startswith(MIG_PREFIX))
     if held.resource == GPU and slices:
         return f"no {node} serves whole GPUs, only MIG slices ({', '.join(slices)}): ask for one of those"
@@ -77,6 +82,13 @@ def _advice(env: Env, held: Held) -> str:
     if env.inventory.dra_nodes and held.resource in env.inventory.dra_resources:
         return "no node it may run on has any (its node choice or taints keep it off the nodes DRA serves on)"
     return f"no {node} has any"
+
+
+def _once_reconfigured(inventory: Inventory, name: str) -> str:
+    """Where MIG Manager is recutting the node, that its figure is what it could have then."""
+    if any(node.name == name for node in inventory.reconfiguring_nodes):
+        return " at most, once MIG Manager has reconfigured it"
+    return ""
 
 
 class Held(NamedTuple):
@@ -97,9 +109,10 @@ def held_against_nodes(env: Env) -> list[Held]:
     """The pod's accelerator requests that node counts judge, by resource name: not nvidia.com/gpu
     when it will be rewritten to a slice (the slice chosen fits one node), not what DRA serves,
     not what DRA serves where the pod may reach a node DRA serves on (reaches_dra_node), not a
-    slice no node offers (MigProfileUnavailable says so), and none of NVIDIA's where the pod may
-    reach a node whose devices are not known yet (reaches_pending_node); against the nodes its
-    own node choice admits (node_reach.reach)."""
+    slice no node offers nor could once reconfigured (MigProfileUnavailable says so), and none of
+    NVIDIA's where the pod may reach a node whose devices are not known yet (reconfigured_most);
+    against the nodes its own node choice admits (node_reach.reach), a node MIG Manager is
+    reconfiguring with what it could have when it is done."""
     inventory = env.inventory
     if not inventory.known:
         return []
@@ -111,9 +124,10 @@ def held_against_nodes(env: Env) -> list[Held]:
             continue
         if resource in inventory.dra_resources and reaches_dra_node(env):
             continue  # its devices are in ResourceSlices, not in node counts
-        if resource.startswith("nvidia.com/") and reaches_pending_node(env):
+        bound = reconfigured_most(env, resource) if resource.startswith("nvidia.com/") else (0, "")
+        if bound is None:
             continue  # a node it may land on has not said what it has
-        if resource.startswith(MIG_PREFIX) and resource not in reached.largest:
+        if resource.startswith(MIG_PREFIX) and resource not in reached.largest and not bound[0]:
             continue
         most, node = reached.largest.get(resource, (0, ""))
         if resource == GPU and not gets_whole_gpus(inventory, env.placement):
@@ -122,9 +136,20 @@ def held_against_nodes(env: Env) -> list[Held]:
             most, node = reached.largest_gpu_slices  # not kept off them, so they may be its GPUs
         elif resource == GPU and 0 < reached.largest_gpu_container[0] < most:
             # HAMi's vGPUs, GKE's shares
-            held.append(_held_per_container(inventory, reached, view, most, node))
+            held.append(_at_most(_held_per_container(inventory, reached, view, most, node), bound))
             continue
-        held.append(Held(resource, view.effective(resource), most, node))
+        held.append(_at_most(Held(resource, view.effective(resource), most, node), bound))
+    return held
+
+
+def _at_most(held: Held, bound: tuple[int, str]) -> Held:
+    """`held`, where a node MIG Manager is reconfiguring could have more (reconfigured_most), with
+    that node's figure, for the pod and for one container."""
+    most, node = bound
+    if held.one_container and most > held.container_most:
+        held = held._replace(container_most=most, container_node=node)
+    if most > held.most:
+        held = held._replace(most=most, node=node)
     return held
 
 
@@ -190,17 +215,55 @@ def reaches_pending_node(env: Env) -> bool:
     node may have any device, as a node pool with no node now may (README: Node pools that scale
     from zero), so no node count tells what the pod can get. A choice that reaches no known node
     at all is judged as before, against the nodes the inventory knows."""
-    placement, pending = env.placement, env.inventory.pending_nodes
-    if not pending:
+    return _reaches(env, env.inventory.pending_nodes, "reaches-pending")
+
+
+def _reaches(env: Env, nodes: tuple[GpuNode, ...], tag: str) -> bool:
+    """Whether the pod's node choice admits one of `nodes`, worked out once per choice."""
+    placement = env.placement
+    if not nodes:
         return False
     if placement is None:
         return True
-    key = ("reaches-pending", placement)
+    key = (tag, placement)
     found: bool | None = recall(env.inventory, key)
     if found is None:
-        found = admitted(env.inventory, placement).any_of(pending)
+        found = admitted(env.inventory, placement).any_of(nodes)
         remember(env.inventory, key, found)
     return found
+
+
+def reconfigured_most(env: Env, resource: str) -> tuple[int, str] | None:
+    """The most of an NVIDIA resource one node MIG Manager is reconfiguring that the pod may land
+    on could have once it is done (reconfiguring.could_have: its GPUs, cut any way its model can
+    be), and that node; (0, "") where it lands on none. None where no node count tells: where it
+    may reach a node installing its driver (Inventory.installing_nodes: that may have any device,
+    as a node pool with no node now may; README: Node pools that scale from zero), or a
+    reconfiguring node whose figure is not known (no GPU count, no model, shared devices). A
+    choice that reaches no known node at all is judged against every node the inventory knows."""
+    inventory = env.inventory
+    if _reaches(env, inventory.installing_nodes, "reaches-installing"):
+        return None
+    if not inventory.reconfiguring_nodes:
+        return 0, ""
+    key = ("reconfigured-most", env.placement, resource)
+    found: tuple[tuple[int, str] | None] | None = recall(inventory, key)
+    if found is None:
+        found = (_most_of(reached_nodes(reach(env), inventory.reconfiguring_nodes), resource),)
+        remember(inventory, key, found)
+    return found[0]
+
+
+def _most_of(nodes: Iterable[GpuNode], resource: str) -> tuple[int, str] | None:
+    """The most of the resource one of the reconfiguring nodes could have, and that node."""
+    most, name = 0, ""
+    for node in nodes:
+        could = could_have(node, resource)
+        if could is None:
+            return None
+        if could > most:
+            most, name = could, node.name
+    return most, name
 
 
 def request_path(env: Env, resource: str) -> str:

@@ -3,14 +3,14 @@
 A node offers a slice it has in its capacity, allocatable now or not (MIG Manager stops the
 device plugin while it reconfigures), of the nodes the pod's own node choice admits
 (node_reach.reach: pinned to H100 nodes, an A100-only slice is nowhere for it); a node whose
-device plugin advertises nothing yet, or that MIG Manager is reconfiguring, where the pod may
-land, may offer any (largest_node.reaches_pending_node)."""
+device plugin advertises nothing yet where the pod may land may offer any; one MIG Manager is
+reconfiguring, any its GPU model has (largest_node.reconfigured_most)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from webhook.core.checks.largest_node import reaches_pending_node
+from webhook.core.checks.largest_node import reconfigured_most
 from webhook.core.env import Env
 from webhook.core.model import Finding, SliceOffer, Template
 from webhook.core.node_reach import Reach, reach
@@ -87,7 +87,7 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
     judged = _judged_by_offers(resource, inventory.advertised)
     reached = reach(env) if inventory.known else None
     available = reached is None or resource in reached.largest or resource in inventory.dra_resources
-    if reached is not None and judged and not available and not reaches_pending_node(env):
+    if reached is not None and judged and not available and _nowhere_once_reconfigured(env, resource):
         offered = _offered(env, reached)
         nodes, there = ("node", "") if reached.chosen is None else ("node its node choice admits", " there")
         message = (
@@ -97,6 +97,15 @@ def _slice_findings(env: Env, container: str, resource: str, path: str) -> list[
         )
         findings.append(Finding("MigProfileUnavailable", path, message))
     return findings
+
+
+def _nowhere_once_reconfigured(env: Env, resource: str) -> bool:
+    """Whether no node the pod may land on could offer the slice once MIG Manager is done with it:
+    none is reconfiguring, or those that are have GPUs of a model without the profile (an H100
+    being recut never has an A100's 3g.20gb). Not so where one may land on a node still installing
+    its driver, or on one whose figure is not known (reconfiguring.could_have)."""
+    bound = reconfigured_most(env, resource)
+    return bound is not None and not bound[0]
 
 
 def _offered(env: Env, reached: Reach) -> list[str]:

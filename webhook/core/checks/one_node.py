@@ -8,12 +8,15 @@ two slices, it never runs, though an A100 node offers both."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from webhook.core.checks.largest_node import exceeds, held_against_nodes, not_steered
 from webhook.core.env import Env
 from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode
 from webhook.core.node_reach import reach, reached_nodes
 from webhook.core.placement import gets_whole_gpus, gpu_nodes
 from webhook.core.profiles import GPU
+from webhook.core.reconfiguring import could_have
 
 
 def check(env: Env) -> list[Finding]:
@@ -36,7 +39,13 @@ def check(env: Env) -> list[Finding]:
     return [Finding("NoNodeHoldsAll", f"{env.view.base}.containers", message)]
 
 
+_ANY: Final = 2**62
+
+
 def _capacity(node: GpuNode, resource: str, whole: bool, slices: bool) -> int:
+    if node.reconfiguring:  # what it could have once MIG Manager is done, however it is cut
+        could = could_have(node, resource)
+        return could if could is not None else _ANY  # not known: it may hold them all
     if resource == GPU:
         mig_devices = node.strategy in SLICE_STRATEGIES
         if not (slices if mig_devices else whole):

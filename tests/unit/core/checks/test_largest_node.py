@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.builders import (
     A100,
+    H100,
     context,
     make_env,
     make_inventory,
@@ -373,3 +374,64 @@ def test_a_pod_pinned_to_gke_shared_nodes_is_left_to_the_sharing_check(unit_cata
     found = pairs(decide(pod, context(unit_catalog, inventory)))
     assert ("ExceedsSharedGpuLimit", LIMIT) in found
     assert [f for f in found if f[0] == "ExceedsLargestNode"] == []
+
+
+def _reconfiguring(node: dict[str, Any], state: str = "pending", **labels: str) -> dict[str, Any]:
+    """The node as MIG Manager leaves it while it applies a new configuration."""
+    node["metadata"]["labels"].update({"nvidia.com/mig.config.state": state, **labels})
+    return node
+
+
+def test_a_reconfiguring_node_bounds_whole_gpus_by_its_gpu_count(unit_catalog: Catalog) -> None:
+    """A reconfiguration cuts a node's GPUs another way, never gives it more: 64 GPUs where every
+    node has 8 were allowed while one node reconfigured (for good, where it stayed `pending`).
+    A node of 8 H100s all cut into slices (nvidia.com/gpu 0) may be made whole again: 8 fit."""
+    cut = _reconfiguring(
+        whole_node("cut", H100, 0),
+        "rebooting",
+        **{"nvidia.com/gpu.count": "8", "nvidia.com/mig.strategy": "mixed"},
+    )
+    cut["status"]["capacity"]["nvidia.com/mig-1g.10gb"] = cut["status"]["allocatable"][
+        "nvidia.com/mig-1g.10gb"
+    ] = "56"
+    for state in ("pending", "rebooting"):
+        inventory = make_inventory(
+            whole_node("a4", A100, 4), _reconfiguring(whole_node("h8", H100, 8), state)
+        )
+        assert _decided(unit_catalog, make_pod().container("c", gpu=64).build(), inventory) == [
+            ("ExceedsLargestNode", LIMIT)
+        ]
+        assert _decided(unit_catalog, make_pod().container("c", gpu=8).build(), inventory) == []
+    inventory = make_inventory(whole_node("a4", A100, 4), cut)
+    assert _decided(unit_catalog, make_pod().container("c", gpu=8).build(), inventory) == []
+    assert _decided(unit_catalog, make_pod().container("c", gpu=9).build(), inventory) == [
+        ("ExceedsLargestNode", LIMIT)
+    ]
+
+
+def test_a_reconfiguring_node_bounds_the_slices_its_model_has(unit_catalog: Catalog) -> None:
+    """One H100 being cut `all-1g.10gb` can hold 7 1g.10gb, no more; 3g.40gb, 2 of them."""
+    labels = {"nvidia.com/gpu.count": "1", "nvidia.com/mig.config": "all-1g.10gb"}
+    inventory = make_inventory(
+        _reconfiguring(mixed_node("h100", H100, {"3g.40gb": (2, 40320)}), **labels),
+        mixed_node("a100", A100, {"1g.10gb": (7, 9856)}),
+    )
+    for resource, fits in (("nvidia.com/mig-1g.10gb", 7), ("nvidia.com/mig-3g.40gb", 2)):
+        limit = f'spec.containers[name=c].resources.limits["{resource}"]'
+        pod = make_pod().container("c", limits={resource: fits}).build()
+        assert run(largest_node.check, unit_catalog, pod, inventory) == []
+        pod = make_pod().container("c", limits={resource: fits + 1}).build()
+        assert run(largest_node.check, unit_catalog, pod, inventory) == [("ExceedsLargestNode", limit)]
+
+
+def test_a_reconfiguring_node_whose_figures_are_not_known_is_still_a_blank(unit_catalog: Catalog) -> None:
+    """Time-sliced (10 replicas a GPU, as many after as its config says), or a node installing its
+    driver beside it (no product known): no node count tells."""
+    shared = _reconfiguring(
+        whole_node("h8", H100, 80),
+        **{"nvidia.com/gpu.replicas": "10", "nvidia.com/gpu.sharing-strategy": "time-slicing"},
+    )
+    installing = make_node("new", {"nvidia.com/gpu.present": "true"}, {})
+    pod = make_pod().container("c", gpu=640).build()
+    for nodes in ((shared,), (_reconfiguring(whole_node("h8", H100, 8)), installing)):
+        assert _decided(unit_catalog, pod, make_inventory(whole_node("a4", A100, 4), *nodes)) == []

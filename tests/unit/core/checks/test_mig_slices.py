@@ -291,6 +291,21 @@ def test_a_slice_is_not_unavailable_while_a_node_it_may_reach_is_reconfigured(un
         assert found(pod, state) == unavailable
 
 
+def test_a_reconfiguring_node_never_offers_another_models_slice(unit_catalog: Catalog) -> None:
+    """An H100 being recut may come to offer any H100 profile, never an A100 40GB's 1g.5gb: a pod
+    asking for one was allowed, Pending for ever, while it reconfigured (for good, stuck `pending`)."""
+    h100 = mixed_node("h100", H100, {"1g.10gb": (56, 9984)})
+    h100["metadata"]["labels"].update({"nvidia.com/gpu.count": "8", "nvidia.com/mig.config.state": "pending"})
+    inventory = build_inventory([h100, mixed_node("a100", A100, {"1g.10gb": (7, 9856)})])
+    for resource, found in (
+        ("nvidia.com/mig-1g.5gb", [("MigProfileUnavailable", path("nvidia.com/mig-1g.5gb"))]),
+        ("nvidia.com/mig-7g.80gb", []),
+    ):
+        pod = make_pod().container("c", limits={resource: 1}).build()
+        decision = decide(pod, context(unit_catalog, inventory))
+        assert [p for p in pairs(decision) if p[0] == "MigProfileUnavailable"] == found
+
+
 def test_a_slice_of_an_init_container_is_judged_too(unit_catalog: Catalog, mixed: Inventory) -> None:
     """An init container's slice (a warm-up, a conversion step) is as much the pod's as a container's."""
     pod = (

@@ -145,3 +145,20 @@ def test_a_container_beyond_what_one_container_gets_is_left_to_exceeds_largest_n
         .build()
     )
     assert run(one_node.check, unit_catalog, pod, inventory) == []
+
+
+def test_a_reconfiguring_node_holds_what_it_could_have_once_done(unit_catalog: Catalog) -> None:
+    """An H100 being recut may come to hold a 1g.10gb beside its 3g.40gb, though it offers neither
+    together now; never an A100 40GB's 1g.5gb beside its 8 GPUs: that pod was allowed, Pending for
+    ever, while it reconfigured."""
+    recut = mixed_node("h100", H100, {"3g.40gb": (2, 40320)})
+    whole = whole_node("h8", H100, 8)
+    for node in (recut, whole):
+        node["metadata"]["labels"]["nvidia.com/mig.config.state"] = "pending"
+    recut["metadata"]["labels"]["nvidia.com/gpu.count"] = "1"
+    inventory = make_inventory(
+        recut, whole, mixed_node("a100", "NVIDIA-A100-SXM4-40GB", {"1g.5gb": (7, 4864)})
+    )
+    assert run(one_node.check, unit_catalog, _two_slices("1g.10gb", "3g.40gb"), inventory) == []
+    pod = make_pod().container("a", gpu=8).container("b", limits={"nvidia.com/mig-1g.5gb": 1}).build()
+    assert run(one_node.check, unit_catalog, pod, inventory) == [CONTAINERS]

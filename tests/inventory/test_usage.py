@@ -235,3 +235,13 @@ def test_trimmed_pod_keeps_the_group_size_env_only() -> None:
     world = {"name": "WORLD_SIZE", "value": "2"}
     pod["spec"]["containers"][0]["env"] = [{"name": "HOME", "value": "/"}, world, {"name": {"a": 1}}]
     assert trim_pod(bound(pod, "n"))["spec"]["containers"][0]["env"] == [world]
+
+
+def test_trimmed_pod_keeps_the_model_its_server_loads() -> None:
+    """A template's `match.models` reads command, args and the env naming the model, directly or
+    as `$(NAME)`: the report's waste list decides the trimmed pod as the pod was decided."""
+    env = [{"name": "MODEL_ID", "value": "a/b-70b"}, {"name": "M", "value": "c/d"}, {"name": "X"}]
+    command, args = ["vllm", "serve"], ["$(M)"]
+    pod = make_pod("p").container("c", gpu=1, image="vllm/vllm-openai", command=command, args=args, env=env)
+    container = trim_pod(bound(pod.build(), "n"))["spec"]["containers"][0]
+    assert (container["command"], container["args"], container["env"]) == (command, args, env[:2])

@@ -258,6 +258,7 @@ def _items(value: object) -> tuple[Any, ...]:
 
 def _match(match: Mapping[str, Any]) -> TemplateMatch:
     images = _items(match.get("images"))
+    models = _items(match.get("models"))
     selector = _object(match.get("podSelector"))
     regex = image_regex(images) if images else None
     return TemplateMatch(
@@ -266,6 +267,8 @@ def _match(match: Mapping[str, Any]) -> TemplateMatch:
         match_expressions=_items(selector.get("matchExpressions")),
         images=images,
         image_regex=regex,
+        models=models,
+        model_regex=model_regex(models) if models else None,
         has_pod_selector=isinstance(match.get("podSelector"), Mapping),
     )
 
@@ -289,6 +292,12 @@ def image_regex(patterns: Sequence[str]) -> re.Pattern[str]:
     if contained:
         parts.append(f"(?s:.*?(?:{'|'.join(contained)}))")
     return re.compile("|".join(parts))
+
+
+def model_regex(patterns: Sequence[str]) -> re.Pattern[str]:
+    """One regex whose `match` says whether any glob pattern matches the whole model name, in any
+    case: Hugging Face ids are written in mixed case (`meta-llama/Llama-3.1-70B-Instruct`)."""
+    return re.compile("|".join(f"(?:{translate(p)})" for p in patterns), re.IGNORECASE)
 
 
 ACCELERATOR: Final[list[str | int]] = ["spec", "accelerator"]

@@ -71,7 +71,7 @@ def shadowed_templates(
 
 def _matches_every_pod(match: TemplateMatch) -> bool:
     """Whether the match asks nothing of a pod but its namespace."""
-    return not (match.match_labels or match.match_expressions or match.images or match.image_regex)
+    return not (match.match_labels or match.match_expressions or match.images or match.models)
 
 
 def _covers(above: frozenset[str], below: frozenset[str]) -> bool:

@@ -7,6 +7,7 @@ namespace policy's default template, which beats selector/image matches; among t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
@@ -22,6 +23,7 @@ from webhook.core.model import (
     TemplateMatch,
 )
 from webhook.core.podview import PodView
+from webhook.core.served_models import served_models
 
 
 def policy_for(catalog: Catalog, namespace: str) -> Policy:
@@ -155,10 +157,22 @@ def matches(match: TemplateMatch, view: PodView, namespace: str) -> bool:
         return False
     if match.match_expressions and not all(_expression(e, view.labels) for e in match.match_expressions):
         return False
-    regex = match.image_regex
-    if regex is None:
-        return True
+    if match.image_regex is not None and not _runs_image(match.image_regex, view):
+        return False
+    return match.model_regex is None or _serves_model(match.model_regex, view)
+
+
+def _runs_image(regex: re.Pattern[str], view: PodView) -> bool:
     return any(regex.match(form) for c in view.containers for form in image_forms(c.image))
+
+
+def _serves_model(regex: re.Pattern[str], view: PodView) -> bool:
+    """Whether any container's server is told to load a model the patterns match: read only for
+    a template that asks (`match.models`), after its other conditions hold."""
+    for container in view.containers:
+        if container.source is not None and any(regex.match(m) for m in served_models(container.source)):
+            return True
+    return False
 
 
 def _expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

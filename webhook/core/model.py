@@ -147,6 +147,10 @@ class TemplateMatch:
     match_expressions: tuple[Mapping[str, Any], ...] = ()
     images: tuple[str, ...] = ()
     image_regex: re.Pattern[str] | None = None
+    models: tuple[str, ...] = ()
+    """Glob patterns on the models any container's server is told to load
+    (webhook.core.served_models), in any case."""
+    model_regex: re.Pattern[str] | None = None
     has_pod_selector: bool = False
     """A podSelector is given: even an empty one (`{}`), which selects every pod, as Kubernetes
     reads a LabelSelector."""
@@ -161,6 +165,7 @@ class TemplateMatch:
             or self.match_labels
             or self.match_expressions
             or self.images
+            or self.models
         )
 
 

@@ -60,6 +60,9 @@ class ContainerView:
     visible_devices: str | None = None
     """The value its env gives NVIDIA_VISIBLE_DEVICES (`_visible_value`), read in the one walk of
     its env (`_read_env`): what GpuByEnvironment judges."""
+    source: dict[Any, Any] | None = None
+    """The container as the pod spec gives it, for what only some templates read (the models its
+    server loads, webhook.core.served_models): not read for every pod."""
 
     def __init__(
         self,
@@ -71,6 +74,7 @@ class ContainerView:
         sidecar: bool,
         accel: tuple[AccelRequest, ...],
         visible_devices: str | None = None,
+        source: dict[Any, Any] | None = None,
     ) -> None:
         object.__setattr__(self, "group", group)
         object.__setattr__(self, "index", index)
@@ -80,6 +84,7 @@ class ContainerView:
         object.__setattr__(self, "sidecar", sidecar)
         object.__setattr__(self, "accel", accel)
         object.__setattr__(self, "visible_devices", visible_devices)
+        object.__setattr__(self, "source", source)
 
     def resource_path(self, section: str, resource: str) -> str:
         return f'{self.path}.resources.{section}["{resource}"]'
@@ -360,6 +365,7 @@ def _container(
         sidecar=group == "initContainers" and item.get("restartPolicy") == "Always",
         accel=tuple(accel),
         visible_devices=visible_devices,
+        source=item,
     )
 
 

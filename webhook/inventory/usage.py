@@ -9,6 +9,7 @@ ask `decide` later whether it would have been rewritten to a slice (the report's
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -21,10 +22,13 @@ from webhook.core.placement import REQUIRED
 from webhook.core.podview import GROUP_SIZE_ANNOTATIONS, VISIBLE_DEVICES, build_view, is_group_var
 from webhook.core.profiles import GPU
 from webhook.core.resources import Kind
+from webhook.core.served_models import MODEL_VARS
 
+_REFERENCE = re.compile(r"\$\(([^)]*)\)")
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 _COUNTED_KINDS = (Kind.WHOLE, Kind.MIG, Kind.SHARED, Kind.OTHER)
-_KEPT_CONTAINER_FIELDS = ("name", "image", "resources", "restartPolicy")
+_KEPT_CONTAINER_FIELDS = ("name", "image", "resources", "restartPolicy", "command", "args")
+"""command and args name the model a server loads, which a template's `match.models` reads."""
 _KEPT_SPEC_FIELDS = (
     "nodeSelector",
     "tolerations",
@@ -152,13 +156,28 @@ def _trim_container(container: Mapping[str, Any]) -> dict[str, Any]:
     kept = {k: container[k] for k in _KEPT_CONTAINER_FIELDS if k in container}
     env = container.get("env")
     if isinstance(env, list):
-        read = [v for v in env if isinstance(v, Mapping) and _read_env(v.get("name"))]
+        referenced = _referenced(kept)
+        read = [v for v in env if isinstance(v, Mapping) and _read_env(v.get("name"), referenced)]
         if read:
             kept["env"] = read
     return kept
 
 
-def _read_env(name: object) -> bool:
-    """A group size (a torch.distributed rank keeps whole GPUs: PodView.grouped) or the GPUs the
-    container takes by NVIDIA_VISIBLE_DEVICES (GpuByEnvironment)."""
-    return is_group_var(name) or name == VISIBLE_DEVICES
+def _read_env(name: object, referenced: frozenset[str]) -> bool:
+    """A group size (a torch.distributed rank keeps whole GPUs: PodView.grouped), the GPUs the
+    container takes by NVIDIA_VISIBLE_DEVICES (GpuByEnvironment), or the model its server loads:
+    a variable naming it (MODEL_VARS) or one its command or args refer to as `$(NAME)`
+    (webhook.core.served_models)."""
+    if not isinstance(name, str):  # a pod file may name one with a list
+        return False
+    return is_group_var(name) or name == VISIBLE_DEVICES or name in MODEL_VARS or name in referenced
+
+
+def _referenced(container: Mapping[str, Any]) -> frozenset[str]:
+    """The variables the container's command and args refer to as `$(NAME)`."""
+    words = [w for key in ("command", "args") for w in _strings(container.get(key))]
+    return frozenset(name for word in words for name in _REFERENCE.findall(word))
+
+
+def _strings(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []

@@ -68,7 +68,7 @@ def example_values() -> dict[str, dict[str, Any]]:
         },
         "ContainerView": {
             "group": "containers", "index": 3, "name": "c", "path": "spec.containers[name=c]", "image": "i",
-            "sidecar": True, "accel": (), "visible_devices": "all",
+            "sidecar": True, "accel": (), "visible_devices": "all", "source": {"args": ["x"]},
         },
         "PodView": {
             "base": "spec", "meta": "metadata", "containers": (), "labels": {"a": "1"},

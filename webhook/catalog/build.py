@@ -153,6 +153,7 @@ def _check_match(match: Mapping[str, Any], checks: Checks) -> None:
     can match no namespace name, or a selector it would refuse, matches no pod, without a word."""
     _check_namespaces(match.get("namespaces"), ["spec", "match", "namespaces"], checks)
     _check_image_patterns(match.get("images"), ["spec", "match", "images"], checks)
+    _check_model_patterns(match.get("models"), ["spec", "match", "models"], checks)
     selector = _object(match.get("podSelector"))
     base: list[str | int] = ["spec", "match", "podSelector"]
     found = [(["matchLabels", *p], m) for p, m in apirules.label_map(_object(selector.get("matchLabels")))]
@@ -185,6 +186,18 @@ def _check_image_patterns(patterns: object, path: list[str | int], checks: Check
                 [*path, index],
                 f"{excerpt(pattern)} matches no image: an image's repository path (after its registry,"
                 f" before its tag) is lower case; write {lower}",
+            )
+
+
+def _check_model_patterns(patterns: object, path: list[str | int], checks: Checks) -> None:
+    """A model is read as one word of a command line (webhook.core.served_models): a pattern
+    holding whitespace (`Llama 3.1 70B`) would match no pod, without a word."""
+    for index, pattern in enumerate(_list(patterns)):
+        if isinstance(pattern, str) and any(c.isspace() for c in pattern) and checks.clean([*path, index]):
+            checks.add(
+                [*path, index],
+                f"{excerpt(pattern)} matches no model: a model is one word of a command line or an"
+                " env value without whitespace (meta-llama/Llama-3.1-70B*)",
             )
 
 

@@ -332,3 +332,27 @@ def test_an_image_pattern_with_upper_case_in_a_repository_path_is_refused(patter
 )
 def test_upper_case_in_a_registry_a_tag_or_after_a_wildcard_loads(pattern: str) -> None:
     make_catalog(template_doc("t", match={"images": [pattern]}))
+
+
+@pytest.mark.parametrize("pattern", ["*Llama 3.1 70B*", " *-70b*", "*-70b*\t"])
+def test_a_model_pattern_holding_whitespace_is_refused(pattern: str) -> None:
+    """A model is one word of a command line: such a pattern matched no pod, without a word."""
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(template_doc("t", match={"models": ["*-72b*", pattern]}))
+    assert [p.path for p in caught.value.problems] == ["spec.match.models[1]"]
+
+
+def test_a_model_pattern_in_mixed_case_loads() -> None:
+    """Models are matched in any case (Hugging Face ids are mixed case)."""
+    make_catalog(template_doc("t", match={"models": ["meta-llama/Llama-3.1-70B*"]}))
+
+
+def test_two_templates_of_one_priority_asking_for_other_models_tie() -> None:
+    """A pod may run two servers, or name a model twice (`--model` and MODEL_ID): as with
+    images, different models do not keep two templates apart."""
+    with pytest.raises(CatalogError) as caught:
+        make_catalog(
+            template_doc("a", match={"models": ["*-70b*"]}, priority=5),
+            template_doc("b", match={"models": ["*-72b*"]}, priority=5),
+        )
+    assert [p.path for p in caught.value.problems] == ["spec.match"]

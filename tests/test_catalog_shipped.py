@@ -9,6 +9,7 @@ from webhook.core.model import Catalog
 EXPECTED_TEMPLATES = {
     "llm-serving",
     "llm-serving-large",
+    "llm-serving-large-model",
     "llm-serving-tgi",
     "llm-serving-triton",
     "small-inference",

@@ -30,6 +30,7 @@ SHIPPED = (
     "fine-tuning",
     "llm-serving",
     "llm-serving-large",
+    "llm-serving-large-model",
     "llm-serving-tgi",
     "llm-serving-triton",
     "notebook",
@@ -38,7 +39,8 @@ SHIPPED = (
 
 
 def matching_pod(template: Template) -> dict[str, Any]:
-    """A pod its `match` selects (its first image, its selector's labels), or that names it."""
+    """A pod its `match` selects (its first image, its selector's labels, its first model with no
+    class or `?`, as the container's `--model`), or that names it."""
     match = template.match
     image = match.images[0].replace("*", "x") + ":1" if match.images else "example/app:1"
     pod = make_pod()
@@ -47,7 +49,9 @@ def matching_pod(template: Template) -> dict[str, Any]:
     if match.is_empty:
         pod = pod.label(TEMPLATE_LABEL, template.name)
     gpus = 0 if template.accelerator.gpu == "forbidden" else max(template.accelerator.min_devices, 1)
-    return pod.container("c", image=image, gpu=gpus).build()
+    plain = [m for m in match.models if "[" not in m and "?" not in m]
+    args = ["--model", plain[0].replace("*", "x")] if plain else []
+    return pod.container("c", image=image, gpu=gpus, args=args).build()
 
 
 def judged(decision: Decision) -> tuple[Any, ...]:

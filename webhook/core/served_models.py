@@ -24,9 +24,13 @@ MODEL_FLAGS: Final = frozenset({"--model", "--model-path", "--model-id", "--mode
 huggingfaceserver `--model_id`; each as `--flag value` or `--flag=value`."""
 MODEL_VARS: Final = frozenset({"MODEL_ID", "NIM_MODEL_NAME"})
 """TGI's MODEL_ID and NIM's NIM_MODEL_NAME, with a literal `value`."""
-SERVE_COMMANDS: Final = frozenset({"trtllm-serve"})
-"""Commands whose first positional argument is the model: `trtllm-serve <model>`; vLLM's is
-`vllm serve <model>` (`_positional`)."""
+ENTRYPOINT: Final = "<entrypoint>"
+"""Stands for the image's own entrypoint before args given without a command: vllm/vllm-openai's
+is `vllm serve`, so its pods write `args: [meta-llama/Llama-3.1-70B-Instruct, ...]`; the first
+argument, not a flag, is read as the model."""
+SERVE_COMMANDS: Final = frozenset({"trtllm-serve", ENTRYPOINT})
+"""Commands whose first positional argument is the model: `trtllm-serve <model>`, and the image's
+entrypoint; vLLM's is `vllm serve <model>` (`_positional`)."""
 MODEL_MAX: Final = 1024
 """Longer than any model id or path a server loads (a Hugging Face id is at most 96 characters):
 such a value is matched against no pattern, so a 3 MB argument costs no pattern matching."""
@@ -44,7 +48,10 @@ def served_models(container: Mapping[str, Any]) -> list[str]:
     (one it cannot see, from `valueFrom`, names no model)."""
     values = _literal_env(container.get("env"))
     words = _words(container.get("command"))
-    words.extend(_words(container.get("args")))
+    args = _words(container.get("args"))
+    if not words and args and not args[0].startswith("-"):
+        words = [ENTRYPOINT]  # the image's entrypoint: `vllm serve` in vllm/vllm-openai
+    words.extend(args)
     if any("$(" in word for word in words):
         words = [_expand(word, values) for word in words]
     found = _from_words(words)

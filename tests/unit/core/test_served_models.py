@@ -18,6 +18,7 @@ LARGE = "meta-llama/Llama-3.1-70B-Instruct"
     "container",
     [
         {"command": ["vllm", "serve", LARGE], "args": ["--port", "8000"]},
+        {"args": [LARGE, "--tensor-parallel-size", "1"]},  # vllm/vllm-openai's entrypoint: vllm serve
         {"command": ["/usr/local/bin/vllm"], "args": ["serve", LARGE, "--tensor-parallel-size", "1"]},
         {"command": ["python3", "-m", "vllm.entrypoints.openai.api_server"], "args": ["--model", LARGE]},
         {"args": [f"--model={LARGE}"]},
@@ -45,7 +46,8 @@ def test_the_model_is_read_where_each_server_takes_it(container: dict[str, Any])
         {"env": [{"name": "MODEL_ID", "value": LARGE}, {"name": "MODEL_ID", "valueFrom": {}}]},
         {"args": ["--model", "$(MODEL)"], "env": [{"name": "MODEL", "valueFrom": {"secretKeyRef": {}}}]},
         {"args": ["--model", "--port", "8000"]},
-        {"args": ["serve", LARGE]},  # no vllm before it
+        {"command": ["python3"], "args": ["serve", LARGE]},  # no vllm before it
+        {"args": ["--port", "8000", LARGE]},  # a positional argument after flags may be their value
         {"args": ["--model", "x" * (MODEL_MAX + 1)]},
         {"command": "vllm serve x", "args": {"model": LARGE}, "env": {"MODEL_ID": LARGE}},  # malformed
     ],

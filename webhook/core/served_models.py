@@ -14,6 +14,7 @@ server answers to, which need not be the model's (KServe's `--model_name=llama3`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -39,6 +40,8 @@ WORDS_MAX: Final = 1024
 whole, the 1.5 million words of a 3 MB argument an untrusted user can send cost 0.5 s per pod
 create, holding the worker."""
 _QUOTES: Final = "\"'"
+_REFERENCE: Final = re.compile(r"\$(?:\$|\(([^)]*)\))")
+"""A kubelet reference `$(VAR)`, or `$$`, its escape of `$`."""
 
 
 def served_models(container: Mapping[str, Any]) -> list[str]:
@@ -116,11 +119,12 @@ def _literal_env(env: object) -> dict[str, str]:
 
 
 def _expand(word: str, values: Mapping[str, str]) -> str:
-    """`$(VAR)` as the kubelet expands it, when the whole word (or a flag's `=` value) is one
-    reference to a variable with a literal value; any other word as it is."""
-    flag, equals, rest = word.partition("=")
-    target = rest if equals else word
-    if target.startswith("$(") and target.endswith(")") and target[2:-1] in values:
-        expanded = values[target[2:-1]]
-        return f"{flag}={expanded}" if equals else expanded
-    return word
+    """`$(VAR)` wherever it is in the word, as the kubelet expands it (`--model=/mnt/$(MODEL)`):
+    a variable with a literal value gives it, any other reference stays as written, and `$$` is
+    an escaped `$` (`$$(VAR)` is the text `$(VAR)`)."""
+    return _REFERENCE.sub(lambda found: _value(found, values), word)
+
+
+def _value(found: re.Match[str], values: Mapping[str, str]) -> str:
+    name = found.group(1)
+    return "$" if name is None else values.get(name, found.group(0))

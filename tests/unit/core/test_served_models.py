@@ -58,6 +58,28 @@ def test_no_model_is_read_from_a_served_name_a_hidden_value_or_a_malformed_conta
     assert served_models(container) == []
 
 
+def _env(**values: str) -> list[dict[str, str]]:
+    return [{"name": name, "value": value} for name, value in values.items()]
+
+
+@pytest.mark.parametrize(
+    ("container", "model"),
+    [
+        ({"args": ["--model", "/mnt/models/$(M)"], "env": _env(M="llama-70b")}, "/mnt/models/llama-70b"),
+        ({"args": ["--model=$(ORG)/$(M)"], "env": _env(ORG="meta", M="llama-70b")}, "meta/llama-70b"),
+        ({"command": ["sh", "-c", "vllm serve meta/$(M)"], "env": _env(M="llama-70b")}, "meta/llama-70b"),
+        ({"args": ["--model", "/m/$$(M)"], "env": _env(M="llama-70b")}, "/m/$(M)"),  # `$$`: a `$`
+        ({"args": ["--model", "/m/$(M)"], "env": _env(N="llama-70b")}, "/m/$(M)"),  # no such variable
+    ],
+)
+def test_a_reference_anywhere_in_a_word_is_expanded_as_the_kubelet_does(
+    container: dict[str, Any], model: str
+) -> None:
+    """The kubelet expands `$(VAR)` wherever it is in a word (`/mnt/models/$(MODEL)`): read as
+    written, a 70B's model path matched no `*-70b*` pattern and the pod got a slice."""
+    assert served_models(container) == [model]
+
+
 def test_only_the_first_words_of_a_command_line_are_read() -> None:
     """A server's command line has tens of words; read whole, a 3 MB argument of 1.5 million
     words cost 0.5 s per pod create."""

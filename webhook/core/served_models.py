@@ -40,6 +40,7 @@ WORDS_MAX: Final = 1024
 whole, the 1.5 million words of a 3 MB argument an untrusted user can send cost 0.5 s per pod
 create, holding the worker."""
 _QUOTES: Final = "\"'"
+_CONTINUATION: Final = "\\"
 _REFERENCE: Final = re.compile(r"\$(?:\$|\(([^)]*)\))")
 """A kubelet reference `$(VAR)`, or `$$`, its escape of `$`."""
 
@@ -63,14 +64,17 @@ def served_models(container: Mapping[str, Any]) -> list[str]:
 
 
 def _words(value: object) -> list[str]:
-    """The first WORDS_MAX words of a command or args, each item split at whitespace."""
+    """The first WORDS_MAX words of a command or args, each item split at whitespace; a lone
+    backslash, a script's line continuation (`vllm serve \\` and the model on the next line,
+    which the shell joins), is no word."""
     words: list[str] = []
     for item in value if isinstance(value, list) else ():
         if isinstance(item, str):
             words.extend(item.split(maxsplit=WORDS_MAX)[:WORDS_MAX])
             if len(words) >= WORDS_MAX:
-                return words[:WORDS_MAX]
-    return words
+                words = words[:WORDS_MAX]
+                break
+    return [word for word in words if word != _CONTINUATION] if _CONTINUATION in words else words
 
 
 def _from_words(words: list[str]) -> list[str]:

@@ -80,6 +80,19 @@ def test_a_reference_anywhere_in_a_word_is_expanded_as_the_kubelet_does(
     assert served_models(container) == [model]
 
 
+@pytest.mark.parametrize(
+    "script",
+    [
+        f"vllm serve \\\n  {LARGE} \\\n  --port 8000\n",
+        f"python3 -m vllm.entrypoints.openai.api_server --model \\\n  {LARGE}\n",
+    ],
+)
+def test_a_script_continuing_its_line_before_the_model_names_it(script: str) -> None:
+    """A backslash ending a line of a `sh -c` script joins the next line to it (the shell drops
+    both): read as a word, it was the model of `vllm serve \\`."""
+    assert served_models({"command": ["/bin/sh", "-c"], "args": [script]}) == [LARGE]
+
+
 def test_only_the_first_words_of_a_command_line_are_read() -> None:
     """A server's command line has tens of words; read whole, a 3 MB argument of 1.5 million
     words cost 0.5 s per pod create."""

@@ -33,7 +33,8 @@ def could_have(node: GpuNode, resource: str) -> int | None:
     """The most of an NVIDIA resource the node could have once MIG Manager is done: its GPUs as
     whole GPUs; of a MIG slice, as many as fit one GPU of its model on each (none of a slice its
     model has not); as nvidia.com/gpu under the single strategy, where they are MIG devices, as
-    many as its smallest slice fits. Never less than it has now. None where that is not known:
+    many as its smallest slice fits, and no `nvidia.com/mig-*` (that strategy never advertises one,
+    however the node is cut). Never less than it has now. None where that is not known:
     a renamed `.shared` resource or another NVIDIA resource, its GPU count, the model whose slices
     a single-strategy nvidia.com/gpu or a slice would be, or how many pods share a device
     (time-slicing, MPS, HAMi, GKE's sharing: a reconfiguration may change those too)."""
@@ -43,6 +44,8 @@ def could_have(node: GpuNode, resource: str) -> int | None:
     single = node.labels.get(MIG_STRATEGY_LABEL) == "single"
     if resource == GPU and not single:
         return max(gpus, node.has(resource))
+    if single and resource.startswith(MIG_PREFIX):
+        return node.has(resource)  # the single strategy advertises every slice as nvidia.com/gpu
     if resource != GPU and not resource.startswith(MIG_PREFIX):
         return None
     model = model_for_node(node.product, node.gke_accelerator, _spellings(node))

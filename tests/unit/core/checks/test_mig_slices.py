@@ -17,6 +17,7 @@ from tests.builders import (
     pairs,
     policy_doc,
     single_node,
+    whole_node,
 )
 from tests.unit.core.checks._helpers import run
 from webhook.core.checks import mig_slices
@@ -317,3 +318,22 @@ def test_a_slice_of_an_init_container_is_judged_too(unit_catalog: Catalog, mixed
     assert run(mig_slices.check, unit_catalog, pod, mixed, "prod-a") == [
         ("MigProfileNotAllowed", 'spec.initContainers[name=warm].resources.limits["nvidia.com/mig-2g.20gb"]')
     ]
+
+
+def test_a_reconfiguring_single_strategy_node_never_offers_a_slice_by_name(unit_catalog: Catalog) -> None:
+    """Under the single strategy (the GPU Operator's default) a node advertises its slices as
+    nvidia.com/gpu however MIG Manager cuts it, never as nvidia.com/mig-*: a pod asking for
+    nvidia.com/mig-1g.10gb was allowed, Pending for ever, while such a node reconfigured."""
+    h100 = whole_node("h100", H100, 8)
+    h100["metadata"]["labels"].update(
+        {"nvidia.com/mig.strategy": "single", "nvidia.com/mig.config.state": "pending"}
+    )
+    inventory = build_inventory([h100, whole_node("a100", A100, 4)])
+    pod = make_pod().container("c", limits={"nvidia.com/mig-1g.10gb": 1}).build()
+    decision = decide(pod, context(unit_catalog, inventory))
+    unavailable = [p for p in pairs(decision) if p[0] == "MigProfileUnavailable"]
+    assert unavailable == [("MigProfileUnavailable", path("nvidia.com/mig-1g.10gb"))]
+    pod = make_pod().container("c", gpu=56).build()  # its 8 GPUs cut all-1g.10gb: 56 of them
+    assert [
+        p for p in pairs(decide(pod, context(unit_catalog, inventory))) if p[0] == "ExceedsLargestNode"
+    ] == []

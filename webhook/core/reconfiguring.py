@@ -10,6 +10,7 @@ anything, as one still installing its driver is.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from webhook.core.model import GKE_SHARING_LABEL, GpuNode
@@ -25,6 +26,7 @@ from webhook.core.profiles import (
 )
 
 GPU_COUNT_LABEL: Final = "nvidia.com/gpu.count"
+PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
 MIG_STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"
 _SHARING: Final = frozenset({"time-slicing", "mps"})
 
@@ -54,6 +56,17 @@ def could_have(node: GpuNode, resource: str) -> int | None:
     per_gpu = {resource_for_profile(name): _per_gpu(name, model) for name in model.profiles}
     most = max(per_gpu.values(), default=1) if resource == GPU else per_gpu.get(resource, 0)
     return max(gpus * most, node.has(resource))
+
+
+def made_whole(node: GpuNode) -> GpuNode:
+    """The node as GPU Feature Discovery labels it once MIG Manager has disabled MIG: its GPUs'
+    own product, where its `nvidia.com/gpu.product` now names a MIG device (`<model>-MIG-<profile>`,
+    single strategy). A node choice read against that label alone held a pod off the node for
+    good, SteeredOffMigNodes' own `NotIn` of it among them."""
+    product = node.labels.get(PRODUCT_LABEL, "")
+    if "-MIG-" not in product:
+        return node
+    return replace(node, labels={**node.labels, PRODUCT_LABEL: product.split("-MIG-", 1)[0]})
 
 
 def _gpus(node: GpuNode) -> int:

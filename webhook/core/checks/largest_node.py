@@ -18,7 +18,7 @@ from webhook.core.node_reach import Reach, reach, reached_nodes
 from webhook.core.placement import admitted, gets_whole_gpus, recall, remember
 from webhook.core.podview import AccelRequest, PodView
 from webhook.core.profiles import GPU, MIG_PREFIX, SHARED_SUFFIX
-from webhook.core.reconfiguring import could_have
+from webhook.core.reconfiguring import could_have, made_whole
 from webhook.core.resources import Kind, is_time_sliced_name
 
 
@@ -249,9 +249,20 @@ def reconfigured_most(env: Env, resource: str) -> tuple[int, str] | None:
     key = ("reconfigured-most", env.placement, resource)
     found: tuple[tuple[int, str] | None] | None = recall(inventory, key)
     if found is None:
-        found = (_most_of(reached_nodes(reach(env), inventory.reconfiguring_nodes), resource),)
+        found = (_most_of(_reconfiguring_reached(env), resource),)
         remember(inventory, key, found)
     return found[0]
+
+
+def _reconfiguring_reached(env: Env) -> list[GpuNode]:
+    """The nodes MIG Manager is reconfiguring that the pod may land on, now or once it is done:
+    a pod kept off their MIG product (SteeredOffMigNodes) may land on one made whole, and was
+    allowed so, then denied on its own output (/validate refused what /mutate admitted)."""
+    nodes, placement = env.inventory.reconfiguring_nodes, env.placement
+    reached = list(reached_nodes(reach(env), nodes))
+    if placement is None:
+        return reached
+    return reached + [n for n in nodes if n not in reached and placement.admits(made_whole(n))]
 
 
 def _most_of(nodes: Iterable[GpuNode], resource: str) -> tuple[int, str] | None:

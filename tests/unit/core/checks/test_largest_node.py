@@ -15,6 +15,7 @@ from tests.builders import (
     make_pod,
     mixed_node,
     pairs,
+    single_node,
     whole_node,
 )
 from tests.unit.core.checks._helpers import run
@@ -435,3 +436,24 @@ def test_a_reconfiguring_node_whose_figures_are_not_known_is_still_a_blank(unit_
     pod = make_pod().container("c", gpu=640).build()
     for nodes in ((shared,), (_reconfiguring(whole_node("h8", H100, 8)), installing)):
         assert _decided(unit_catalog, pod, make_inventory(whole_node("a4", A100, 4), *nodes)) == []
+
+
+def test_a_reconfiguring_single_node_still_bounds_the_pod_steered_off_its_mig_product(
+    unit_catalog: Catalog,
+) -> None:
+    """8 H100s cut into 56 1g.10gb (single strategy) being made whole again, beside a node of 4
+    A100s: a pod asking for 8 GPUs was allowed and steered off `<model>-MIG-1g.10gb` nodes
+    (SteeredOffMigNodes), then denied ExceedsLargestNode on its own output (/validate refused
+    what /mutate admitted): the steering was read as keeping it off a node whose product label
+    GPU Feature Discovery rewrites once MIG Manager is done. A nodeSelector on the A100 still
+    holds it to a4, whatever the H100 node becomes."""
+    cut = _reconfiguring(single_node("h8", H100, "1g.10gb", 56), **{"nvidia.com/gpu.count": "8"})
+    inventory = make_inventory(whole_node("a4", A100, 4), cut)
+    pod = make_pod().container("c", image="example.com/app", gpu=8).build()
+    first = decide(pod, context(unit_catalog, inventory))
+    assert first.allowed and ("SteeredOffMigNodes", "spec.affinity.nodeAffinity") in pairs(first)
+    assert first.mutated is not None
+    assert _decided(unit_catalog, first.mutated, inventory) == []
+    pinned = {"nvidia.com/gpu.product": A100}
+    pod = make_pod().spec("nodeSelector", pinned).container("c", image="example.com/app", gpu=8).build()
+    assert _decided(unit_catalog, pod, inventory) == [("ExceedsLargestNode", LIMIT)]

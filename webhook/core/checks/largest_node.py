@@ -249,20 +249,22 @@ def reconfigured_most(env: Env, resource: str) -> tuple[int, str] | None:
     key = ("reconfigured-most", env.placement, resource)
     found: tuple[tuple[int, str] | None] | None = recall(inventory, key)
     if found is None:
-        found = (_most_of(_reconfiguring_reached(env), resource),)
+        found = (_most_of(reached_once_reconfigured(env, inventory.reconfiguring_nodes), resource),)
         remember(inventory, key, found)
     return found[0]
 
 
-def _reconfiguring_reached(env: Env) -> list[GpuNode]:
-    """The nodes MIG Manager is reconfiguring that the pod may land on, now or once it is done:
-    a pod kept off their MIG product (SteeredOffMigNodes) may land on one made whole, and was
-    allowed so, then denied on its own output (/validate refused what /mutate admitted)."""
-    nodes, placement = env.inventory.reconfiguring_nodes, env.placement
-    reached = list(reached_nodes(reach(env), nodes))
-    if placement is None:
+def reached_once_reconfigured(env: Env, nodes: Iterable[GpuNode]) -> list[GpuNode]:
+    """Those of `nodes` the pod may land on, and the nodes MIG Manager is reconfiguring that it
+    may land on once it is done (reconfiguring.made_whole): a pod kept off their MIG product
+    (SteeredOffMigNodes) may land on one made whole, and was allowed so, then denied on its own
+    output (/validate refused what /mutate admitted)."""
+    reached, placement = list(reached_nodes(reach(env), nodes)), env.placement
+    if placement is None or not env.inventory.reconfiguring_nodes:
         return reached
-    return reached + [n for n in nodes if n not in reached and placement.admits(made_whole(n))]
+    seen = {id(node) for node in reached}
+    later = (n for n in env.inventory.reconfiguring_nodes if id(n) not in seen)
+    return reached + [node for node in later if placement.admits(made_whole(node))]
 
 
 def _most_of(nodes: Iterable[GpuNode], resource: str) -> tuple[int, str] | None:

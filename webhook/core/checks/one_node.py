@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from webhook.core.checks.largest_node import exceeds, held_against_nodes, not_steered
+from webhook.core.checks.largest_node import (
+    exceeds,
+    held_against_nodes,
+    not_steered,
+    reached_once_reconfigured,
+)
 from webhook.core.env import Env
 from webhook.core.model import SLICE_STRATEGIES, Finding, GpuNode
-from webhook.core.node_reach import reach, reached_nodes
+from webhook.core.node_reach import reach
 from webhook.core.placement import gets_whole_gpus, gpu_nodes
 from webhook.core.profiles import GPU
 from webhook.core.reconfiguring import could_have
@@ -30,7 +35,7 @@ def check(env: Env) -> list[Finding]:
     whole = gets_whole_gpus(inventory, env.placement)
     slices = not whole or not_steered(env.view)  # the nvidia.com/gpu that single-strategy nodes advertise
     reached = reach(env)
-    for node in reached_nodes(reached, gpu_nodes(inventory)):
+    for node in reached_once_reconfigured(env, gpu_nodes(inventory)):
         if all(_capacity(node, resource, whole, slices) >= amount for resource, amount in wanted.items()):
             return []
     asked = ", ".join(f"{amount} {resource}" for resource, amount in wanted.items())

@@ -447,7 +447,8 @@ def test_a_reconfiguring_single_node_still_bounds_the_pod_steered_off_its_mig_pr
     what /mutate admitted): the steering was read as keeping it off a node whose product label
     GPU Feature Discovery rewrites once MIG Manager is done. A nodeSelector on the A100 still
     holds it to a4, whatever the H100 node becomes."""
-    cut = _reconfiguring(single_node("h8", H100, "1g.10gb", 56), **{"nvidia.com/gpu.count": "8"})
+    cut = single_node("h8", H100, "1g.10gb", 56, memory=9984)  # GFD counts its MIG devices
+    cut = _reconfiguring(cut, **{"nvidia.com/gpu.count": "56"})
     inventory = make_inventory(whole_node("a4", A100, 4), cut)
     pod = make_pod().container("c", image="example.com/app", gpu=8).build()
     first = decide(pod, context(unit_catalog, inventory))

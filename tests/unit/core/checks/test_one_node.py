@@ -162,3 +162,25 @@ def test_a_reconfiguring_node_holds_what_it_could_have_once_done(unit_catalog: C
     assert run(one_node.check, unit_catalog, _two_slices("1g.10gb", "3g.40gb"), inventory) == []
     pod = make_pod().container("a", gpu=8).container("b", limits={"nvidia.com/mig-1g.5gb": 1}).build()
     assert run(one_node.check, unit_catalog, pod, inventory) == [CONTAINERS]
+
+
+def test_a_reconfiguring_single_node_holds_the_pod_steered_off_its_mig_product(unit_catalog: Catalog) -> None:
+    """An H100 of 7 1g.10gb served as nvidia.com/gpu (single strategy) being recut, beside a whole
+    H100 (no slices): a GPU beside a 3g.40gb was allowed and steered off `<model>-MIG-1g.10gb`
+    nodes, then denied NoNodeHoldsAll on its own output, the steering read as keeping it off the
+    recut H100 for good though GPU Feature Discovery relabels it once MIG Manager is done."""
+    recut = single_node("h100", H100, "1g.10gb", 7, memory=9984)
+    labels = {"nvidia.com/gpu.count": "7", "nvidia.com/mig.config.state": "pending"}  # its MIG devices
+    recut["metadata"]["labels"].update(labels)
+    inventory = make_inventory(whole_node("whole", H100, 1), recut)
+    pod = (
+        make_pod()
+        .container("a", image="example.com/app", gpu=1)
+        .container("b", image="example.com/app", limits={"nvidia.com/mig-3g.40gb": 1})
+        .build()
+    )
+    first = decide(pod, context(unit_catalog, inventory))
+    assert first.allowed and ("SteeredOffMigNodes", "spec.affinity.nodeAffinity") in pairs(first)
+    assert first.mutated is not None
+    again = pairs(decide(first.mutated, context(unit_catalog, inventory)))
+    assert [found for found in again if found[0] == "NoNodeHoldsAll"] == []

@@ -164,11 +164,14 @@ def test_a_reconfiguring_node_holds_what_it_could_have_once_done(unit_catalog: C
     assert run(one_node.check, unit_catalog, pod, inventory) == [CONTAINERS]
 
 
-def test_a_reconfiguring_single_node_holds_the_pod_steered_off_its_mig_product(unit_catalog: Catalog) -> None:
+def test_a_reconfiguring_single_node_gives_the_same_decision_on_the_pods_own_output(
+    unit_catalog: Catalog,
+) -> None:
     """An H100 of 7 1g.10gb served as nvidia.com/gpu (single strategy) being recut, beside a whole
     H100 (no slices): a GPU beside a 3g.40gb was allowed and steered off `<model>-MIG-1g.10gb`
-    nodes, then denied NoNodeHoldsAll on its own output, the steering read as keeping it off the
-    recut H100 for good though GPU Feature Discovery relabels it once MIG Manager is done."""
+    nodes, then denied NoNodeHoldsAll on its own output (58be91e). A single-strategy node never
+    serves a slice by name, recut or not (2691cfa): the pod is denied at once, MigProfileUnavailable,
+    and a GPU alone is allowed, both alike when decided again on their own output."""
     recut = single_node("h100", H100, "1g.10gb", 7, memory=9984)
     labels = {"nvidia.com/gpu.count": "7", "nvidia.com/mig.config.state": "pending"}  # its MIG devices
     recut["metadata"]["labels"].update(labels)
@@ -180,7 +183,10 @@ def test_a_reconfiguring_single_node_holds_the_pod_steered_off_its_mig_product(u
         .build()
     )
     first = decide(pod, context(unit_catalog, inventory))
-    assert first.allowed and ("SteeredOffMigNodes", "spec.affinity.nodeAffinity") in pairs(first)
-    assert first.mutated is not None
-    again = pairs(decide(first.mutated, context(unit_catalog, inventory)))
-    assert [found for found in again if found[0] == "NoNodeHoldsAll"] == []
+    slice_path = 'spec.containers[name=b].resources.limits["nvidia.com/mig-3g.40gb"]'
+    assert not first.allowed and ("MigProfileUnavailable", slice_path) in pairs(first)
+    alone = make_pod().container("a", image="example.com/app", gpu=1).build()
+    allowed = decide(alone, context(unit_catalog, inventory))
+    assert allowed.allowed and allowed.mutated is not None
+    again = decide(allowed.mutated, context(unit_catalog, inventory))
+    assert again.allowed and not again.patch

@@ -47,6 +47,17 @@ class AccelRequest:
         object.__setattr__(self, "count", count)
         object.__setattr__(self, "consistent", consistent)
 
+    @property
+    def asks(self) -> bool:
+        """Whether it asks for some (any amount but zero; an invalid amount is reported apart)."""
+        return self.count is None or self.count > 0
+
+    @property
+    def section(self) -> str:
+        """Where its count is: `limits`, or `requests` where it has no limit (a path to a limit
+        the container lacks would point at nothing)."""
+        return "limits" if self.limit is not None else "requests"
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class ContainerView:
@@ -88,6 +99,10 @@ class ContainerView:
 
     def resource_path(self, section: str, resource: str) -> str:
         return f'{self.path}.resources.{section}["{resource}"]'
+
+    def count_path(self, accel: AccelRequest) -> str:
+        """Where the container asks for `accel`: its limit, else its request."""
+        return self.resource_path(accel.section, accel.resource)
 
     @property
     def gpu_requests(self) -> tuple[AccelRequest, ...]:
@@ -251,13 +266,9 @@ def _read_env(env: object) -> tuple[str | None, int]:
 
 
 def env_visible_devices(env: object) -> str | None:
-    """The value a container's `env` gives NVIDIA_VISIBLE_DEVICES (`_visible_value`), for a
+    """The value a container's `env` gives NVIDIA_VISIBLE_DEVICES, as `_read_env` reads it, for a
     container the view does not hold: an ephemeral one (GpuByEnvironment)."""
-    last: Any = None
-    for entry in env if isinstance(env, list) else ():
-        if isinstance(entry, MAPPINGS) and entry.get("name") == VISIBLE_DEVICES:
-            last = entry
-    return _visible_value(last)
+    return _read_env(env)[0]
 
 
 def _visible_value(entry: Any) -> str | None:

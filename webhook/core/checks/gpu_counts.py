@@ -30,8 +30,7 @@ def largest_request_path(view: PodView, dra_gpus: frozenset[str] = frozenset()) 
     for container in view.containers:
         for accel in container.accel:
             if _counted(accel, dra_gpus) and (accel.count or 0) > best[1]:
-                section = "limits" if accel.limit is not None else "requests"
-                best = (container.resource_path(section, accel.resource), accel.count or 0)
+                best = (container.count_path(accel), accel.count or 0)
     return best[0] or f"{view.base}.containers"
 
 

@@ -43,7 +43,7 @@ def _beyond_one_container(env: Env, held: Held) -> Finding:
     pod's sum fits: on a node whose GPUs HAMi splits, a container's vGPUs each take a GPU of its
     own; on a node whose GKE sharing gives a container one, it gets one (Inventory.largest_gpu_container)."""
     path = next(
-        container.resource_path("limits" if accel.limit is not None else "requests", GPU)
+        container.count_path(accel)
         for container in env.view.containers
         for accel in container.gpu_requests
         if accel.resource == GPU and accel.count == held.one_container
@@ -284,5 +284,5 @@ def request_path(env: Env, resource: str) -> str:
     for container in env.view.containers:
         for accel in container.accel:
             if accel.resource == resource:  # where the count is: a request alone has its own finding
-                return container.resource_path("limits" if accel.limit is not None else "requests", resource)
+                return container.count_path(accel)
     return f"{env.view.base}.containers"  # pragma: no cover - a requested resource has a container

@@ -50,8 +50,7 @@ def _several_in_a_container(env: Env, served: str) -> list[Finding]:
     for container in env.view.containers:
         for accel in container.gpu_requests:
             if accel.resource == GPU and accel.count is not None and accel.count > most:
-                section = "limits" if accel.limit is not None else "requests"
-                most, path = accel.count, container.resource_path(section, GPU)
+                most, path = accel.count, container.count_path(accel)
     if not path:
         return []
     message = f"{served}; a CUDA process sees only one MIG device, and a container asks for {most}"

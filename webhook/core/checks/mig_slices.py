@@ -25,7 +25,7 @@ def check(env: Env) -> list[Finding]:
     aliases = env.inventory.dra_aliases
     for container in env.view.containers:
         for accel in container.accel:
-            if not (accel.count is None or accel.count > 0):
+            if not accel.asks:
                 continue
             if _names_slice(accel):
                 resource = accel.resource
@@ -33,10 +33,7 @@ def check(env: Env) -> list[Finding]:
                 resource = aliases[accel.resource]
             else:
                 continue
-            path = container.resource_path(
-                "limits" if accel.limit is not None else "requests", accel.resource
-            )
-            findings.extend(_slice_findings(env, container.name, resource, path))
+            findings.extend(_slice_findings(env, container.name, resource, container.count_path(accel)))
     return findings
 
 

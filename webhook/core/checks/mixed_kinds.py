@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from webhook.core.env import Env
 from webhook.core.model import Finding
-from webhook.core.podview import AccelRequest
 from webhook.core.resources import Kind
 
 
 def check(env: Env) -> list[Finding]:
     findings = []
     for container in env.view.containers:
-        mixed = [a for a in container.accel if a.kind in (Kind.WHOLE, Kind.MIG) and _asks(a)]
+        mixed = [a for a in container.accel if a.kind in (Kind.WHOLE, Kind.MIG) and a.asks]
         kinds = sorted(a.resource for a in mixed)
         if len(kinds) > 1:
             message = (
@@ -19,12 +18,7 @@ def check(env: Env) -> list[Finding]:
                 "ask for whole GPUs or a single MIG profile, not both"
             )
             # its requests where it asks by requests alone: a path to limits it lacks points at nothing
-            section = "limits" if any(a.limit is not None for a in mixed) else "requests"
+            section = "limits" if any(a.section == "limits" for a in mixed) else "requests"
             path = f"{container.path}.resources.{section}"
             findings.append(Finding("MixedAcceleratorKinds", path, message))
     return findings
-
-
-def _asks(accel: AccelRequest) -> bool:
-    """A request for some of it (a zero asks for none: it is no kind of the container's)."""
-    return accel.count is None or accel.count > 0

@@ -22,8 +22,7 @@ def check(env: Env) -> list[Finding]:
     instead = _Instead(env.inventory, env.suggestions or SuggestionBudget())
     for container in env.view.containers:
         for accel in container.accel:
-            section = "limits" if accel.limit is not None else "requests"
-            path = container.resource_path(section, accel.resource)
+            path = container.count_path(accel)
             if accel.kind is Kind.SUSPECT:
                 what = (
                     "a DeviceClass the cluster has"

@@ -42,9 +42,7 @@ def check(env: Env) -> list[Finding]:
             f"container {container.name} asks for {accel.count} {GPU}; the GPU nodes it may run on share "
             f"their GPUs ({GKE_SHARING_LABEL}), where GKE gives a container at most 1"
         )
-        # its request where it has no limit: a path to a limit it lacks would point at nothing
-        section = "limits" if accel.limit is not None else "requests"
-        findings.append(Finding("ExceedsSharedGpuLimit", container.resource_path(section, GPU), message))
+        findings.append(Finding("ExceedsSharedGpuLimit", container.count_path(accel), message))
     return findings
 
 

@@ -30,11 +30,9 @@ def check(env: Env) -> list[Finding]:
     findings = []
     requirement = template.accelerator.gpu
     for container in env.view.containers:
-        used = [a for a in container.accel if a.kind in _ACCELERATORS and _asked(a.count)]
+        used = [a for a in container.accel if a.kind in _ACCELERATORS and a.asks]
         if used and requirement == "forbidden":
-            path = container.resource_path(
-                "limits" if used[0].limit is not None else "requests", used[0].resource
-            )
+            path = container.count_path(used[0])
             message = (
                 f"container {container.name} asks for {used[0].resource} but template "
                 f"{template.name} is CPU-only; {_cpu_only_advice(env, used[0])}"
@@ -45,7 +43,7 @@ def check(env: Env) -> list[Finding]:
     dra = env.inventory.dra_resources  # a device DRA serves: a GPU or MIG device, in practice
     has_gpu = any(
         (_is_accelerator(a.kind, a.resource) or a.resource in dra or _unlisted_class(a.resource, dra))
-        and _asked(a.count)
+        and a.asks
         for c in env.view.containers
         for a in c.accel
     ) or any(key in env.view.annotations for key in ANNOTATION_REQUESTS)
@@ -131,8 +129,3 @@ def _is_accelerator(kind: Kind, resource: str) -> bool:
     if kind in (Kind.WHOLE, Kind.MIG, Kind.SHARED):
         return True
     return kind is Kind.OTHER and resource.startswith(KNOWN_OTHER_PREFIXES)
-
-
-def _asked(count: int | None) -> bool:
-    """A request that is there: any amount but zero (an invalid amount is reported elsewhere)."""
-    return count is None or count > 0

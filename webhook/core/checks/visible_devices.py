@@ -114,7 +114,6 @@ def _asks_for_gpu(container: ContainerView, item: dict[Any, Any], dra: frozenset
     if lenient_object(item.get("resources")).get("claims"):
         return True
     return any(
-        (a.kind in _NVIDIA_KINDS or a.resource.startswith(_ASKING_PREFIXES) or a.resource in dra)
-        and (a.count is None or a.count > 0)
+        (a.kind in _NVIDIA_KINDS or a.resource.startswith(_ASKING_PREFIXES) or a.resource in dra) and a.asks
         for a in container.accel
     )

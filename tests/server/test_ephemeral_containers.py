@@ -11,21 +11,14 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from tests.conftest import INVENTORIES, ROOT
 from tests.server.support import vector
-from webhook.server.app import create_app, start_sources, stop_sources
-from webhook.sources import FileInventorySource, StaticCatalogSource
 
 DEBUGGER = "spec.ephemeralContainers[name=debugger-7x2kq].env[name=NVIDIA_VISIBLE_DEVICES]"
 
 
 @pytest.fixture(scope="module")
-def app() -> Any:
-    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
-    served = create_app(catalog, FileInventorySource(INVENTORIES / "mixed-cluster.yaml"))
-    start_sources(served)
-    yield served
-    stop_sources(served)
+def app(shipped_app: Flask) -> Flask:
+    return shipped_app
 
 
 def debug_review(env: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,10 +14,6 @@ import jsonpatch
 import pytest
 from flask import Flask
 
-from tests.conftest import INVENTORIES, ROOT
-from webhook.server.app import create_app, start_sources, stop_sources
-from webhook.sources import FileInventorySource, StaticCatalogSource
-
 VLLM = "vllm/vllm-openai:v0.6.3"  # llm-serving: rewritten to a MIG slice
 PYTORCH = "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"  # distributed-training: MIG forbidden
 POD = ("", "Pod")
@@ -25,12 +21,8 @@ DEPLOYMENT = ("apps", "Deployment")
 
 
 @pytest.fixture(scope="module")
-def app() -> Any:
-    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
-    served = create_app(catalog, FileInventorySource(INVENTORIES / "mixed-cluster.yaml"))
-    start_sources(served)
-    yield served
-    stop_sources(served)
+def app(shipped_app: Flask) -> Flask:
+    return shipped_app
 
 
 def pod(image: str) -> dict[str, Any]:

@@ -12,10 +12,6 @@ import jsonpatch
 import pytest
 from flask import Flask
 
-from tests.conftest import INVENTORIES, ROOT
-from webhook.server.app import create_app, start_sources, stop_sources
-from webhook.sources import FileInventorySource, StaticCatalogSource
-
 REWRITE = {
     "gpu.aethervirt.io/mig-profile": "3g.40gb",
     "gpu.aethervirt.io/original-request": '{"nvidia.com/gpu": {"c": "1"}}',
@@ -23,12 +19,8 @@ REWRITE = {
 
 
 @pytest.fixture(scope="module")
-def app() -> Any:
-    catalog = StaticCatalogSource([ROOT / "templates", ROOT / "policies"])
-    served = create_app(catalog, FileInventorySource(INVENTORIES / "mixed-cluster.yaml"))
-    start_sources(served)
-    yield served
-    stop_sources(served)
+def app(shipped_app: Flask) -> Flask:
+    return shipped_app
 
 
 def review(pod: dict[str, Any], uid: str = "uid-1") -> dict[str, Any]:

@@ -146,22 +146,28 @@ def test_time_sliced_replicas_are_not_read_as_hami(unit_catalog: Catalog) -> Non
     assert run(largest_node.check, unit_catalog, eight, inventory) == []
 
 
-def test_a_container_gets_one_gpu_of_a_gke_time_shared_node(unit_catalog: Catalog) -> None:
-    """GKE's time-sharing gives a container at most one nvidia.com/gpu (ValidateRequest in
-    https://github.com/GoogleCloudPlatform/container-engine-accelerators/blob/master/pkg/gpu/nvidia/gpusharing/gpusharing.go):
-    a g2-standard-24 pool of 2 L4s x 8 clients advertises 16, which held no container of 8 that
-    the a2-highgpu-4g beside it cannot either; pods of one-GPU containers may still use it."""
+def gke_l4_time_shared_beside_a100s() -> Inventory:
+    """A g2-standard-24 pool of 2 L4s x 8 time-shared clients (16 nvidia.com/gpu, one per
+    container) beside an a2-highgpu-4g of 4 A100s."""
     shared = {
         "cloud.google.com/gke-accelerator": "nvidia-l4",
         "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
         "cloud.google.com/gke-max-shared-clients-per-gpu": "8",
     }
-    inventory = make_inventory(
+    return make_inventory(
         make_node("gke-l4-ts", shared, {"nvidia.com/gpu": 16}),
         make_node(
             "gke-a100-4", {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}, {"nvidia.com/gpu": 4}
         ),
     )
+
+
+def test_a_container_gets_one_gpu_of_a_gke_time_shared_node(unit_catalog: Catalog) -> None:
+    """GKE's time-sharing gives a container at most one nvidia.com/gpu (ValidateRequest in
+    https://github.com/GoogleCloudPlatform/container-engine-accelerators/blob/master/pkg/gpu/nvidia/gpusharing/gpusharing.go):
+    a g2-standard-24 pool of 2 L4s x 8 clients advertises 16, which held no container of 8 that
+    the a2-highgpu-4g beside it cannot either; pods of one-GPU containers may still use it."""
+    inventory = gke_l4_time_shared_beside_a100s()
     eight = make_pod().container("c", image="pytorch/pytorch", gpu=8).build()
     assert run(largest_node.check, unit_catalog, eight, inventory) == [
         ("ExceedsLargestNode", 'spec.containers[name=c].resources.limits["nvidia.com/gpu"]')
@@ -355,17 +361,7 @@ def test_a_container_beyond_what_one_container_gets_is_found_at_its_request_alon
 def test_a_pod_pinned_to_gke_shared_nodes_is_left_to_the_sharing_check(unit_catalog: Catalog) -> None:
     """Selecting the GKE time-shared L4 pool, a container of 2 GPUs is ExceedsSharedGpuLimit's to
     judge (GKE gives a container one there), not held against what one container gets elsewhere."""
-    shared = {
-        "cloud.google.com/gke-accelerator": "nvidia-l4",
-        "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
-        "cloud.google.com/gke-max-shared-clients-per-gpu": "8",
-    }
-    inventory = make_inventory(
-        make_node("gke-l4-ts", shared, {"nvidia.com/gpu": 16}),
-        make_node(
-            "gke-a100-4", {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}, {"nvidia.com/gpu": 4}
-        ),
-    )
+    inventory = gke_l4_time_shared_beside_a100s()
     pod = (
         make_pod()
         .spec("nodeSelector", {"cloud.google.com/gke-accelerator": "nvidia-l4"})
